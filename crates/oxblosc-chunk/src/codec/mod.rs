@@ -1,0 +1,1 @@
+//! Codecs: one module per codec, each turning one stream into a payload and back.

@@ -1,0 +1,1 @@
+pub use oxblosc_chunk as chunk;
