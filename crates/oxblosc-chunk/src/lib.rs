@@ -7,8 +7,20 @@
 //! FFI to the C codec libraries); each such block carries a `SAFETY:` comment.
 #![deny(unsafe_code)]
 
+pub mod blocks;
 pub mod codec;
+pub mod compress;
+pub mod config;
+pub mod decompress;
 pub mod error;
 pub mod filter;
+pub mod format;
+pub mod parallel;
+pub mod params;
+mod pipeline;
 
+pub use compress::{compress, compress_blosc1, compress_into, max_compressed_len, special_chunk};
+pub use decompress::{cbuffer_sizes, decompress, decompress_into, getitem};
 pub use error::{Error, Result};
+pub use format::{ChunkHeader, SpecialKind};
+pub use params::{CParams, DParams, SplitMode};

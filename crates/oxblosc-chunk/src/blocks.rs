@@ -1,0 +1,120 @@
+//! Block geometry: the automatic block size and the split decision (format spec 1.10, 1.16).
+//!
+//! Reproduces C-Blosc2 3.x's tuner so that the same parameters give the same blocks (and,
+//! with BloscLZ, the same bytes) as python-blosc2.
+
+use crate::format::codec_id;
+use crate::params::SplitMode;
+
+const L1: usize = 32 * 1024;
+
+/// Will blocks of `blocksize` bytes be split into `typesize` streams? (C-Blosc2 3.x rule)
+pub fn split_block(codec: u8, clevel: u8, has_shuffle: bool, typesize: usize, blocksize: usize, mode: SplitMode) -> bool {
+    match mode {
+        SplitMode::Always => true,
+        SplitMode::Never => false,
+        SplitMode::Auto | SplitMode::ForwardCompat => {
+            let codec_ok = matches!(codec, codec_id::BLOSCLZ | codec_id::LZ4) || (codec == codec_id::ZSTD && clevel <= 5);
+            codec_ok && has_shuffle && typesize <= 16 && blocksize / typesize >= 32
+        }
+    }
+}
+
+/// The block size C-Blosc2 chooses (or the forced one, rounded to a typesize multiple).
+pub fn compute_blocksize(codec: u8, clevel: u8, typesize: usize, nbytes: usize, forced: usize, split_for_whole: bool) -> usize {
+    if nbytes < typesize {
+        return 1;
+    }
+    let mut bs = nbytes;
+    if forced > 0 {
+        bs = forced;
+    } else {
+        let hcr = matches!(codec, codec_id::LZ4HC | codec_id::ZLIB | codec_id::ZSTD);
+        if nbytes >= L1 {
+            bs = L1;
+            if hcr {
+                bs *= 2;
+            }
+            bs = match clevel {
+                0 => bs / 4,
+                1 => bs / 2,
+                2 => bs,
+                3 => bs * 2,
+                4 | 5 => bs * 4,
+                6..=8 => bs * 8,
+                _ => bs * 8 * if hcr { 2 } else { 1 },
+            };
+        }
+        if clevel > 0 && split_for_whole {
+            bs = match clevel {
+                1..=3 => 32 * 1024,
+                4..=6 => 64 * 1024,
+                7 => 128 * 1024,
+                8 => 256 * 1024,
+                _ => 512 * 1024,
+            };
+            bs = (bs * typesize).clamp(32 * 1024, 4 * 1024 * 1024);
+        }
+    }
+    bs = bs.min(nbytes);
+    if bs > typesize {
+        bs -= bs % typesize;
+    }
+    bs
+}
+
+/// c-blosc 1.x's block size, for our Blosc1 writer (format spec 1.16, last paragraph).
+pub fn compute_blocksize_blosc1(codec: u8, clevel: u8, typesize: usize, nbytes: usize, forced: usize, split: bool) -> usize {
+    if nbytes < typesize {
+        return 1;
+    }
+    let mut bs = nbytes;
+    if forced > 0 {
+        bs = forced.clamp(128, 715_827_542);
+    } else {
+        let hcr = matches!(codec, codec_id::LZ4HC | codec_id::ZLIB | codec_id::ZSTD);
+        if nbytes >= L1 {
+            bs = L1 * if hcr { 2 } else { 1 };
+            bs = match clevel {
+                0 => bs / 4,
+                1 => bs / 2,
+                2 => bs,
+                3 => bs * 2,
+                4 | 5 => bs * 4,
+                6..=8 => bs * 8,
+                _ => bs * 8 * if hcr { 2 } else { 1 },
+            };
+        }
+        if clevel > 0 && split {
+            bs = (bs.min(256 * 1024) * typesize).clamp(64 * 1024, 1024 * 1024);
+        }
+    }
+    bs = bs.min(nbytes);
+    if bs > typesize {
+        bs -= bs % typesize;
+    }
+    bs
+}
+
+/// c-blosc 1.x FORWARD_COMPAT split rule (zarr/numcodecs readers decode it implicitly).
+pub fn split_block_blosc1(codec: u8, typesize: usize, blocksize: usize) -> bool {
+    codec != codec_id::ZSTD && typesize <= 16 && blocksize / typesize >= 128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_blocksizes() {
+        // int32, blosclz clevel 9 + shuffle -> 2 MiB (matches blosc-blosclz-3.0.0.cdata).
+        let split = split_block(0, 9, true, 4, 4_000_000, SplitMode::ForwardCompat);
+        assert_eq!(compute_blocksize(0, 9, 4, 4_000_000, 0, split), 2 * 1024 * 1024);
+        // zstd clevel 9 does not split -> 32K*2*8*2 = 1 MiB.
+        let split = split_block(5, 9, true, 4, 4_000_000, SplitMode::ForwardCompat);
+        assert!(!split);
+        assert_eq!(compute_blocksize(5, 9, 4, 4_000_000, 0, split), 1024 * 1024);
+        assert_eq!(compute_blocksize(5, 5, 8, 3, 0, false), 1);
+        assert_eq!(compute_blocksize(0, 5, 3, 1000, 100, false), 99);
+    }
+}

@@ -1,0 +1,410 @@
+//! Chunk encoding: Blosc2 (version 5, 32-byte header, as python-blosc2 writes) and Blosc1
+//! (version 2, 16-byte header, for zarr/numcodecs and HDF5 filter 32001 readers).
+//!
+//! Follows format spec 1.17. Blocks are always placed in order and every stream gets the
+//! same budget (its own size), so serial and parallel output are byte-identical.
+
+use rayon::prelude::*;
+
+use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
+use crate::codec::{self, zstd, Dict};
+use crate::format::{
+    blosc2_flags, codec_id, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE, EXT_HEADER_LEN,
+    MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN, MIN_USEFUL_DICT,
+};
+use crate::parallel::{pool, Scratch};
+use crate::params::CParams;
+use crate::pipeline::Pipeline;
+use crate::{filter, Error, Result};
+
+/// Largest chunk `compress` can produce for `nbytes` of input (Blosc2).
+pub fn max_compressed_len(nbytes: usize) -> usize {
+    nbytes + EXT_HEADER_LEN
+}
+
+/// Compress `src` into a new Blosc2 chunk.
+pub fn compress(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; max_compressed_len(src.len())];
+    let n = compress_into(src, &mut out, cp)?;
+    out.truncate(n);
+    Ok(out)
+}
+
+/// Compress `src` into `dst` as a Blosc2 chunk; returns the chunk length.
+pub fn compress_into(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<usize> {
+    Encoder::new(src.len(), cp, Format::Blosc2)?.run(src, dst)
+}
+
+/// Compress `src` into a new Blosc1 (version 2) chunk. Only SHUFFLE or BITSHUFFLE filters.
+pub fn compress_blosc1(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; src.len() + MIN_HEADER_LEN];
+    let n = Encoder::new(src.len(), cp, Format::Blosc1)?.run(src, &mut out)?;
+    out.truncate(n);
+    Ok(out)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Blosc1,
+    Blosc2,
+}
+
+/// A compression plan for one buffer: geometry, header and pipeline, decided up front.
+struct Encoder {
+    cp: CParams,
+    format: Format,
+    header: ChunkHeader,
+    pipeline: Pipeline,
+    nbytes: usize,
+    blocksize: usize,
+    nblocks: usize,
+    split: bool,
+    memcpy: bool,
+}
+
+impl Encoder {
+    fn new(nbytes: usize, cp: &CParams, format: Format) -> Result<Self> {
+        cp.validate()?;
+        if nbytes > MAX_BUFFERSIZE {
+            return Err(Error::InputTooLarge(nbytes));
+        }
+        let ts = cp.typesize;
+        let hts = if ts > MAX_HEADER_TYPESIZE { 1 } else { ts };
+        let has_shuffle = cp.has_filter(filter::SHUFFLE);
+        let (blocksize, split, memcpy, hlen);
+        match format {
+            Format::Blosc2 => {
+                let split_whole = split_block(cp.codec, cp.clevel, has_shuffle, ts, nbytes, cp.splitmode);
+                blocksize = compute_blocksize(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
+                split = split_block(cp.codec, cp.clevel, has_shuffle, hts, blocksize, cp.splitmode);
+                memcpy = cp.clevel == 0 || nbytes < MIN_BUFFERSIZE;
+                hlen = EXT_HEADER_LEN;
+            }
+            Format::Blosc1 => {
+                if let Some(slot) = cp.filters.iter().position(|&f| !matches!(f, filter::NOFILTER | filter::SHUFFLE | filter::BITSHUFFLE)) {
+                    return Err(Error::InvalidParam {
+                        name: "filters",
+                        reason: format!("Blosc1 chunks carry only shuffle or bitshuffle (slot {slot} holds {})", cp.filters[slot]),
+                    });
+                }
+                if cp.use_dict {
+                    return Err(Error::InvalidParam { name: "use_dict", reason: "Blosc1 chunks have no dictionaries".into() });
+                }
+                let split_whole = split_block_blosc1(cp.codec, hts, nbytes);
+                blocksize = compute_blocksize_blosc1(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
+                split = split_block_blosc1(cp.codec, hts, blocksize);
+                memcpy = cp.clevel == 0 || nbytes < BLOSC1_MIN_BUFFERSIZE;
+                hlen = MIN_HEADER_LEN;
+            }
+        }
+        let nblocks = if nbytes == 0 { 0 } else { nbytes.div_ceil(blocksize) };
+        let mut fl = compcode_to_format(cp.codec) << flags::CODEC_SHIFT;
+        if !split {
+            fl |= flags::DONT_SPLIT;
+        }
+        let mut filters = cp.filters;
+        let mut filters_meta = cp.filters_meta;
+        match format {
+            Format::Blosc2 => {
+                fl |= flags::EXTENDED;
+                if cp.has_filter(filter::DELTA) {
+                    fl |= flags::DELTA;
+                }
+            }
+            Format::Blosc1 => {
+                // The pipeline lives in the flag bits: one transform in slot 5.
+                if has_shuffle {
+                    fl |= flags::SHUFFLE;
+                    filters = [0, 0, 0, 0, 0, filter::SHUFFLE];
+                } else if cp.has_filter(filter::BITSHUFFLE) {
+                    fl |= flags::BITSHUFFLE;
+                    filters = [0, 0, 0, 0, 0, filter::BITSHUFFLE];
+                } else {
+                    filters = [0; 6];
+                }
+                filters_meta = [0; 6];
+            }
+        }
+        let header = ChunkHeader {
+            version: if format == Format::Blosc2 { version::BLOSC2 } else { version::BLOSC1 },
+            versionlz: 1,
+            flags: fl,
+            typesize: hts as u8,
+            nbytes,
+            blocksize,
+            cbytes: 0,
+            filters,
+            filters_meta,
+            udcompcode: cp.codec,
+            compcode_meta: cp.codec_meta,
+            flags2: 0,
+            blosc2_flags: 0,
+        };
+        debug_assert_eq!(header.header_len(), hlen);
+        let pipeline = Pipeline::new(&filters, &filters_meta, hts, format == Format::Blosc1)?;
+        Ok(Encoder { cp: cp.clone(), format, header, pipeline, nbytes, blocksize, nblocks, split, memcpy })
+    }
+
+    fn hlen(&self) -> usize {
+        self.header.header_len()
+    }
+
+    fn run(mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
+        debug_assert_eq!(src.len(), self.nbytes);
+        let hlen = self.hlen();
+        if dst.len() < hlen {
+            return Err(Error::OutputTooSmall { need: hlen, have: dst.len() });
+        }
+        if self.memcpy || hlen + 4 * self.nblocks > dst.len() {
+            if self.memcpy && self.format == Format::Blosc2 {
+                // What C-Blosc2 writes for chunks stored raw from the start.
+                self.header.flags = flags::EXTENDED | flags::MEMCPYED;
+            }
+            return self.write_memcpy(src, dst);
+        }
+        match self.encode_blocks(src, dst)? {
+            Some(n) => Ok(n),
+            None => self.write_memcpy(src, dst),
+        }
+    }
+
+    fn write_memcpy(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
+        let hlen = self.hlen();
+        let total = hlen + src.len();
+        if dst.len() < total {
+            return Err(Error::OutputTooSmall { need: total, have: dst.len() });
+        }
+        self.header.flags |= flags::MEMCPYED;
+        self.header.blosc2_flags &= !blosc2_flags::USE_DICT;
+        self.header.cbytes = total;
+        self.header.write(dst);
+        dst[hlen..total].copy_from_slice(src);
+        Ok(total)
+    }
+
+    fn nstreams(&self, bsize: usize) -> usize {
+        if self.split && bsize == self.blocksize {
+            usize::from(self.header.typesize)
+        } else {
+            1
+        }
+    }
+
+    /// Compress every block; `None` when the result would not fit (store raw instead).
+    fn encode_blocks(&mut self, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>> {
+        let hlen = self.hlen();
+        let nthreads = self.cp.nthreads.clamp(1, self.nblocks.max(1));
+        // Dictionaries need the whole chunk filtered first; the dictionary goes after bstarts.
+        let filtered;
+        let dict_bytes = if self.cp.use_dict && self.format == Format::Blosc2 {
+            filtered = self.filter_all(src)?;
+            self.build_dict(&filtered)
+        } else {
+            filtered = Vec::new();
+            None
+        };
+        let dict = match (&dict_bytes, self.cp.codec) {
+            (Some(d), codec_id::ZSTD) => zstd::PreparedDict::for_compression(d).map(Dict::Zstd),
+            (Some(d), _) => Some(Dict::Lz4(d)),
+            (None, _) => None,
+        };
+        let mut pos = hlen + 4 * self.nblocks;
+        if let Some(d) = &dict_bytes {
+            if dict.is_some() {
+                let end = pos + 4 + d.len();
+                if end > dst.len() {
+                    return Ok(None);
+                }
+                dst[pos..pos + 4].copy_from_slice(&(d.len() as i32).to_le_bytes());
+                dst[pos + 4..end].copy_from_slice(d);
+                pos = end;
+                self.header.blosc2_flags |= blosc2_flags::USE_DICT;
+            }
+        }
+        let input: &[u8] = if dict.is_some() { &filtered } else { src };
+        let prefiltered = dict.is_some();
+        let mut all_zero_runs = dict.is_none() && self.format == Format::Blosc2;
+        let bs = self.blocksize;
+        if nthreads == 1 {
+            let mut s = Scratch::default();
+            for i in 0..self.nblocks {
+                let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
+                let worst = 4 * self.nstreams(block.len()) + block.len();
+                let at = pos;
+                dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(at as i32).to_le_bytes());
+                let (n, zero) = if dst.len() - pos >= worst {
+                    self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut dst[pos..pos + worst], &mut s)?
+                } else {
+                    let mut tmp = std::mem::take(&mut s.c);
+                    tmp.resize(worst, 0);
+                    let r = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut tmp, &mut s)?;
+                    if pos + r.0 > dst.len() {
+                        return Ok(None);
+                    }
+                    dst[pos..pos + r.0].copy_from_slice(&tmp[..r.0]);
+                    s.c = tmp;
+                    r
+                };
+                all_zero_runs &= zero;
+                pos += n;
+            }
+        } else {
+            let results: Vec<(Vec<u8>, usize, bool)> = pool(nthreads).install(|| {
+                (0..self.nblocks)
+                    .into_par_iter()
+                    .map_init(Scratch::default, |s, i| {
+                        let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
+                        let mut out = vec![0u8; 4 * self.nstreams(block.len()) + block.len()];
+                        let (n, zero) = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut out, s)?;
+                        Ok((out, n, zero))
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })?;
+            for (i, (out, n, zero)) in results.into_iter().enumerate() {
+                if pos + n > dst.len() {
+                    return Ok(None);
+                }
+                dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(pos as i32).to_le_bytes());
+                dst[pos..pos + n].copy_from_slice(&out[..n]);
+                all_zero_runs &= zero;
+                pos += n;
+            }
+        }
+        if pos > self.nbytes + hlen {
+            // Larger than storing raw: C-Blosc2 stores such chunks memcpyed.
+            return Ok(None);
+        }
+        if all_zero_runs && self.nblocks > 0 {
+            // Every stream was a zero run: a 32-byte special-zero chunk says the same.
+            self.header.blosc2_flags |= (SpecialKind::Zeros as u8) << blosc2_flags::SPECIAL_SHIFT;
+            pos = EXT_HEADER_LEN;
+        }
+        self.header.cbytes = pos;
+        self.header.write(dst);
+        Ok(Some(pos))
+    }
+
+    /// Forward-filter every block into one buffer (for dictionary training).
+    fn filter_all(&self, src: &[u8]) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; src.len()];
+        let mut s = Scratch::default();
+        let bs = self.blocksize;
+        for (i, o) in out.chunks_mut(bs).enumerate() {
+            let block = &src[i * bs..i * bs + o.len()];
+            o.copy_from_slice(self.pipeline.forward(block, &src[..bs], i == 0, &mut s.a, &mut s.b)?);
+        }
+        Ok(out)
+    }
+
+    /// The chunk dictionary of format spec 1.11, or None when too small to help.
+    fn build_dict(&self, filtered: &[u8]) -> Option<Vec<u8>> {
+        if !matches!(self.cp.codec, codec_id::ZSTD | codec_id::LZ4 | codec_id::LZ4HC) {
+            return None;
+        }
+        let nbytes = filtered.len();
+        let max = MAX_DICT_SIZE.min(nbytes / 20);
+        let per_block = if self.split { usize::from(self.header.typesize) } else { 1 };
+        let nsamples = (self.nblocks * per_block).max(8);
+        let sample = nbytes / nsamples / 16;
+        if max < MIN_USEFUL_DICT || sample == 0 {
+            return None;
+        }
+        if self.cp.codec == codec_id::ZSTD {
+            zstd::train(&filtered[..nsamples * sample], &vec![sample; nsamples], max)
+        } else {
+            Some(filtered[..(nsamples * sample).min(max)].to_vec())
+        }
+    }
+
+    /// Encode block `i` into `out`, returning (bytes written, every stream a zero run).
+    #[allow(clippy::too_many_arguments)]
+    fn encode_block(
+        &self,
+        i: usize,
+        block: &[u8],
+        src: &[u8],
+        prefiltered: bool,
+        dict: Option<&Dict>,
+        out: &mut [u8],
+        s: &mut Scratch,
+    ) -> Result<(usize, bool)> {
+        let filtered: &[u8] = if prefiltered {
+            block
+        } else {
+            let block0 = &src[..self.blocksize.min(src.len())];
+            self.pipeline.forward(block, block0, i == 0, &mut s.a, &mut s.b)?
+        };
+        let nstreams = self.nstreams(block.len());
+        let neblock = block.len() / nstreams;
+        let runs = self.format == Format::Blosc2;
+        let mut pos = 0;
+        let mut all_zero = true;
+        for stream in filtered.chunks_exact(neblock) {
+            if runs {
+                let v = stream[0];
+                if stream.iter().all(|&b| b == v) {
+                    if v == 0 {
+                        out[pos..pos + 4].copy_from_slice(&0i32.to_le_bytes());
+                        pos += 4;
+                    } else {
+                        out[pos..pos + 4].copy_from_slice(&(-i32::from(v)).to_le_bytes());
+                        out[pos + 4] = 0x01;
+                        pos += 5;
+                        all_zero = false;
+                    }
+                    continue;
+                }
+            }
+            all_zero = false;
+            let payload = &mut out[pos + 4..pos + 4 + neblock];
+            let n = codec::encode(self.cp.codec, self.cp.clevel, stream, payload, dict);
+            let n = if n == 0 || n >= neblock {
+                payload.copy_from_slice(stream);
+                neblock
+            } else {
+                n
+            };
+            out[pos..pos + 4].copy_from_slice(&(n as i32).to_le_bytes());
+            pos += 4 + n;
+        }
+        Ok((pos, all_zero))
+    }
+}
+
+/// Build a special-value chunk (zeros, NaN, uninit, or a repeated `value`) without data.
+pub fn special_chunk(kind: SpecialKind, nbytes: usize, typesize: usize, value: Option<&[u8]>) -> Result<Vec<u8>> {
+    if nbytes > MAX_BUFFERSIZE {
+        return Err(Error::InputTooLarge(nbytes));
+    }
+    if typesize == 0 || nbytes % typesize != 0 {
+        return Err(Error::InvalidParam { name: "nbytes", reason: format!("{nbytes} is not a multiple of typesize {typesize}") });
+    }
+    let body: &[u8] = match (kind, value) {
+        (SpecialKind::Value, Some(v)) if v.len() == typesize => v,
+        (SpecialKind::Value, _) => return Err(Error::InvalidParam { name: "value", reason: format!("must hold exactly typesize = {typesize} bytes") }),
+        (SpecialKind::Nan, _) if typesize != 4 && typesize != 8 => {
+            return Err(Error::InvalidParam { name: "typesize", reason: "NaN chunks need typesize 4 or 8".into() })
+        }
+        (SpecialKind::None, _) => return Err(Error::InvalidParam { name: "kind", reason: "not a special value".into() }),
+        _ => &[],
+    };
+    let header = ChunkHeader {
+        version: version::BLOSC2,
+        versionlz: 1,
+        flags: flags::EXTENDED,
+        typesize: if typesize > MAX_HEADER_TYPESIZE { 1 } else { typesize as u8 },
+        nbytes,
+        blocksize: nbytes.clamp(1, crate::format::MAX_BLOCKSIZE),
+        cbytes: EXT_HEADER_LEN + body.len(),
+        filters: [0; 6],
+        filters_meta: [0; 6],
+        udcompcode: 0,
+        compcode_meta: 0,
+        flags2: 0,
+        blosc2_flags: (kind as u8) << blosc2_flags::SPECIAL_SHIFT,
+    };
+    let mut out = vec![0u8; header.cbytes];
+    header.write(&mut out);
+    out[EXT_HEADER_LEN..].copy_from_slice(body);
+    Ok(out)
+}

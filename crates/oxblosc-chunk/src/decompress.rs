@@ -1,0 +1,392 @@
+//! Chunk decoding: every chunk version from Blosc 1.x to Blosc2 VL-blocks, serial or
+//! block-parallel, with partial (`getitem`) reads.
+//!
+//! Untrusted input: every offset and size is checked before use and every failure is an
+//! `Error` naming the block and offset. Block starts are treated as arbitrary offsets (C
+//! writers with several threads store them unsorted; format spec 1.9, Trap 12).
+
+use rayon::prelude::*;
+
+use crate::codec::{self, zstd::PreparedDict, Dict};
+use crate::format::{codec_name, version, ChunkHeader, SpecialKind};
+use crate::parallel::{pool, Scratch};
+use crate::params::DParams;
+use crate::pipeline::Pipeline;
+use crate::{Error, Result};
+
+/// Sizes recorded in a chunk header: (nbytes, cbytes, blocksize), like `get_cbuffer_sizes`.
+pub fn cbuffer_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
+    let h = ChunkHeader::parse(chunk)?;
+    Ok((h.nbytes, h.cbytes, h.blocksize))
+}
+
+/// Decode a chunk into a new buffer of exactly `nbytes` bytes.
+pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
+    let h = ChunkHeader::parse(chunk)?;
+    let mut out = vec![0u8; h.nbytes];
+    Decoder::new(chunk, h)?.decode_all(&mut out, dp.nthreads)?;
+    Ok(out)
+}
+
+/// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.
+pub fn decompress_into(chunk: &[u8], dst: &mut [u8], dp: &DParams) -> Result<usize> {
+    let h = ChunkHeader::parse(chunk)?;
+    let n = h.nbytes;
+    if dst.len() < n {
+        return Err(Error::OutputTooSmall { need: n, have: dst.len() });
+    }
+    Decoder::new(chunk, h)?.decode_all(&mut dst[..n], dp.nthreads)?;
+    Ok(n)
+}
+
+/// Decode items `[start, start + nitems)` (items of the header's typesize) into `dst`,
+/// touching only the blocks that hold them. Returns the number of bytes written.
+pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Result<usize> {
+    let h = ChunkHeader::parse(chunk)?;
+    let ts = usize::from(h.typesize);
+    let total_items = h.nbytes / ts;
+    let end = start.checked_add(nitems).filter(|&e| e <= total_items).ok_or(Error::OutOfRange {
+        start,
+        end: start.saturating_add(nitems),
+        nitems: total_items,
+    })?;
+    let (lo, hi) = (start * ts, end * ts);
+    if dst.len() < hi - lo {
+        return Err(Error::OutputTooSmall { need: hi - lo, have: dst.len() });
+    }
+    Decoder::new(chunk, h)?.decode_range(lo, hi, &mut dst[..hi - lo])?;
+    Ok(hi - lo)
+}
+
+/// Everything needed to decode the blocks of one validated chunk.
+struct Decoder<'a> {
+    chunk: &'a [u8],
+    h: ChunkHeader,
+    compcode: u8,
+    pipeline: Pipeline,
+    dict: Option<Dict<'a>>,
+    /// First byte after bstarts and the dictionary.
+    data_start: usize,
+    /// VL chunks: (uncompressed offset, size, payload start, payload len) per block.
+    vl: Vec<(usize, usize, usize, usize)>,
+}
+
+fn read_i32(buf: &[u8], at: usize, what: &'static str) -> Result<i32> {
+    match buf.get(at..at + 4) {
+        Some(b) => Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        None => Err(Error::Truncated { what, offset: at, need: 4, have: buf.len().saturating_sub(at) }),
+    }
+}
+
+impl<'a> Decoder<'a> {
+    fn new(chunk: &'a [u8], h: ChunkHeader) -> Result<Self> {
+        let chunk = &chunk[..h.cbytes];
+        let plain = h.special()? != SpecialKind::None || h.is_memcpyed() || h.nbytes == 0;
+        let mut d = Decoder {
+            chunk,
+            compcode: if plain { 0 } else { h.compcode()? },
+            pipeline: Pipeline::default(),
+            dict: None,
+            data_start: h.header_len(),
+            vl: Vec::new(),
+            h,
+        };
+        if plain {
+            return Ok(d);
+        }
+        d.pipeline = Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), d.h.version <= version::BLOSC1)?;
+        d.data_start = d.h.header_len() + 4 * d.h.nblocks();
+        if d.h.uses_dict() {
+            d.load_dict()?;
+        }
+        if d.h.is_vlblocks() {
+            d.index_vl_blocks()?;
+        }
+        Ok(d)
+    }
+
+    fn load_dict(&mut self) -> Result<()> {
+        let at = self.data_start;
+        let dsize = read_i32(self.chunk, at, "dictionary size")?;
+        let dsize = usize::try_from(dsize)
+            .ok()
+            .filter(|&s| s > 0 && s <= crate::format::MAX_DICT_SIZE)
+            .ok_or(Error::InvalidHeader { field: "dictionary size", value: dsize.into(), reason: "must be in 1..=32768" })?;
+        let bytes = self.chunk.get(at + 4..at + 4 + dsize).ok_or(Error::Truncated {
+            what: "dictionary",
+            offset: at + 4,
+            need: dsize,
+            have: self.chunk.len().saturating_sub(at + 4),
+        })?;
+        self.dict = Some(match self.compcode {
+            crate::format::codec_id::ZSTD => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| Error::Codec {
+                codec: "zstd",
+                block: 0,
+                offset: at + 4,
+                detail: "unusable dictionary".into(),
+            })?),
+            crate::format::codec_id::LZ4 => Dict::Lz4(bytes),
+            other => return Err(Error::UnknownCodec { id: other }),
+        });
+        self.data_start = at + 4 + dsize;
+        Ok(())
+    }
+
+    fn bstart(&self, i: usize) -> Result<usize> {
+        let at = self.h.header_len() + 4 * i;
+        let v = read_i32(self.chunk, at, "block start")?;
+        usize::try_from(v)
+            .ok()
+            .filter(|&s| s >= self.data_start && s < self.chunk.len())
+            .ok_or_else(|| Error::CorruptBlock {
+                block: i,
+                offset: at,
+                reason: format!("block start {v} outside the data area [{}, {})", self.data_start, self.chunk.len()),
+            })
+    }
+
+    /// VL blocks: sizes come from the stream prefixes, payload lengths from sorted bstarts.
+    fn index_vl_blocks(&mut self) -> Result<()> {
+        let n = self.h.nblocks();
+        let starts: Vec<usize> = (0..n).map(|i| self.bstart(i)).collect::<Result<_>>()?;
+        let mut out_off = 0usize;
+        for i in 0..n {
+            let end = if i + 1 < n { starts[i + 1] } else { self.chunk.len() };
+            if end < starts[i] + 4 {
+                return Err(Error::CorruptBlock { block: i, offset: starts[i], reason: "VL block starts are not increasing".into() });
+            }
+            let size = read_i32(self.chunk, starts[i], "VL block size")?;
+            let size = usize::try_from(size).ok().filter(|&s| s > 0).ok_or_else(|| Error::CorruptBlock {
+                block: i,
+                offset: starts[i],
+                reason: format!("VL block size {size} must be positive"),
+            })?;
+            self.vl.push((out_off, size, starts[i] + 4, end - starts[i] - 4));
+            out_off = out_off.checked_add(size).filter(|&o| o <= self.h.nbytes).ok_or_else(|| Error::CorruptBlock {
+                block: i,
+                offset: starts[i],
+                reason: format!("VL block sizes exceed nbytes {}", self.h.nbytes),
+            })?;
+        }
+        if out_off != self.h.nbytes {
+            return Err(Error::InvalidHeader { field: "nbytes", value: self.h.nbytes as i64, reason: "differs from the sum of VL block sizes" });
+        }
+        Ok(())
+    }
+
+    /// Fill `out` (exactly nbytes) for special, memcpyed and empty chunks; false otherwise.
+    fn decode_plain(&self, lo: usize, out: &mut [u8]) -> Result<bool> {
+        match self.h.special()? {
+            SpecialKind::None => {}
+            SpecialKind::Zeros | SpecialKind::Uninit => {
+                out.fill(0);
+                return Ok(true);
+            }
+            SpecialKind::Nan => {
+                let nan: &[u8] = if self.h.typesize == 4 { &f32::NAN.to_le_bytes() } else { &f64::NAN.to_le_bytes() };
+                fill_pattern(out, nan, lo);
+                return Ok(true);
+            }
+            SpecialKind::Value => {
+                fill_pattern(out, &self.chunk[32..], lo);
+                return Ok(true);
+            }
+        }
+        if self.h.is_memcpyed() {
+            let start = self.h.header_len() + lo;
+            out.copy_from_slice(&self.chunk[start..start + out.len()]);
+            return Ok(true);
+        }
+        Ok(self.h.nbytes == 0)
+    }
+
+    fn nthreads_for(&self, requested: usize) -> usize {
+        requested.clamp(1, self.h.nblocks().max(1))
+    }
+
+    fn decode_all(&self, out: &mut [u8], nthreads: usize) -> Result<()> {
+        if self.decode_plain(0, out)? {
+            return Ok(());
+        }
+        let nthreads = self.nthreads_for(nthreads);
+        let blocks = self.split_blocks(out);
+        if nthreads == 1 {
+            let mut s = Scratch::default();
+            let mut iter = blocks.into_iter().enumerate();
+            let Some((_, first)) = iter.next() else { return Ok(()) };
+            self.decode_block(0, first, &[], &mut s)?;
+            let first: &[u8] = first;
+            for (i, b) in iter {
+                self.decode_block(i, b, first, &mut s)?;
+            }
+            return Ok(());
+        }
+        let mut iter = blocks.into_iter();
+        let Some(first) = iter.next() else { return Ok(()) };
+        let rest: Vec<&mut [u8]> = iter.collect();
+        pool(nthreads).install(|| {
+            if self.pipeline.has_delta() {
+                // Block 0 must be completely decoded before any block that references it
+                // (C-Blosc2 pitfall 1); a failure here stops everything (pitfall 2).
+                self.decode_block(0, first, &[], &mut Scratch::default())?;
+                let first: &[u8] = first;
+                rest.into_par_iter().enumerate().try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i + 1, b, first, s))
+            } else {
+                let all = std::iter::once(first).chain(rest).collect::<Vec<_>>();
+                all.into_par_iter().enumerate().try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i, b, &[], s))
+            }
+        })
+    }
+
+    /// Split the output into the per-block slices.
+    fn split_blocks<'o>(&self, mut out: &'o mut [u8]) -> Vec<&'o mut [u8]> {
+        let n = self.h.nblocks();
+        let mut v = Vec::with_capacity(n);
+        for i in 0..n {
+            let len = if self.h.is_vlblocks() { self.vl[i].1 } else { self.h.block_len(i) };
+            let (head, tail) = std::mem::take(&mut out).split_at_mut(len);
+            v.push(head);
+            out = tail;
+        }
+        v
+    }
+
+    fn block_range(&self, i: usize) -> (usize, usize) {
+        if self.h.is_vlblocks() {
+            (self.vl[i].0, self.vl[i].0 + self.vl[i].1)
+        } else {
+            (i * self.h.blocksize, i * self.h.blocksize + self.h.block_len(i))
+        }
+    }
+
+    /// Decode bytes `[lo, hi)` of the chunk, decoding only the blocks involved.
+    fn decode_range(&self, lo: usize, hi: usize, out: &mut [u8]) -> Result<()> {
+        if lo == hi {
+            return Ok(());
+        }
+        if self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
+            self.decode_plain(lo, out)?;
+            return Ok(());
+        }
+        let mut s = Scratch::default();
+        let mut block0 = Vec::new();
+        if self.pipeline.has_delta() {
+            // Blocks > 0 are XORed against block 0 (pitfall 3): decode it first.
+            block0.resize(self.block_range(0).1, 0);
+            self.decode_block(0, &mut block0, &[], &mut s)?;
+        }
+        let mut tmp = Vec::new();
+        for i in 0..self.h.nblocks() {
+            let (b_lo, b_hi) = self.block_range(i);
+            if b_hi <= lo || b_lo >= hi {
+                continue;
+            }
+            let (c_lo, c_hi) = (lo.max(b_lo), hi.min(b_hi));
+            let dst = &mut out[c_lo - lo..c_hi - lo];
+            if i == 0 && !block0.is_empty() {
+                dst.copy_from_slice(&block0[c_lo - b_lo..c_hi - b_lo]);
+            } else if c_lo == b_lo && c_hi == b_hi {
+                self.decode_block(i, dst, &block0, &mut s)?;
+            } else {
+                tmp.resize(b_hi - b_lo, 0);
+                self.decode_block(i, &mut tmp, &block0, &mut s)?;
+                dst.copy_from_slice(&tmp[c_lo - b_lo..c_hi - b_lo]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Decode block `i` into `dst` (its exact size). `block0` = decoded block 0 (DELTA).
+    fn decode_block(&self, i: usize, dst: &mut [u8], block0: &[u8], s: &mut Scratch) -> Result<()> {
+        let direct = self.pipeline.backward_is_identity();
+        let bsize = dst.len();
+        if !direct {
+            s.a.resize(bsize, 0);
+        }
+        {
+            let target: &mut [u8] = if direct { dst } else { &mut s.a[..bsize] };
+            if self.h.is_vlblocks() {
+                let (_, _, p, len) = self.vl[i];
+                self.decode_stream(i, p, len, target)?;
+            } else {
+                self.decode_streams(i, target)?;
+            }
+        }
+        if !direct {
+            self.pipeline.backward(&mut s.a, &mut s.b, dst, block0, i == 0)?;
+        }
+        Ok(())
+    }
+
+    fn nstreams(&self, i: usize, bsize: usize) -> usize {
+        let ts = usize::from(self.h.typesize);
+        let leftover = bsize < self.h.blocksize;
+        if self.h.dont_split() || leftover {
+            return 1;
+        }
+        if self.h.version <= version::BLOSC1 && (ts > 16 || self.h.blocksize / ts < 128) {
+            // c-blosc <= 1.10 decided splitting implicitly (format spec 1.10).
+            return 1;
+        }
+        let _ = i;
+        ts
+    }
+
+    fn decode_streams(&self, i: usize, dst: &mut [u8]) -> Result<()> {
+        let bsize = dst.len();
+        let nstreams = self.nstreams(i, bsize);
+        if bsize % nstreams != 0 {
+            return Err(Error::CorruptBlock { block: i, offset: 0, reason: format!("block of {bsize} bytes cannot hold {nstreams} equal streams") });
+        }
+        let neblock = bsize / nstreams;
+        let mut pos = self.bstart(i)?;
+        for out in dst.chunks_exact_mut(neblock) {
+            let csize = read_i32(self.chunk, pos, "stream size")?;
+            pos += 4;
+            if csize == 0 {
+                out.fill(0);
+            } else if csize < 0 {
+                let token = *self.chunk.get(pos).ok_or(Error::Truncated { what: "run token", offset: pos, need: 1, have: 0 })?;
+                if token & 1 == 0 {
+                    return Err(Error::CorruptBlock { block: i, offset: pos, reason: format!("unsupported run token {token:#04x}") });
+                }
+                out.fill((csize.unsigned_abs() & 0xFF) as u8);
+                pos += 1;
+            } else {
+                let len = csize as usize;
+                self.decode_stream(i, pos, len, out)?;
+                pos += len;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decode the payload at `[pos, pos + len)` into `out` (raw when it has out's length).
+    fn decode_stream(&self, i: usize, pos: usize, len: usize, out: &mut [u8]) -> Result<()> {
+        let payload = self.chunk.get(pos..pos.saturating_add(len)).ok_or(Error::Truncated {
+            what: "stream",
+            offset: pos,
+            need: len,
+            have: self.chunk.len().saturating_sub(pos),
+        })?;
+        if len == out.len() {
+            out.copy_from_slice(payload);
+            return Ok(());
+        }
+        codec::decode(self.compcode, payload, out, self.dict.as_ref()).map_err(|detail| Error::Codec {
+            codec: codec_name(self.compcode),
+            block: i,
+            offset: pos,
+            detail,
+        })
+    }
+}
+
+/// Fill `out` with `pattern` repeated, as if the repetition started at byte `phase`... of the
+/// chunk (so partial reads stay aligned to the value).
+fn fill_pattern(out: &mut [u8], pattern: &[u8], phase: usize) {
+    let w = pattern.len();
+    for (k, b) in out.iter_mut().enumerate() {
+        *b = pattern[(phase + k) % w];
+    }
+}
