@@ -1,1 +1,217 @@
+//! `oxblosc._native`: the Rust engine seen from Python.
+//!
+//! Thin conversions only (architecture rule 3): argument checks that need Python types,
+//! buffer borrowing, GIL release around every call, and error mapping. The ergonomic
+//! python-blosc2-style API lives in `python/oxblosc/`.
+#![deny(unsafe_code)]
 
+mod buffer;
+
+use oxblosc::chunk::{self, CParams, DParams, Error, SpecialKind, SplitMode};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use buffer::ByteView;
+
+/// Map an engine error to the Python exception users of python-blosc2 already catch:
+/// bad parameters are `ValueError`; bad chunks raise `oxblosc.ChunkError`, which
+/// subclasses both `ValueError` and `RuntimeError`.
+fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } => PyValueError::new_err(msg),
+        Error::UnknownCodec { .. } | Error::UnknownFilter { .. } | Error::OutputTooSmall { .. } => {
+            PyValueError::new_err(msg)
+        }
+        _ => match py.import("oxblosc._errors").and_then(|m| m.getattr("ChunkError")) {
+            Ok(cls) => PyErr::from_type(cls.downcast_into().expect("ChunkError is a type"), msg),
+            Err(_) => PyRuntimeError::new_err(msg),
+        },
+    }
+}
+
+fn filters6(list: Vec<u8>, what: &str) -> PyResult<[u8; 6]> {
+    if list.len() > 6 {
+        return Err(PyValueError::new_err(format!("{what} holds at most 6 entries, got {}", list.len())));
+    }
+    let mut a = [0u8; 6];
+    a[..list.len()].copy_from_slice(&list);
+    Ok(a)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cparams(
+    codec: u8,
+    codec_meta: u8,
+    clevel: u8,
+    use_dict: bool,
+    typesize: usize,
+    nthreads: usize,
+    blocksize: usize,
+    splitmode: u8,
+    filters: Vec<u8>,
+    filters_meta: Vec<u8>,
+) -> PyResult<CParams> {
+    Ok(CParams {
+        codec,
+        codec_meta,
+        clevel,
+        use_dict,
+        typesize,
+        nthreads,
+        blocksize,
+        splitmode: SplitMode::from_id(splitmode).map_err(|e| PyValueError::new_err(e.to_string()))?,
+        filters: filters6(filters, "filters")?,
+        filters_meta: filters6(filters_meta, "filters_meta")?,
+    })
+}
+
+/// Compress a buffer into a Blosc2 chunk (python-blosc2's `compress2` semantics).
+#[pyfunction]
+#[pyo3(signature = (src, codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta))]
+#[allow(clippy::too_many_arguments)]
+fn compress2<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    codec: u8,
+    codec_meta: u8,
+    clevel: u8,
+    use_dict: bool,
+    typesize: usize,
+    nthreads: usize,
+    blocksize: usize,
+    splitmode: u8,
+    filters: Vec<u8>,
+    filters_meta: Vec<u8>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let cp = cparams(codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)?;
+    let view = ByteView::readable(src)?;
+    let out = py.allow_threads(|| chunk::compress(view.as_slice(), &cp)).map_err(|e| to_py(py, e))?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Compress into a Blosc1 (version 2) chunk, readable by c-blosc 1.x, numcodecs and zarr.
+#[pyfunction]
+#[pyo3(signature = (src, codec, clevel, typesize, nthreads, blocksize, shuffle))]
+fn compress_blosc1<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    codec: u8,
+    clevel: u8,
+    typesize: usize,
+    nthreads: usize,
+    blocksize: usize,
+    shuffle: u8,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let cp = cparams(codec, 0, clevel, false, typesize, nthreads, blocksize, 4, vec![0, 0, 0, 0, 0, shuffle], vec![])?;
+    let view = ByteView::readable(src)?;
+    let out = py.allow_threads(|| chunk::compress_blosc1(view.as_slice(), &cp)).map_err(|e| to_py(py, e))?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Decompress a chunk into new bytes.
+#[pyfunction]
+fn decompress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, nthreads: usize) -> PyResult<Bound<'py, PyBytes>> {
+    let view = ByteView::readable(src)?;
+    let chunk_bytes = view.as_slice();
+    let (nbytes, _, _) = chunk::cbuffer_sizes(chunk_bytes).map_err(|e| to_py(py, e))?;
+    let dp = DParams { nthreads: nthreads.max(1) };
+    PyBytes::new_with(py, nbytes, |buf| {
+        py.allow_threads(|| chunk::decompress_into(chunk_bytes, buf, &dp)).map(|_| ()).map_err(|e| to_py(py, e))
+    })
+}
+
+/// Decompress a chunk into a caller-provided writable buffer; returns the bytes written.
+#[pyfunction]
+fn decompress2_into(py: Python<'_>, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nthreads: usize) -> PyResult<usize> {
+    let view = ByteView::readable(src)?;
+    let mut out = ByteView::writable(dst)?;
+    let dp = DParams { nthreads: nthreads.max(1) };
+    let chunk_bytes = view.as_slice();
+    let dst_bytes = out.as_mut_slice();
+    py.allow_threads(|| chunk::decompress_into(chunk_bytes, dst_bytes, &dp)).map_err(|e| to_py(py, e))
+}
+
+/// `(nbytes, cbytes, blocksize)` from a chunk header.
+#[pyfunction]
+fn get_cbuffer_sizes(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(usize, usize, usize)> {
+    let view = ByteView::readable(src)?;
+    chunk::cbuffer_sizes(view.as_slice()).map_err(|e| to_py(py, e))
+}
+
+/// Items `[start, start + nitems)` of a chunk, decoding only the blocks that hold them.
+#[pyfunction]
+fn getitem<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, start: usize, nitems: usize) -> PyResult<Bound<'py, PyBytes>> {
+    let view = ByteView::readable(src)?;
+    let chunk_bytes = view.as_slice();
+    let h = chunk::ChunkHeader::parse(chunk_bytes).map_err(|e| to_py(py, e))?;
+    let len = nitems.saturating_mul(usize::from(h.typesize));
+    if start.saturating_add(nitems).saturating_mul(usize::from(h.typesize)) > h.nbytes {
+        return Err(to_py(py, Error::OutOfRange { start, end: start.saturating_add(nitems), nitems: h.nbytes / usize::from(h.typesize) }));
+    }
+    PyBytes::new_with(py, len, |buf| {
+        py.allow_threads(|| chunk::getitem(chunk_bytes, start, nitems, buf)).map(|_| ()).map_err(|e| to_py(py, e))
+    })
+}
+
+/// A special-value chunk: kind 1 zeros, 2 NaN, 3 repeated `value`, 4 uninitialized.
+#[pyfunction]
+#[pyo3(signature = (kind, nbytes, typesize, value=None))]
+fn special_chunk<'py>(py: Python<'py>, kind: u8, nbytes: usize, typesize: usize, value: Option<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+    let kind = match kind {
+        1 => SpecialKind::Zeros,
+        2 => SpecialKind::Nan,
+        3 => SpecialKind::Value,
+        4 => SpecialKind::Uninit,
+        _ => return Err(PyValueError::new_err(format!("special kind {kind} is not ZERO, NAN, VALUE or UNINIT"))),
+    };
+    let out = chunk::special_chunk(kind, nbytes, typesize, value.as_deref()).map_err(|e| to_py(py, e))?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// The decoded header of a chunk, as a dict (for `info` and tests).
+#[pyfunction]
+fn chunk_info<'py>(py: Python<'py>, src: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let view = ByteView::readable(src)?;
+    let h = chunk::ChunkHeader::parse(view.as_slice()).map_err(|e| to_py(py, e))?;
+    let d = PyDict::new(py);
+    d.set_item("version", h.version)?;
+    d.set_item("flags", h.flags)?;
+    d.set_item("typesize", h.typesize)?;
+    d.set_item("nbytes", h.nbytes)?;
+    d.set_item("cbytes", h.cbytes)?;
+    d.set_item("blocksize", h.blocksize)?;
+    d.set_item("nblocks", h.nblocks())?;
+    d.set_item("extended", h.is_extended())?;
+    d.set_item("memcpyed", h.is_memcpyed())?;
+    d.set_item("split", !h.dont_split())?;
+    d.set_item("vlblocks", h.is_vlblocks())?;
+    d.set_item("use_dict", h.uses_dict())?;
+    d.set_item("special", h.special().map_err(|e| to_py(py, e))? as u8)?;
+    d.set_item("codec", h.compcode().ok().map(|c| if c == 1 && h.udcompcode == 2 { 2 } else { c }))?;
+    d.set_item("filters", h.filters.to_vec())?;
+    d.set_item("filters_meta", h.filters_meta.to_vec())?;
+    Ok(d)
+}
+
+/// Number of cores the default thread count is based on.
+#[pyfunction]
+fn default_nthreads() -> usize {
+    chunk::config::default_nthreads()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(compress2, m)?)?;
+    m.add_function(wrap_pyfunction!(compress_blosc1, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress2, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress2_into, m)?)?;
+    m.add_function(wrap_pyfunction!(get_cbuffer_sizes, m)?)?;
+    m.add_function(wrap_pyfunction!(getitem, m)?)?;
+    m.add_function(wrap_pyfunction!(special_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(chunk_info, m)?)?;
+    m.add_function(wrap_pyfunction!(default_nthreads, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

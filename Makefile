@@ -1,0 +1,81 @@
+# The one list of commands. Every target installs what it needs by itself.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.deps-stamp
+SHARED ?= $(abspath ../shared)
+export OXBLOSC_SHARED := $(SHARED)
+CARGO ?= cargo
+
+.PHONY: all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench fuzz fuzz-quick clean venv
+
+all: test
+
+$(STAMP): pyproject.toml requirements-dev.txt
+	@command -v python3 >/dev/null || { echo "python3 is required"; exit 2; }
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || (apt-get update -qq && apt-get install -y -qq python3-venv)
+	@command -v cargo >/dev/null || { echo "a Rust toolchain (cargo) is required"; exit 2; }
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## develop: build the extension in the dev profile into the venv (fast to compile)
+develop: $(STAMP)
+	$(VENV)/bin/maturin develop -q --uv 2>/dev/null || $(VENV)/bin/maturin develop -q
+
+## develop-release: optimised build for demos and benchmarks
+develop-release: $(STAMP)
+	$(VENV)/bin/maturin develop -q --release --uv 2>/dev/null || $(VENV)/bin/maturin develop -q --release
+
+## demo: compress a real dataset with several codecs/filters and compare with .npy
+demo: develop-release
+	$(PIP) install -q --no-deps -r bench/demo-requirements.txt
+	$(PY) scripts/demo.py
+
+## test: every Rust and Python test
+test: test-rust test-python
+
+test-rust:
+	$(CARGO) test --workspace --exclude oxblosc-python --quiet
+
+test-python: develop
+	$(PY) -m pytest -q python/tests
+
+## ci: what .ci/run calls
+ci: lint test
+
+lint: $(STAMP)
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
+	$(VENV)/bin/ruff check python bench scripts
+	$(VENV)/bin/ruff format --check python bench scripts
+	$(PY) scripts/check_layers.py
+
+fmt: $(STAMP)
+	$(CARGO) fmt --all
+	$(VENV)/bin/ruff format python bench scripts
+	$(VENV)/bin/ruff check --fix python bench scripts
+
+## bench-quick: side-by-side with python-blosc2, under a minute
+bench-quick: develop-release
+	$(PIP) install -q --no-deps -r bench/demo-requirements.txt
+	$(PY) bench/chunk_bench.py --quick
+
+bench: develop-release
+	$(PIP) install -q --no-deps -r bench/demo-requirements.txt
+	$(PY) bench/chunk_bench.py
+
+## fuzz: every fuzz target for FUZZ_SECONDS each (needs cargo-fuzz; installs it)
+FUZZ_SECONDS ?= 600
+fuzz:
+	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
+	cd fuzz && for t in $$(RUSTC_BOOTSTRAP=1 cargo fuzz list); do \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -malloc_limit_mb=3000 || exit 1; done
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV)

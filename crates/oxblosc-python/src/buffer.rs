@@ -1,0 +1,80 @@
+//! Borrow the bytes of any buffer-protocol object (bytes, bytearray, memoryview, NumPy).
+//!
+//! `PyBuffer<u8>` insists on the `B` item format, which a float64 array does not have, so
+//! we ask for a plain contiguous byte view through the C API. This is the crate's only FFI.
+#![allow(unsafe_code)]
+
+
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+/// A held buffer view; released on drop (with the GIL, as CPython requires).
+pub struct ByteView {
+    view: Box<ffi::Py_buffer>,
+}
+
+// SAFETY: the exporter keeps the memory alive and unmoved while the view is held; we only
+// hand out the slice while the `ByteView` lives, and release it with the GIL held.
+unsafe impl Send for ByteView {}
+unsafe impl Sync for ByteView {}
+
+impl ByteView {
+    fn get(obj: &Bound<'_, PyAny>, writable: bool) -> PyResult<Self> {
+        let mut view: Box<ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
+        let flags = if writable { ffi::PyBUF_WRITABLE | ffi::PyBUF_C_CONTIGUOUS } else { ffi::PyBUF_C_CONTIGUOUS };
+        // SAFETY: `view` is a valid, writable Py_buffer; on failure CPython sets an exception.
+        let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
+        if rc != 0 {
+            let err = PyErr::take(obj.py());
+            return Err(match err {
+                Some(e) if e.is_instance_of::<PyBufferError>(obj.py()) && writable => {
+                    PyTypeError::new_err("dst must be a writable, C-contiguous buffer (bytearray, NumPy array, ...)")
+                }
+                _ => PyTypeError::new_err(format!(
+                    "expected a C-contiguous object supporting the buffer protocol, got {}",
+                    obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                )),
+            });
+        }
+        Ok(ByteView { view })
+    }
+
+    /// A read-only view of `obj`.
+    pub fn readable(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::get(obj, false)
+    }
+
+    /// A writable view of `obj`.
+    pub fn writable(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::get(obj, true)
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        if self.view.len == 0 || self.view.buf.is_null() {
+            return &[];
+        }
+        // SAFETY: CPython guarantees `buf` points to `len` contiguous readable bytes while the
+        // view is held.
+        unsafe { std::slice::from_raw_parts(self.view.buf as *const u8, self.view.len as usize) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        if self.view.len == 0 || self.view.buf.is_null() {
+            return &mut [];
+        }
+        debug_assert_eq!(self.view.readonly, 0);
+        // SAFETY: the view was requested with PyBUF_WRITABLE, so `buf` is writable for `len` bytes;
+        // `&mut self` makes this the only slice handed out.
+        unsafe { std::slice::from_raw_parts_mut(self.view.buf as *mut u8, self.view.len as usize) }
+    }
+}
+
+impl Drop for ByteView {
+    fn drop(&mut self) {
+        Python::with_gil(|_| {
+            // SAFETY: the view was filled by a successful PyObject_GetBuffer and is released once.
+            unsafe { ffi::PyBuffer_Release(&mut *self.view) };
+        });
+    }
+}

@@ -1,0 +1,68 @@
+"""oxblosc: fast, memory-safe, Blosc2-compatible compression for numerical data.
+
+The chunk API mirrors python-blosc2 (``compress2``, ``decompress2``, ``CParams``, ...), so
+code can switch by changing the import.
+"""
+
+from . import core as _core
+from ._errors import ChunkError
+from ._native import __version__
+from .core import (
+    EXTENDED_HEADER_LENGTH,
+    MAX_BUFFERSIZE,
+    MAX_OVERHEAD,
+    MAX_TYPESIZE,
+    MIN_HEADER_LENGTH,
+    Codec,
+    CParams,
+    DParams,
+    Filter,
+    SpecialValue,
+    SplitMode,
+    chunk_info,
+    compress,
+    compress2,
+    compress_blosc1,
+    decompress,
+    decompress2,
+    get_cbuffer_sizes,
+    getitem,
+    ncores,
+    set_nthreads,
+    special_chunk,
+)
+
+
+def __getattr__(name):
+    # `oxblosc.nthreads` follows set_nthreads().
+    if name == "nthreads":
+        return _core.nthreads
+    raise AttributeError(f"module 'oxblosc' has no attribute {name!r}")
+
+
+__all__ = [
+    "EXTENDED_HEADER_LENGTH",
+    "MAX_BUFFERSIZE",
+    "MAX_OVERHEAD",
+    "MAX_TYPESIZE",
+    "MIN_HEADER_LENGTH",
+    "ChunkError",
+    "CParams",
+    "Codec",
+    "DParams",
+    "Filter",
+    "SpecialValue",
+    "SplitMode",
+    "__version__",
+    "chunk_info",
+    "compress",
+    "compress2",
+    "compress_blosc1",
+    "decompress",
+    "decompress2",
+    "get_cbuffer_sizes",
+    "getitem",
+    "ncores",
+    "set_nthreads",
+    "special_chunk",
+]

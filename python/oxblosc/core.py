@@ -1,0 +1,252 @@
+"""Chunk compression with python-blosc2's names, defaults and semantics.
+
+Everything that touches bytes happens in Rust (``oxblosc._native``); this module converts
+arguments, applies python-blosc2's conventions and picks the right native call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _native
+
+MAX_TYPESIZE = 536_866_816
+MAX_BUFFERSIZE = 2_147_483_615
+MAX_OVERHEAD = 32
+MIN_HEADER_LENGTH = 16
+EXTENDED_HEADER_LENGTH = 32
+
+ncores: int = _native.default_nthreads()
+#: Default number of threads, from ``BLOSC_NTHREADS`` or the number of cores.
+nthreads: int = ncores
+
+
+class Codec(enum.IntEnum):
+    """Codecs, numbered as in Blosc2."""
+
+    BLOSCLZ = 0
+    LZ4 = 1
+    LZ4HC = 2
+    ZLIB = 4
+    ZSTD = 5
+
+
+class Filter(enum.IntEnum):
+    """Filters, numbered as in Blosc2."""
+
+    NOFILTER = 0
+    SHUFFLE = 1
+    BITSHUFFLE = 2
+    DELTA = 3
+    TRUNC_PREC = 4
+    BYTEDELTA = 35
+    INT_TRUNC = 36
+
+
+class SplitMode(enum.IntEnum):
+    """Whether blocks are split into one stream per byte of the type."""
+
+    ALWAYS_SPLIT = 1
+    NEVER_SPLIT = 2
+    AUTO_SPLIT = 3
+    FORWARD_COMPAT_SPLIT = 4
+
+
+class SpecialValue(enum.IntEnum):
+    """Values a special chunk stands for without storing data."""
+
+    NOT_SPECIAL = 0
+    ZERO = 1
+    NAN = 2
+    VALUE = 3
+    UNINIT = 4
+
+
+def _default_filters() -> list:
+    return [Filter.NOFILTER] * 5 + [Filter.SHUFFLE]
+
+
+def _default_nthreads() -> int:
+    return nthreads
+
+
+@dataclass
+class CParams:
+    """Compression parameters (same fields and defaults as ``blosc2.CParams``)."""
+
+    codec: Codec | int = Codec.ZSTD
+    codec_meta: int = 0
+    clevel: int = 5
+    use_dict: bool = False
+    typesize: int = 8
+    nthreads: int = field(default_factory=_default_nthreads)
+    blocksize: int = 0
+    splitmode: SplitMode = SplitMode.AUTO_SPLIT
+    filters: list = field(default_factory=_default_filters)
+    filters_meta: list = field(default_factory=lambda: [0] * 6)
+
+    def __post_init__(self):
+        if len(self.filters) > 6 or len(self.filters_meta) > 6:
+            raise ValueError("filters and filters_meta hold at most 6 entries")
+        self.filters = list(self.filters) + [Filter.NOFILTER] * (6 - len(self.filters))
+        self.filters_meta = list(self.filters_meta) + [0] * (6 - len(self.filters_meta))
+
+
+@dataclass
+class DParams:
+    """Decompression parameters (same fields and defaults as ``blosc2.DParams``)."""
+
+    nthreads: int = field(default_factory=_default_nthreads)
+
+
+def _checked(name: str, value: Any, lo: int, hi: int) -> int:
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+def _make_params(cls, given: dict, key: str):
+    if key in given:
+        p = given.pop(key)
+        if given:
+            raise ValueError(f"pass either {key} or individual parameters, not both: {sorted(given)}")
+        if isinstance(p, dict):
+            return cls(**p)
+        if isinstance(p, cls):
+            return dataclasses.replace(p)
+        # Accept python-blosc2's own CParams/DParams too.
+        return cls(**{f.name: getattr(p, f.name) for f in dataclasses.fields(cls) if hasattr(p, f.name)})
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(given) - names
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {cls.__name__}")
+    return cls(**given)
+
+
+def _native_cparams(cp: CParams) -> tuple:
+    typesize = _checked("typesize", cp.typesize, 1, MAX_TYPESIZE)
+    filters = [_checked("filter", f, 0, 255) for f in cp.filters]
+    meta = [_checked("filters_meta", m, -128, 255) & 0xFF for m in cp.filters_meta]
+    for slot, f in enumerate(filters):
+        # python-blosc2 records BYTEDELTA's stream count explicitly.
+        if f == Filter.BYTEDELTA and meta[slot] == 0:
+            if typesize > 255:
+                raise ValueError(f"BYTEDELTA needs typesize <= 255, got {typesize}")
+            meta[slot] = typesize
+    return (
+        _checked("codec", cp.codec, 0, 255),
+        _checked("codec_meta", cp.codec_meta, 0, 255),
+        _checked("clevel", cp.clevel, 0, 9),
+        bool(cp.use_dict),
+        typesize,
+        _checked("nthreads", cp.nthreads, 1, 1 << 16),
+        _checked("blocksize", cp.blocksize, 0, MAX_TYPESIZE),
+        _checked("splitmode", cp.splitmode, 1, 4),
+        filters,
+        meta,
+    )
+
+
+def compress2(src: Any, **kwargs) -> bytes:
+    """Compress ``src`` (any buffer) into a Blosc2 chunk.
+
+    Takes ``cparams=CParams(...)`` (or a dict) or the fields of :class:`CParams` as keywords.
+    """
+    cp = _make_params(CParams, dict(kwargs), "cparams")
+    return _native.compress2(src, *_native_cparams(cp))
+
+
+def decompress2(src: Any, dst: Any = None, **kwargs) -> bytes | None:
+    """Decompress a chunk; into ``dst`` (returning None) when given, else into new bytes."""
+    dp = _make_params(DParams, dict(kwargs), "dparams")
+    n = _checked("nthreads", dp.nthreads, 1, 1 << 16)
+    if dst is None:
+        return _native.decompress2(src, n)
+    if len(memoryview(dst).cast("B")) == 0:
+        raise ValueError("dst must not be empty")
+    _native.decompress2_into(src, dst, n)
+    return None
+
+
+def compress(
+    src: Any,
+    typesize: int = 8,
+    clevel: int = 1,
+    filter: Filter = Filter.SHUFFLE,
+    codec: Codec = Codec.ZSTD,
+    _ignore_multiple_size: bool = False,
+) -> bytes:
+    """Blosc1-style call (python-blosc2's ``compress``); writes a Blosc2 chunk."""
+    size = len(memoryview(src).cast("B"))
+    if not _ignore_multiple_size and typesize > 0 and size % typesize != 0:
+        raise ValueError(f"len(src) can only be a multiple of typesize ({typesize}).")
+    filters = [Filter.NOFILTER] * 5 + [filter]
+    return compress2(src, typesize=typesize, clevel=clevel, filters=filters, codec=codec)
+
+
+def decompress(src: Any, dst: Any = None, as_bytearray: bool = False) -> bytes | bytearray | None:
+    """Blosc1-style call (python-blosc2's ``decompress``)."""
+    if dst is not None:
+        return decompress2(src, dst)
+    out = decompress2(src)
+    return bytearray(out) if as_bytearray else out
+
+
+def compress_blosc1(
+    src: Any,
+    typesize: int = 8,
+    clevel: int = 5,
+    shuffle: Filter = Filter.SHUFFLE,
+    codec: Codec = Codec.LZ4,
+    blocksize: int = 0,
+    nthreads: int | None = None,
+) -> bytes:
+    """Write a Blosc1 (format version 2) chunk, for readers that only know Blosc1:
+    c-blosc 1.x, numcodecs/zarr ``Blosc``, HDF5 filter 32001."""
+    if shuffle not in (Filter.NOFILTER, Filter.SHUFFLE, Filter.BITSHUFFLE):
+        raise ValueError("Blosc1 chunks support only NOFILTER, SHUFFLE or BITSHUFFLE")
+    return _native.compress_blosc1(
+        src,
+        _checked("codec", codec, 0, 255),
+        _checked("clevel", clevel, 0, 9),
+        _checked("typesize", typesize, 1, MAX_TYPESIZE),
+        _checked("nthreads", nthreads or globals()["nthreads"], 1, 1 << 16),
+        _checked("blocksize", blocksize, 0, MAX_TYPESIZE),
+        int(shuffle),
+    )
+
+
+def get_cbuffer_sizes(src: Any) -> tuple[int, int, int]:
+    """``(nbytes, cbytes, blocksize)`` of a chunk."""
+    return _native.get_cbuffer_sizes(src)
+
+
+def getitem(src: Any, start: int, nitems: int) -> bytes:
+    """Items ``[start, start + nitems)`` of a chunk, decoding only the blocks involved."""
+    return _native.getitem(src, _checked("start", start, 0, MAX_BUFFERSIZE), _checked("nitems", nitems, 0, MAX_BUFFERSIZE))
+
+
+def special_chunk(kind: SpecialValue, nbytes: int, typesize: int, value: Any = None) -> bytes:
+    """A chunk of ``nbytes`` standing for zeros, NaNs, uninitialized data or a repeated value."""
+    raw = None if value is None else bytes(memoryview(value).cast("B"))
+    return _native.special_chunk(int(kind), nbytes, typesize, raw)
+
+
+def chunk_info(src: Any) -> dict:
+    """The decoded header of a chunk."""
+    return _native.chunk_info(src)
+
+
+def set_nthreads(n: int) -> int:
+    """Set the default number of threads; returns the previous value."""
+    global nthreads
+    old = nthreads
+    nthreads = _checked("nthreads", n, 1, 1 << 16)
+    return old
