@@ -146,6 +146,9 @@ mod tests {
         let len = 8 << 20;
         let src = Rng::new(7).bytes(len);
         let mut dst = vec![0u8; len];
+        report_speed("memcpy", len, || {
+            std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src))
+        });
         for e in [2, 3, 4, 8, 12, 16, 32] {
             report_speed(&format!("shuffle e={e}"), len, || {
                 shuffle(e, &src, &mut dst)
