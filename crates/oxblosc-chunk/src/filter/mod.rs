@@ -3,3 +3,31 @@
 //! IDs keep their Blosc2 numbers (format spec section 2). Every filter maps `src` to a
 //! `dst` of the same length and writes every byte of `dst` (C-Blosc2 leaves some tails
 //! unwritten; we copy them through). Kernels that need `unsafe` live in `kernels/`.
+
+pub mod bitshuffle;
+pub mod bytedelta;
+pub mod delta;
+pub mod int_trunc;
+pub mod shuffle;
+pub mod trunc_prec;
+
+mod kernels;
+#[cfg(test)]
+mod testutil;
+
+/// No filter (also "NOSHUFFLE").
+pub const NOFILTER: u8 = 0;
+/// Byte shuffle (spec 2.3).
+pub const SHUFFLE: u8 = 1;
+/// Bit shuffle (spec 2.4).
+pub const BITSHUFFLE: u8 = 2;
+/// XOR against block 0 (spec 2.5).
+pub const DELTA: u8 = 3;
+/// Lossy float mantissa truncation (spec 2.6).
+pub const TRUNC_PREC: u8 = 4;
+/// Original byte delta as written by SIMD builds of C-Blosc2 (spec 2.7).
+pub const BYTEDELTA_V1: u8 = 34;
+/// Byte delta per stream (spec 2.7).
+pub const BYTEDELTA: u8 = 35;
+/// Lossy integer truncation (spec 2.8).
+pub const INT_TRUNC: u8 = 36;

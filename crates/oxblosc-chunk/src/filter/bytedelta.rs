@@ -1,0 +1,171 @@
+//! BYTEDELTA, filter ids 35 and 34 (format spec 2.7): byte differences within each stream.
+//!
+//! filters_meta = number of streams `S` (0 means the super-chunk typesize; the caller resolves
+//! it). The block holds `S` streams of `L = len / S` bytes (usually after SHUFFLE by `S`); each
+//! byte becomes its difference from the previous byte of its stream (mod 256, starting from 0).
+//! The trailing `len - S*L` bytes are copied. Id 34 is the variant written by SIMD builds of
+//! C-Blosc2, whose chain restarts at 0 for the last `L % 16` bytes of each stream.
+
+/// Forward transform, id 35. `streams >= 1`.
+pub fn encode(streams: usize, src: &[u8], dst: &mut [u8]) {
+    each_stream(streams, src, dst, |s, d| diff(0, s, d));
+}
+
+/// Inverse of [`encode`].
+pub fn decode(streams: usize, src: &[u8], dst: &mut [u8]) {
+    each_stream(streams, src, dst, |s, d| prefix_sum(0, s, d));
+}
+
+/// id 34 as written by SIMD builds of C-Blosc2: running previous-byte restarts at 0 for the last L % 16 bytes of each stream.
+pub fn encode_v1(streams: usize, src: &[u8], dst: &mut [u8]) {
+    each_stream(streams, src, dst, |s, d| {
+        let cut = s.len() - s.len() % 16;
+        diff(0, &s[..cut], &mut d[..cut]);
+        diff(0, &s[cut..], &mut d[cut..]);
+    });
+}
+
+/// Inverse of [`encode_v1`].
+pub fn decode_v1(streams: usize, src: &[u8], dst: &mut [u8]) {
+    each_stream(streams, src, dst, |s, d| {
+        let cut = s.len() - s.len() % 16;
+        prefix_sum(0, &s[..cut], &mut d[..cut]);
+        prefix_sum(0, &s[cut..], &mut d[cut..]);
+    });
+}
+
+fn each_stream(streams: usize, src: &[u8], dst: &mut [u8], mut f: impl FnMut(&[u8], &mut [u8])) {
+    assert!(streams >= 1, "bytedelta: zero streams");
+    assert_eq!(src.len(), dst.len(), "bytedelta: length mismatch");
+    let l = src.len() / streams;
+    let body = l * streams;
+    if l > 0 {
+        for (s, d) in src[..body]
+            .chunks_exact(l)
+            .zip(dst[..body].chunks_exact_mut(l))
+        {
+            f(s, d);
+        }
+    }
+    dst[body..].copy_from_slice(&src[body..]);
+}
+
+/// `d[k] = s[k] - s[k-1]`, with `s[-1] = prev`.
+fn diff(prev: u8, s: &[u8], d: &mut [u8]) {
+    if let (Some(&first), Some(o)) = (s.first(), d.first_mut()) {
+        *o = first.wrapping_sub(prev);
+        for ((o, a), b) in d[1..].iter_mut().zip(&s[1..]).zip(s) {
+            *o = a.wrapping_sub(*b);
+        }
+    }
+}
+
+/// `d[k] = s[k] + d[k-1]`, with `d[-1] = prev`. Eight bytes at a time: an in-word prefix sum
+/// with per-byte carries kept apart by adding byte-wise (no carry across byte lanes).
+fn prefix_sum(prev: u8, s: &[u8], d: &mut [u8]) {
+    let mut acc = prev;
+    let mut sc = s.chunks_exact(8);
+    let mut dc = d.chunks_exact_mut(8);
+    for (s8, d8) in (&mut sc).zip(&mut dc) {
+        let mut x = u64::from_le_bytes(s8.try_into().unwrap());
+        x = add_bytes(x, x << 8);
+        x = add_bytes(x, x << 16);
+        x = add_bytes(x, x << 32);
+        x = add_bytes(x, (acc as u64) * 0x0101_0101_0101_0101);
+        d8.copy_from_slice(&x.to_le_bytes());
+        acc = (x >> 56) as u8;
+    }
+    for (o, v) in dc.into_remainder().iter_mut().zip(sc.remainder()) {
+        acc = acc.wrapping_add(*v);
+        *o = acc;
+    }
+}
+
+/// Lane-wise `a + b` on eight bytes (mod 256 per byte).
+#[inline]
+fn add_bytes(a: u64, b: u64) -> u64 {
+    const H: u64 = 0x8080_8080_8080_8080;
+    ((a & !H) + (b & !H)) ^ ((a ^ b) & H)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::testutil::*;
+
+    #[test]
+    fn known() {
+        let src = [1u8, 3, 6, 10, 200, 100, 0, 5, 9];
+        let mut enc = [0u8; 9];
+        encode(2, &src, &mut enc);
+        assert_eq!(enc, [1, 2, 3, 4, 200, 156, 156, 5, 9]);
+        let mut dec = [0u8; 9];
+        decode(2, &enc, &mut dec);
+        assert_eq!(dec, src);
+    }
+
+    #[test]
+    fn v1_restarts_for_the_tail() {
+        let src: Vec<u8> = (0..40u8).map(|v| v.wrapping_mul(7)).collect();
+        let mut enc = vec![0u8; 40];
+        encode_v1(2, &src, &mut enc); // L = 20: 16 chained bytes, then 4 restarting at 0
+        let mut want = vec![0u8; 40];
+        for s in 0..2 {
+            for k in 0..20 {
+                let prev = if k == 0 || k == 16 {
+                    0
+                } else {
+                    src[s * 20 + k - 1]
+                };
+                want[s * 20 + k] = src[s * 20 + k].wrapping_sub(prev);
+            }
+        }
+        assert_eq!(enc, want);
+        let mut dec = vec![0u8; 40];
+        decode_v1(2, &enc, &mut dec);
+        assert_eq!(dec, src);
+    }
+
+    #[test]
+    fn round_trips() {
+        let mut rng = Rng::new(4);
+        for s in typesizes() {
+            for len in lengths() {
+                let src = rng.bytes(len);
+                let mut enc = vec![0u8; len];
+                let mut dec = vec![0xEEu8; len];
+                encode(s, &src, &mut enc);
+                let l = len / s;
+                for k in 0..len {
+                    let want = if k >= l * s || k % l == 0 {
+                        src[k]
+                    } else {
+                        src[k].wrapping_sub(src[k - 1])
+                    };
+                    assert_eq!(enc[k], want, "s={s} len={len} k={k}");
+                }
+                decode(s, &enc, &mut dec);
+                assert_eq!(dec, src);
+                encode_v1(s, &src, &mut enc);
+                decode_v1(s, &enc, &mut dec);
+                assert_eq!(dec, src);
+            }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn filter_speed_bytedelta() {
+        let len = 8 << 20;
+        let src = Rng::new(7).bytes(len);
+        let mut dst = vec![0u8; len];
+        for s in [1, 4, 8] {
+            report_speed(&format!("bytedelta encode s={s}"), len, || {
+                encode(s, &src, &mut dst)
+            });
+            report_speed(&format!("bytedelta decode s={s}"), len, || {
+                decode(s, &src, &mut dst)
+            });
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! SIMD kernels and runtime CPU dispatch; the only place in the filter layer with `unsafe`.
+//!
+//! Each kernel has a scalar twin in the safe filter module that calls it; the functions here
+//! return `false` when they cannot handle a case so the caller falls back to the twin.
+
+#![allow(unsafe_code)]
+
+use std::sync::OnceLock;
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod x86_shuffle;
+
+/// Instruction-set level used by the kernels, detected once per process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Level {
+    Scalar,
+    #[cfg_attr(
+        not(any(target_arch = "x86", target_arch = "x86_64")),
+        allow(dead_code)
+    )]
+    Sse2,
+    #[cfg_attr(
+        not(any(target_arch = "x86", target_arch = "x86_64")),
+        allow(dead_code)
+    )]
+    Avx2,
+}
+
+/// The best level this CPU supports. `OXBLOSC_SIMD=scalar|sse2` caps it (for benchmarking).
+pub(crate) fn level() -> Level {
+    static LEVEL: OnceLock<Level> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        let cap = match std::env::var("OXBLOSC_SIMD").as_deref() {
+            Ok("scalar") => Level::Scalar,
+            Ok("sse2") => Level::Sse2,
+            _ => Level::Avx2,
+        };
+        detect().min(cap)
+    })
+}
+
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+fn detect() -> Level {
+    if is_x86_feature_detected!("avx2") {
+        Level::Avx2
+    } else if is_x86_feature_detected!("sse2") {
+        Level::Sse2
+    } else {
+        Level::Scalar
+    }
+}
+
+#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+fn detect() -> Level {
+    Level::Scalar
+}
+
+/// Levels available on this CPU, lowest first (for differential tests).
+#[cfg(test)]
+pub(crate) fn available_levels() -> Vec<Level> {
+    [Level::Scalar, Level::Sse2, Level::Avx2]
+        .into_iter()
+        .filter(|l| *l <= detect())
+        .collect()
+}
+
+/// SIMD byte shuffle of `src` (a whole number of elements) into `dst`; `false` = not handled.
+pub(crate) fn shuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> bool {
+    debug_assert!(e >= 2 && src.len() == dst.len() && src.len() % e == 0);
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        let done = match level {
+            Level::Scalar => return false,
+            // SAFETY: `level` never exceeds what `detect` found on this CPU; lengths as required.
+            Level::Sse2 => unsafe { x86_shuffle::shuffle_sse2(e, src, dst, 0) },
+            // SAFETY: as above.
+            Level::Avx2 => unsafe { x86_shuffle::shuffle_avx2(e, src, dst) },
+        };
+        shuffle_tail(e, src, dst, done);
+        true
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        let _ = (level, e, src, dst);
+        false
+    }
+}
+
+/// SIMD inverse of [`shuffle`]; `false` = not handled.
+pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> bool {
+    debug_assert!(e >= 2 && src.len() == dst.len() && src.len() % e == 0);
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        let done = match level {
+            Level::Scalar => return false,
+            // SAFETY: `level` never exceeds what `detect` found on this CPU; lengths as required.
+            Level::Sse2 => unsafe { x86_shuffle::unshuffle_sse2(e, src, dst, 0) },
+            // SAFETY: as above.
+            Level::Avx2 => unsafe { x86_shuffle::unshuffle_avx2(e, src, dst) },
+        };
+        unshuffle_tail(e, src, dst, done);
+        true
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        let _ = (level, e, src, dst);
+        false
+    }
+}
+
+/// Scalar shuffle of elements `i0..n` (the part the SIMD tiles did not cover).
+#[cfg_attr(
+    not(any(target_arch = "x86", target_arch = "x86_64")),
+    allow(dead_code)
+)]
+fn shuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
+    let n = src.len() / e;
+    for i in i0..n {
+        for j in 0..e {
+            dst[j * n + i] = src[i * e + j];
+        }
+    }
+}
+
+#[cfg_attr(
+    not(any(target_arch = "x86", target_arch = "x86_64")),
+    allow(dead_code)
+)]
+fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
+    let n = src.len() / e;
+    for i in i0..n {
+        for j in 0..e {
+            dst[i * e + j] = src[j * n + i];
+        }
+    }
+}
+
+/// SIMD bit shuffle of `src` (a multiple of `8 * t` bytes); `false` = not handled.
+pub(crate) fn bitshuffle(_level: Level, _t: usize, _src: &[u8], _dst: &mut [u8]) -> bool {
+    false
+}
+
+/// SIMD inverse of [`bitshuffle`]; `false` = not handled.
+pub(crate) fn bitunshuffle(_level: Level, _t: usize, _src: &[u8], _dst: &mut [u8]) -> bool {
+    false
+}

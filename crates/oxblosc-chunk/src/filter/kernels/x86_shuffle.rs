@@ -1,0 +1,438 @@
+//! SSE2 and AVX2 byte shuffle / unshuffle.
+//!
+//! Core idea: a round of `unpacklo/hi_epi8` over `N` vectors (pairing `v[k]` with
+//! `v[k + N/2]`) rotates the bit index of every byte left by one, where the index is
+//! (vector number, byte in vector). A tile of 16 elements of `E` bytes has index
+//! `(element:4, byte:log2 E)`; the shuffled order is `(byte, element)`, so shuffling is 4
+//! rounds and unshuffling `log2 E` rounds. For other sizes we transpose 16x16 byte tiles
+//! (overlapping loads/stores for `E < 16`, column tiles for `E > 16`). AVX2 runs two 16-element
+//! tiles side by side, one per 128-bit lane.
+#![allow(unsafe_code)]
+#![allow(clippy::needless_range_loop)]
+
+#[cfg(target_arch = "x86")]
+use std::arch::x86::*;
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+// ---------- rounds ----------
+
+#[inline]
+#[target_feature(enable = "sse2")]
+unsafe fn round128<const N: usize>(v: [__m128i; N]) -> [__m128i; N] {
+    let h = N / 2;
+    let mut o = [_mm_setzero_si128(); N];
+    for k in 0..h {
+        o[2 * k] = _mm_unpacklo_epi8(v[k], v[k + h]);
+        o[2 * k + 1] = _mm_unpackhi_epi8(v[k], v[k + h]);
+    }
+    o
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+unsafe fn rounds128<const N: usize>(mut v: [__m128i; N], count: u32) -> [__m128i; N] {
+    for _ in 0..count {
+        v = round128(v);
+    }
+    v
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn round256<const N: usize>(v: [__m256i; N]) -> [__m256i; N] {
+    let h = N / 2;
+    let mut o = [_mm256_setzero_si256(); N];
+    for k in 0..h {
+        o[2 * k] = _mm256_unpacklo_epi8(v[k], v[k + h]);
+        o[2 * k + 1] = _mm256_unpackhi_epi8(v[k], v[k + h]);
+    }
+    o
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn rounds256<const N: usize>(mut v: [__m256i; N], count: u32) -> [__m256i; N] {
+    for _ in 0..count {
+        v = round256(v);
+    }
+    v
+}
+
+// ---------- loads and stores (raw pointers; callers keep them in bounds) ----------
+
+#[inline]
+#[target_feature(enable = "sse2")]
+unsafe fn ld128(p: *const u8) -> __m128i {
+    _mm_loadu_si128(p as *const __m128i)
+}
+
+#[inline]
+#[target_feature(enable = "sse2")]
+unsafe fn st128(p: *mut u8, v: __m128i) {
+    _mm_storeu_si128(p as *mut __m128i, v)
+}
+
+/// Lane 0 from `a`, lane 1 from `b` (16 bytes each).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn ld2x128(a: *const u8, b: *const u8) -> __m256i {
+    _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(ld128(a)), ld128(b))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn ld256(p: *const u8) -> __m256i {
+    _mm256_loadu_si256(p as *const __m256i)
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn st256(p: *mut u8, v: __m256i) {
+    _mm256_storeu_si256(p as *mut __m256i, v)
+}
+
+// ---------- SSE2 tiles: each returns the number of elements done ----------
+
+/// # Safety
+/// SSE2 available; `src.len() == dst.len() == n * E`.
+#[target_feature(enable = "sse2")]
+unsafe fn shuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+    let n = src.len() / E;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    while i + 16 <= n {
+        let mut v = [_mm_setzero_si128(); E];
+        for k in 0..E {
+            // SAFETY: bytes [i*E, (i+16)*E) are inside src.
+            v[k] = ld128(sp.add(i * E + 16 * k));
+        }
+        let v = rounds128(v, 4);
+        for p in 0..E {
+            // SAFETY: p*n + i + 16 <= E*n.
+            st128(dp.add(p * n + i), v[p]);
+        }
+        i += 16;
+    }
+    i
+}
+
+/// # Safety
+/// SSE2 available; `src.len() == dst.len() == n * E`.
+#[target_feature(enable = "sse2")]
+unsafe fn unshuffle_compact_sse2<const E: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    mut i: usize,
+) -> usize {
+    let n = src.len() / E;
+    let g = E.trailing_zeros();
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    while i + 16 <= n {
+        let mut v = [_mm_setzero_si128(); E];
+        for p in 0..E {
+            // SAFETY: p*n + i + 16 <= E*n.
+            v[p] = ld128(sp.add(p * n + i));
+        }
+        let v = rounds128(v, g);
+        for k in 0..E {
+            // SAFETY: bytes [i*E, (i+16)*E) are inside dst.
+            st128(dp.add(i * E + 16 * k), v[k]);
+        }
+        i += 16;
+    }
+    i
+}
+
+/// Column tiles `c` covering `[0, e)` with 16-byte tiles, the last one overlapping (`e >= 16`).
+fn col_tiles(e: usize) -> impl Iterator<Item = usize> {
+    let last = e - 16;
+    (0..e / 16)
+        .map(|t| t * 16)
+        .chain((e % 16 != 0).then_some(last))
+}
+
+/// # Safety
+/// SSE2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
+#[target_feature(enable = "sse2")]
+unsafe fn shuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+    let len = src.len();
+    let n = len / e;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    if e < 16 {
+        // Overlapping 16-byte loads, one per element; bytes past E are ignored.
+        while i + 16 <= n && (i + 15) * e + 16 <= len {
+            let mut v = [_mm_setzero_si128(); 16];
+            for r in 0..16 {
+                // SAFETY: (i+r)*e + 16 <= (i+15)*e + 16 <= len.
+                v[r] = ld128(sp.add((i + r) * e));
+            }
+            let v = rounds128(v, 4);
+            for p in 0..e {
+                // SAFETY: p*n + i + 16 <= e*n.
+                st128(dp.add(p * n + i), v[p]);
+            }
+            i += 16;
+        }
+    } else {
+        while i + 16 <= n {
+            for c in col_tiles(e) {
+                let mut v = [_mm_setzero_si128(); 16];
+                for r in 0..16 {
+                    // SAFETY: (i+r)*e + c + 16 <= (i+r+1)*e <= len since c + 16 <= e.
+                    v[r] = ld128(sp.add((i + r) * e + c));
+                }
+                let v = rounds128(v, 4);
+                for p in 0..16 {
+                    // SAFETY: (c+p)*n + i + 16 <= e*n.
+                    st128(dp.add((c + p) * n + i), v[p]);
+                }
+            }
+            i += 16;
+        }
+    }
+    i
+}
+
+/// # Safety
+/// SSE2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
+#[target_feature(enable = "sse2")]
+unsafe fn unshuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+    let len = src.len();
+    let n = len / e;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    if e < 16 {
+        // Overlapping 16-byte stores in increasing address order: each spill is rewritten
+        // by the next element's store (or the scalar tail, which runs after).
+        while i + 16 <= n && (i + 15) * e + 16 <= len {
+            let mut v = [_mm_setzero_si128(); 16];
+            for p in 0..e {
+                // SAFETY: p*n + i + 16 <= e*n.
+                v[p] = ld128(sp.add(p * n + i));
+            }
+            let v = rounds128(v, 4);
+            for r in 0..16 {
+                // SAFETY: (i+r)*e + 16 <= (i+15)*e + 16 <= len.
+                st128(dp.add((i + r) * e), v[r]);
+            }
+            i += 16;
+        }
+    } else {
+        while i + 16 <= n {
+            for c in col_tiles(e) {
+                let mut v = [_mm_setzero_si128(); 16];
+                for p in 0..16 {
+                    // SAFETY: (c+p)*n + i + 16 <= e*n.
+                    v[p] = ld128(sp.add((c + p) * n + i));
+                }
+                let v = rounds128(v, 4);
+                for r in 0..16 {
+                    // SAFETY: (i+r)*e + c + 16 <= (i+r+1)*e <= len.
+                    st128(dp.add((i + r) * e + c), v[r]);
+                }
+            }
+            i += 16;
+        }
+    }
+    i
+}
+
+// ---------- AVX2 tiles: 32 elements, lane 0 = elements i.., lane 1 = elements i+16.. ----------
+
+/// # Safety
+/// AVX2 available; `src.len() == dst.len() == n * E`.
+#[target_feature(enable = "avx2")]
+unsafe fn shuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+    let n = src.len() / E;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    while i + 32 <= n {
+        let mut v = [_mm256_setzero_si256(); E];
+        for k in 0..E {
+            // SAFETY: bytes [i*E, (i+32)*E) are inside src.
+            v[k] = ld2x128(sp.add(i * E + 16 * k), sp.add((i + 16) * E + 16 * k));
+        }
+        let v = rounds256(v, 4);
+        for p in 0..E {
+            // SAFETY: p*n + i + 32 <= E*n.
+            st256(dp.add(p * n + i), v[p]);
+        }
+        i += 32;
+    }
+    i
+}
+
+/// # Safety
+/// AVX2 available; `src.len() == dst.len() == n * E`.
+#[target_feature(enable = "avx2")]
+unsafe fn unshuffle_compact_avx2<const E: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    mut i: usize,
+) -> usize {
+    let n = src.len() / E;
+    let g = E.trailing_zeros();
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    while i + 32 <= n {
+        let mut v = [_mm256_setzero_si256(); E];
+        for p in 0..E {
+            // SAFETY: p*n + i + 32 <= E*n.
+            v[p] = ld256(sp.add(p * n + i));
+        }
+        let v = rounds256(v, g);
+        for k in 0..E {
+            // SAFETY: bytes [i*E, (i+32)*E) are inside dst.
+            st128(dp.add(i * E + 16 * k), _mm256_castsi256_si128(v[k]));
+            st128(
+                dp.add((i + 16) * E + 16 * k),
+                _mm256_extracti128_si256::<1>(v[k]),
+            );
+        }
+        i += 32;
+    }
+    i
+}
+
+/// # Safety
+/// AVX2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
+#[target_feature(enable = "avx2")]
+unsafe fn shuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+    let len = src.len();
+    let n = len / e;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    if e < 16 {
+        while i + 32 <= n && (i + 31) * e + 16 <= len {
+            let mut v = [_mm256_setzero_si256(); 16];
+            for r in 0..16 {
+                // SAFETY: (i+16+r)*e + 16 <= (i+31)*e + 16 <= len.
+                v[r] = ld2x128(sp.add((i + r) * e), sp.add((i + 16 + r) * e));
+            }
+            let v = rounds256(v, 4);
+            for p in 0..e {
+                // SAFETY: p*n + i + 32 <= e*n.
+                st256(dp.add(p * n + i), v[p]);
+            }
+            i += 32;
+        }
+    } else {
+        while i + 32 <= n {
+            for c in col_tiles(e) {
+                let mut v = [_mm256_setzero_si256(); 16];
+                for r in 0..16 {
+                    // SAFETY: c + 16 <= e, and element i+16+r < n.
+                    v[r] = ld2x128(sp.add((i + r) * e + c), sp.add((i + 16 + r) * e + c));
+                }
+                let v = rounds256(v, 4);
+                for p in 0..16 {
+                    // SAFETY: (c+p)*n + i + 32 <= e*n.
+                    st256(dp.add((c + p) * n + i), v[p]);
+                }
+            }
+            i += 32;
+        }
+    }
+    i
+}
+
+/// # Safety
+/// AVX2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
+#[target_feature(enable = "avx2")]
+unsafe fn unshuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+    let len = src.len();
+    let n = len / e;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    if e < 16 {
+        while i + 32 <= n && (i + 31) * e + 16 <= len {
+            let mut v = [_mm256_setzero_si256(); 16];
+            for p in 0..e {
+                // SAFETY: p*n + i + 32 <= e*n.
+                v[p] = ld256(sp.add(p * n + i));
+            }
+            let v = rounds256(v, 4);
+            // Increasing address order, so every spill is rewritten later.
+            for r in 0..16 {
+                // SAFETY: (i+r)*e + 16 <= len.
+                st128(dp.add((i + r) * e), _mm256_castsi256_si128(v[r]));
+            }
+            for r in 0..16 {
+                // SAFETY: (i+16+r)*e + 16 <= (i+31)*e + 16 <= len.
+                st128(
+                    dp.add((i + 16 + r) * e),
+                    _mm256_extracti128_si256::<1>(v[r]),
+                );
+            }
+            i += 32;
+        }
+    } else {
+        while i + 32 <= n {
+            for c in col_tiles(e) {
+                let mut v = [_mm256_setzero_si256(); 16];
+                for p in 0..16 {
+                    // SAFETY: (c+p)*n + i + 32 <= e*n.
+                    v[p] = ld256(sp.add((c + p) * n + i));
+                }
+                let v = rounds256(v, 4);
+                for r in 0..16 {
+                    // SAFETY: c + 16 <= e and element i+16+r < n.
+                    st128(dp.add((i + r) * e + c), _mm256_castsi256_si128(v[r]));
+                    st128(
+                        dp.add((i + 16 + r) * e + c),
+                        _mm256_extracti128_si256::<1>(v[r]),
+                    );
+                }
+            }
+            i += 32;
+        }
+    }
+    i
+}
+
+// ---------- entry points: return the number of elements done (rest is the caller's) ----------
+
+/// # Safety
+/// SSE2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn shuffle_sse2(e: usize, src: &[u8], dst: &mut [u8], i: usize) -> usize {
+    match e {
+        2 => shuffle_compact_sse2::<2>(src, dst, i),
+        4 => shuffle_compact_sse2::<4>(src, dst, i),
+        8 => shuffle_compact_sse2::<8>(src, dst, i),
+        _ => shuffle_generic_sse2(e, src, dst, i),
+    }
+}
+
+/// # Safety
+/// SSE2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn unshuffle_sse2(e: usize, src: &[u8], dst: &mut [u8], i: usize) -> usize {
+    match e {
+        2 => unshuffle_compact_sse2::<2>(src, dst, i),
+        4 => unshuffle_compact_sse2::<4>(src, dst, i),
+        8 => unshuffle_compact_sse2::<8>(src, dst, i),
+        _ => unshuffle_generic_sse2(e, src, dst, i),
+    }
+}
+
+/// # Safety
+/// AVX2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn shuffle_avx2(e: usize, src: &[u8], dst: &mut [u8]) -> usize {
+    let i = match e {
+        2 => shuffle_compact_avx2::<2>(src, dst, 0),
+        4 => shuffle_compact_avx2::<4>(src, dst, 0),
+        8 => shuffle_compact_avx2::<8>(src, dst, 0),
+        _ => shuffle_generic_avx2(e, src, dst, 0),
+    };
+    shuffle_sse2(e, src, dst, i)
+}
+
+/// # Safety
+/// AVX2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn unshuffle_avx2(e: usize, src: &[u8], dst: &mut [u8]) -> usize {
+    let i = match e {
+        2 => unshuffle_compact_avx2::<2>(src, dst, 0),
+        4 => unshuffle_compact_avx2::<4>(src, dst, 0),
+        8 => unshuffle_compact_avx2::<8>(src, dst, 0),
+        _ => unshuffle_generic_avx2(e, src, dst, 0),
+    };
+    unshuffle_sse2(e, src, dst, i)
+}
