@@ -245,7 +245,7 @@ fn encode<const H: u32>(
         let mut len = 0;
         if d != 0 && d < MAX_FARDISTANCE && r32(src, c) == v {
             len = match_end(src, a, d, bound) - 4 - a;
-            if len <= 5 && d - 1 >= MAX_DISTANCE {
+            if len <= 5 && d > MAX_DISTANCE {
                 len = 0;
             }
         }
@@ -493,6 +493,8 @@ fn copy_match(dst: &mut [u8], op: usize, dist: usize, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
     use std::path::PathBuf;
 
     /// `shared/` directory beside the repository (or `$OXBLOSC_SHARED`).
@@ -736,6 +738,207 @@ mod tests {
         let (coded, raw) = check_encode_chunk("3.0.0", &c, &reference_data(), 9);
         eprintln!("3.0.0 vector: {coded} BloscLZ streams byte-identical, {raw} raw streams");
         assert!(coded > 0);
+    }
+
+    /// Replay a stream-record file (see `tests/data/blosclz/MANIFEST` for the format):
+    /// returns (coded streams compared, raw streams checked, mismatch descriptions).
+    pub(super) fn replay_records(buf: &[u8]) -> (usize, usize, Vec<String>) {
+        let (mut pos, mut idx) = (0usize, 0usize);
+        let (mut coded, mut raw, mut bad) = (0, 0, Vec::new());
+        while pos < buf.len() {
+            let clevel = buf[pos];
+            let budget = rd_i32(buf, pos + 1) as usize;
+            let neblock = rd_i32(buf, pos + 5) as usize;
+            let csize = rd_i32(buf, pos + 9);
+            pos += 13;
+            let input = &buf[pos..pos + neblock];
+            pos += neblock;
+            let mut out = vec![0u8; budget];
+            let got = compress(clevel, input, &mut out);
+            if csize as usize == neblock {
+                raw += 1;
+                if got != 0 && got != neblock {
+                    bad.push(format!(
+                        "#{idx}: clevel {clevel} n {neblock}: C raw, ours {got}"
+                    ));
+                }
+            } else {
+                let payload = &buf[pos..pos + csize as usize];
+                pos += csize as usize;
+                coded += 1;
+                if out[..got] != *payload {
+                    bad.push(format!(
+                        "#{idx}: clevel {clevel} n {neblock} budget {budget}: C {csize} bytes, \
+                         ours {got}"
+                    ));
+                }
+                let mut back = vec![0u8; neblock];
+                if decompress(payload, &mut back).is_err() || back != input {
+                    bad.push(format!("#{idx}: C payload does not decode back"));
+                }
+            }
+            idx += 1;
+        }
+        (coded, raw, bad)
+    }
+
+    /// Identity check against streams dumped from the python-blosc2 wheel (C-Blosc2 3.3.5).
+    /// Run with `OXBLOSC_BLOSCLZ_STREAMS=/path/streams.bin cargo test --release ... -- --ignored`.
+    #[test]
+    #[ignore = "needs OXBLOSC_BLOSCLZ_STREAMS (streams dumped from the C library)"]
+    fn wheel_identity() {
+        let path = std::env::var("OXBLOSC_BLOSCLZ_STREAMS").expect("OXBLOSC_BLOSCLZ_STREAMS");
+        let mut total = (0, 0, 0);
+        for p in path.split(':') {
+            let buf = std::fs::read(p).unwrap();
+            let (coded, raw, bad) = replay_records(&buf);
+            for b in bad.iter().take(20) {
+                eprintln!("{p}: {b}");
+            }
+            eprintln!(
+                "{p}: {coded} coded + {raw} raw streams, {} mismatches",
+                bad.len()
+            );
+            total = (total.0 + coded, total.1 + raw, total.2 + bad.len());
+        }
+        eprintln!(
+            "total: {} coded + {} raw streams, {} mismatches",
+            total.0, total.1, total.2
+        );
+        assert_eq!(total.2, 0);
+    }
+
+    #[test]
+    fn golden_streams() {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/blosclz/streams.bin");
+        let buf = std::fs::read(&p).unwrap();
+        let (coded, raw, bad) = replay_records(&buf);
+        assert!(bad.is_empty(), "{bad:?}");
+        assert!(coded >= 20 && raw >= 10, "{coded} {raw}");
+    }
+
+    fn arb_data() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            vec(any::<u8>(), 0..600),
+            vec(0u8..3, 0..3000),
+            // Runs of random bytes.
+            vec((any::<u8>(), 1usize..80), 0..60).prop_map(|r| r
+                .into_iter()
+                .flat_map(|(b, n)| std::iter::repeat(b).take(n))
+                .collect()),
+            // A random pattern tiled, with a few mutations.
+            (
+                vec(any::<u8>(), 1..40),
+                0usize..4000,
+                vec(any::<usize>(), 0..8)
+            )
+                .prop_map(|(pat, n, muts)| {
+                    let mut v: Vec<u8> = pat.iter().copied().cycle().take(n).collect();
+                    for m in muts {
+                        if !v.is_empty() {
+                            let i = m % v.len();
+                            v[i] ^= 0x55;
+                        }
+                    }
+                    v
+                }),
+            // Random words from a small dictionary (text-like, far and near repeats).
+            vec(0usize..12, 0..1500).prop_map(|w| {
+                const WORDS: [&[u8]; 12] = [
+                    b"alpha ",
+                    b"beta ",
+                    b"gamma ",
+                    b"delta",
+                    b"\n",
+                    b"epsilon ",
+                    b"0000",
+                    b"1111",
+                    b"zeta-eta ",
+                    b"theta ",
+                    b"x",
+                    b"lorem ipsum dolor ",
+                ];
+                w.into_iter()
+                    .flat_map(|i| WORDS[i].iter().copied())
+                    .collect()
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn roundtrip(data in arb_data(), slack in 0usize..=64, frac in 0.0f64..=1.0) {
+            for clevel in 1..=9u8 {
+                for budget in [data.len() + slack, (data.len() as f64 * frac) as usize] {
+                    let mut out = vec![0u8; budget];
+                    let got = compress(clevel, &data, &mut out);
+                    prop_assert!(got <= budget);
+                    if got > 0 {
+                        let mut back = vec![0u8; data.len()];
+                        prop_assert_eq!(decompress(&out[..got], &mut back), Ok(()));
+                        prop_assert!(back == data);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn decoder_never_panics(src in vec(any::<u8>(), 0..300), n in 0usize..2000) {
+            let mut out = vec![0u8; n];
+            let _ = decompress(&src, &mut out);
+        }
+
+        #[test]
+        fn mutated_payloads_never_panic(
+            data in arb_data(),
+            muts in vec((any::<usize>(), any::<u8>()), 1..6),
+            cut in any::<usize>(),
+            extra in 0usize..3,
+        ) {
+            let mut out = vec![0u8; data.len() + 64];
+            let got = compress(9, &data, &mut out);
+            if got > 0 {
+                let mut p = out[..got].to_vec();
+                for (i, b) in muts {
+                    let i = i % p.len();
+                    p[i] = b;
+                }
+                let mut back = vec![0u8; data.len() + extra];
+                let _ = decompress(&p, &mut back);
+                let c = cut % (p.len() + 1);
+                let _ = decompress(&p[..c], &mut back);
+            }
+        }
+    }
+
+    #[test]
+    fn far_matches_roundtrip() {
+        // Deterministic pseudo-random block repeated at distances 9000 and 70000.
+        let mut s = 0x1234_5678u32;
+        let mut rnd: Vec<u8> = (0..9000)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                s as u8
+            })
+            .collect();
+        let mut data = rnd.clone();
+        data.extend_from_slice(&rnd);
+        rnd.reverse();
+        data.extend(std::iter::repeat(7u8).take(52_000));
+        data.extend_from_slice(&rnd[..3000]);
+        data.extend_from_within(1000..4000);
+        for clevel in 1..=9 {
+            let mut out = vec![0u8; data.len()];
+            let got = compress(clevel, &data, &mut out);
+            assert!(got > 0 && got < data.len() / 2, "clevel {clevel}: {got}");
+            let mut back = vec![0u8; data.len()];
+            decompress(&out[..got], &mut back).unwrap();
+            assert!(back == data);
+        }
     }
 
     #[test]
