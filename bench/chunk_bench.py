@@ -1,0 +1,483 @@
+#!/usr/bin/env python
+"""oxblosc vs python-blosc2, chunk by chunk, in the same process.
+
+Every cell of the matrix (dataset x codec x clevel x filter set x nthreads) compresses one
+buffer (the first ``--chunk-mib`` MiB of the dataset) with ``compress2`` and decompresses it
+with ``decompress2`` into a preallocated, touched NumPy array, with both libraries and the
+same parameters (typesize from the dtype, same nthreads, automatic blocksize). Before timing,
+each cell is verified: the oxblosc round trip is exact, and each library decodes the other's
+chunk. Timings are interleaved (the order of the two libraries alternates every repetition)
+and the median is reported. Throughput = uncompressed bytes / time, GB = 1e9 bytes.
+
+Slow cells (one compression call above ``--slow-s`` seconds, e.g. zstd clevel 9) are measured
+on a shorter prefix (``--slow-chunk-mib``) and with fewer repetitions so that the whole matrix
+fits its time budget; the ``MiB`` column says which buffer size a cell used.
+
+    python bench/chunk_bench.py --quick                   # < 1 min
+    python bench/chunk_bench.py                           # full matrix, < 10 min
+    python bench/chunk_bench.py --write-doc docs/benchmarks.md
+    python bench/chunk_bench.py --datasets climate_f4 --codecs zstd --clevels 5 --nthreads 2
+
+Datasets: the synthetic ones of ``../shared/bench/_datasets.py`` (same bytes as the perf
+anchors) and real arrays loaded with ``../shared/bench/realdata.py`` (packages from
+``bench/demo-requirements.txt``; a missing one is skipped with a note).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("OXBLOSC_SHARED", REPO.parent / "shared"))
+if not (SHARED / "bench" / "_datasets.py").exists():
+    sys.exit(f"chunk_bench: {SHARED / 'bench'} not found (set OXBLOSC_SHARED to the shared/ directory)")
+sys.path.insert(0, str(SHARED / "bench"))
+
+import _datasets  # noqa: E402
+import blosc2  # noqa: E402
+import oxblosc  # noqa: E402
+import realdata  # noqa: E402
+
+MiB = 1 << 20
+GB = 1e9
+CODECS = ["blosclz", "lz4", "lz4hc", "zlib", "zstd"]
+FILTER_SETS = {
+    "none": ["NOFILTER"],
+    "shuffle": ["SHUFFLE"],
+    "bitshuffle": ["BITSHUFFLE"],
+    "shuffle+bytedelta": ["SHUFFLE", "BYTEDELTA"],
+}
+SYNTHETIC = list(_datasets.DATASETS)
+REAL = ["de405/moon", "dicom/cr_radiograph_rg1", "islp/nci60_expression"]
+QUICK_DATASETS = ["climate_f4", "genotype_i1", "dicom/cr_radiograph_rg1"]
+LIBS = {"ox": oxblosc, "b2": blosc2}
+
+
+def log(*a) -> None:
+    print(*a, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ data
+def load_dataset(name: str, nbytes: int) -> np.ndarray | None:
+    """The first ``nbytes`` of a dataset as a flat array (None if its package is missing)."""
+    if name in _datasets.DATASETS:
+        arr = _datasets.make(name, nbytes)
+    else:
+        try:
+            arr = realdata.load(name)
+        except (realdata.MissingData, ImportError) as e:
+            log(f"skipping {name}: {e}")
+            return None
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    return flat[: max(1, nbytes // flat.itemsize)].copy()
+
+
+# ------------------------------------------------------------ one cell
+def params(lib, codec: str, clevel: int, fset: str, typesize: int, nthreads: int) -> dict:
+    filters = [getattr(lib.Filter, f) for f in FILTER_SETS[fset]]
+    return {
+        "codec": getattr(lib.Codec, codec.upper()),
+        "clevel": clevel,
+        "typesize": typesize,
+        "nthreads": nthreads,
+        "filters": filters,
+        "filters_meta": [0] * len(filters),
+    }
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def verify(src: np.ndarray, cp: dict, nthreads: int, label: str) -> tuple[dict, dict]:
+    """Compress with both, check round trip and cross-decoding; return chunks and probe times."""
+    chunks, tprobe = {}, {}
+    for key, lib in LIBS.items():
+        t0 = time.perf_counter()
+        chunks[key] = lib.compress2(src, **cp[key])
+        tprobe[key] = time.perf_counter() - t0
+    dst = np.empty_like(src)
+    for reader in ("ox", "b2"):
+        for writer in ("ox", "b2"):
+            dst.fill(0)
+            LIBS[reader].decompress2(chunks[writer], dst=dst, nthreads=nthreads)
+            if not np.array_equal(dst.view(np.uint8), src.view(np.uint8)):
+                raise AssertionError(f"{label}: {reader} cannot decode the {writer} chunk exactly")
+    return chunks, tprobe
+
+
+def measure(src: np.ndarray, cp: dict, nthreads: int, chunks: dict, reps: int) -> dict:
+    """Interleaved timings: {(lib, op): [seconds, ...]}."""
+    dst = {k: np.ones_like(src) for k in LIBS}  # touched, so no page faults are timed
+    times = defaultdict(list)
+    order = list(LIBS)
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        for rep in range(reps):
+            seq = order if rep % 2 == 0 else order[::-1]
+            for k in seq:
+                lib, p = LIBS[k], cp[k]
+                times[(k, "c")].append(timed(lambda lib=lib, p=p: lib.compress2(src, **p)))
+            for k in seq[::-1]:
+                lib, c, d = LIBS[k], chunks[k], dst[k]
+                times[(k, "d")].append(timed(lambda lib=lib, c=c, d=d: lib.decompress2(c, dst=d, nthreads=nthreads)))
+    finally:
+        if gc_on:
+            gc.enable()
+    return times
+
+
+def run_cell(data: np.ndarray, ds: str, codec: str, clevel: int, fset: str, nt: int, args) -> dict:
+    label = f"{ds} {codec}/{clevel}/{fset}/{nt}T"
+    ts = data.itemsize
+    cp = {k: params(lib, codec, clevel, fset, ts, nt) for k, lib in LIBS.items()}
+    src = data
+    small = int(args.slow_chunk_mib * MiB) // ts
+    if data.size > small:
+        # Probe on the short prefix first: a slow cell never compresses the whole buffer.
+        head = np.ascontiguousarray(data[:small])
+        t = timed(lambda: oxblosc.compress2(head, **cp["ox"]))
+        if t * data.size / small > args.slow_s:
+            src = head
+    chunks, tprobe = verify(src, cp, nt, label)
+    reps = args.reps
+    if max(tprobe.values()) > args.slow_s:
+        reps = min(reps, args.slow_reps)
+    times = measure(src, cp, nt, chunks, reps)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    n = src.nbytes
+    size = {k: len(c) for k, c in chunks.items()}
+    bsize = {k: LIBS[k].get_cbuffer_sizes(c)[2] for k, c in chunks.items()}
+    row = {
+        "dataset": ds,
+        "dtype": str(data.dtype),
+        "codec": codec,
+        "clevel": clevel,
+        "filter": fset,
+        "nthreads": nt,
+        "MiB": round(n / MiB, 3),
+        "reps": reps,
+        "ox_c_GBps": n / med[("ox", "c")] / GB,
+        "b2_c_GBps": n / med[("b2", "c")] / GB,
+        "ox_d_GBps": n / med[("ox", "d")] / GB,
+        "b2_d_GBps": n / med[("b2", "d")] / GB,
+        "ox_cbytes": size["ox"],
+        "b2_cbytes": size["b2"],
+        "ox_blocksize": bsize["ox"],
+        "b2_blocksize": bsize["b2"],
+        "identical": chunks["ox"] == chunks["b2"],
+        "ratio_b2": n / size["b2"],
+    }
+    row["c_ratio"] = row["ox_c_GBps"] / row["b2_c_GBps"]
+    row["d_ratio"] = row["ox_d_GBps"] / row["b2_d_GBps"]
+    row["size_ratio"] = size["ox"] / size["b2"]
+    return row
+
+
+# ------------------------------------------------------------- summary
+def gmean(xs) -> float:
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def md_table(rows: list[dict], cols: list[str]) -> str:
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---:" if c[0].isdigit() else "---" for c in cols) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    return "\n".join(out)
+
+
+def f2(x: float) -> str:
+    return f"{x:.2f}" if x >= 0.995 else f"{x:.3f}"
+
+
+def summary(rows: list[dict]) -> str:
+    md = []
+    md.append("### Geometric means of oxblosc / python-blosc2 speed ratios (> 1: oxblosc faster)\n")
+    groups = [("all cells", lambda r: "all")]
+    groups += [(f"{g}", (lambda r, g=g: r[g])) for g in ("nthreads", "codec", "filter", "clevel", "dataset")]
+    tab = []
+    for title, key in groups:
+        by = defaultdict(list)
+        for r in rows:
+            by[key(r)].append(r)
+        for k, rs in by.items():
+            c = gmean(r["c_ratio"] for r in rs)
+            d = gmean(r["d_ratio"] for r in rs)
+            tab.append(
+                {
+                    "group": title if title == "all cells" else f"{title} = {k}",
+                    "cells": len(rs),
+                    "compress": f2(c),
+                    "decompress": f2(d),
+                    "overall": f2(math.sqrt(c * d)),
+                }
+            )
+    md.append(md_table(tab, ["group", "cells", "compress", "decompress", "overall"]))
+
+    md.append("\n### The 10 worst cells (lowest speed ratio, compression or decompression)\n")
+    ops = [(r["c_ratio"], "compress", r) for r in rows] + [(r["d_ratio"], "decompress", r) for r in rows]
+    ops.sort(key=lambda t: t[0])
+    worst = []
+    for ratio, op, r in ops[:10]:
+        ox, b2 = ("ox_c_GBps", "b2_c_GBps") if op == "compress" else ("ox_d_GBps", "b2_d_GBps")
+        worst.append(
+            {
+                "cell": f"{r['dataset']} {r['codec']}/{r['clevel']}/{r['filter']}/{r['nthreads']}T",
+                "op": op,
+                "oxblosc GB/s": f"{r[ox]:.3f}",
+                "blosc2 GB/s": f"{r[b2]:.3f}",
+                "ratio": f2(ratio),
+            }
+        )
+    md.append(md_table(worst, ["cell", "op", "oxblosc GB/s", "blosc2 GB/s", "ratio"]))
+
+    md.append("\n### Compressed sizes\n")
+    n_ident = sum(r["identical"] for r in rows)
+    within = [r for r in rows if abs(r["size_ratio"] - 1) <= 0.01]
+    lz = [r for r in rows if r["codec"] == "blosclz"]
+    lz_ident = sum(r["identical"] for r in lz)
+    worst_size = max(rows, key=lambda r: abs(r["size_ratio"] - 1))
+    bs_diff = sum(r["ox_blocksize"] != r["b2_blocksize"] for r in rows)
+    md.append(f"- {len(within)} of {len(rows)} cells within 1% of python-blosc2's compressed size.")
+    one = [r for r in rows if r["nthreads"] == 1]
+    lz1 = [r for r in one if r["codec"] == "blosclz"]
+    md.append(
+        f"- {n_ident} of {len(rows)} chunks byte-identical to python-blosc2's; with 1 thread "
+        f"{sum(r['identical'] for r in one)} of {len(one)} (with several threads C-Blosc2 stores the blocks "
+        "in completion order, so a chunk can differ in its block offsets while having the same size)."
+    )
+    md.append(
+        f"- BloscLZ: {lz_ident} of {len(lz)} chunks byte-identical; with 1 thread "
+        f"{sum(r['identical'] for r in lz1)} of {len(lz1)}."
+    )
+    md.append(
+        f"- Largest size difference: {(worst_size['size_ratio'] - 1) * 100:+.3f}% "
+        f"({worst_size['dataset']} {worst_size['codec']}/{worst_size['clevel']}/{worst_size['filter']}/"
+        f"{worst_size['nthreads']}T)."
+    )
+    md.append(f"- Cells where the automatic blocksize differs: {bs_diff}.")
+    return "\n".join(md)
+
+
+def full_table(rows: list[dict]) -> str:
+    cols = [
+        "dataset",
+        "codec",
+        "cl",
+        "filter",
+        "T",
+        "MiB",
+        "ox c",
+        "b2 c",
+        "c ratio",
+        "ox d",
+        "b2 d",
+        "d ratio",
+        "ox bytes",
+        "b2 bytes",
+        "size ratio",
+        "cratio",
+    ]
+    tab = []
+    for r in rows:
+        tab.append(
+            {
+                "dataset": r["dataset"],
+                "codec": r["codec"],
+                "cl": r["clevel"],
+                "filter": r["filter"],
+                "T": r["nthreads"],
+                "MiB": f"{r['MiB']:g}",
+                "ox c": f"{r['ox_c_GBps']:.3f}",
+                "b2 c": f"{r['b2_c_GBps']:.3f}",
+                "c ratio": f2(r["c_ratio"]),
+                "ox d": f"{r['ox_d_GBps']:.2f}",
+                "b2 d": f"{r['b2_d_GBps']:.2f}",
+                "d ratio": f2(r["d_ratio"]),
+                "ox bytes": r["ox_cbytes"],
+                "b2 bytes": r["b2_cbytes"],
+                "size ratio": "=" if r["identical"] else f"{r['size_ratio']:.4f}",
+                "cratio": f"{r['ratio_b2']:.1f}",
+            }
+        )
+    return (
+        "Speeds in GB/s of uncompressed data (median); ratio = oxblosc / python-blosc2; "
+        "size ratio `=` means byte-identical chunks; cratio = uncompressed / compressed (python-blosc2).\n\n"
+        + md_table(tab, cols)
+    )
+
+
+def machine_info() -> dict:
+    cpu, flags = "?", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and cpu == "?":
+                    cpu = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    simd = " ".join(x for x in ("sse2", "avx2", "avx512f") if x in flags)
+    return {
+        "cpu": cpu,
+        "simd": simd,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "oxblosc": getattr(oxblosc, "__version__", "?"),
+        "blosc2": blosc2.__version__,
+        "c-blosc2": blosc2.blosclib_version.split()[0],
+        "numpy": np.__version__,
+        "kernel": platform.release(),
+    }
+
+
+def cpu_busy() -> tuple[float, float]:
+    """(wall time, busy CPU-seconds of the whole machine) from /proc/stat."""
+    hz = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return time.time(), (v[0] + v[1] + v[2] + v[5] + v[6]) / hz
+
+
+def header(args, info: dict, load0, load1, other_cores: float, wall: float, ncells: int) -> str:
+    argv = " ".join(sys.argv[1:])
+    return "\n".join(
+        [
+            f"Command: `python bench/chunk_bench.py {argv}`".replace(" `", "`"),
+            f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}; {ncells} cells in {wall:.0f} s.",
+            f"Machine: {info['cpu']} ({info['simd']}), {info['cores']} cores, Linux {info['kernel']}, "
+            f"Python {info['python']}.",
+            f"Versions: oxblosc {info['oxblosc']}, python-blosc2 {info['blosc2']} (C-Blosc2 {info['c-blosc2']}), "
+            f"NumPy {info['numpy']}.",
+            f"Load average before: {' '.join(f'{x:.2f}' for x in load0)}; after: "
+            f"{' '.join(f'{x:.2f}' for x in load1)}; other processes used {other_cores:.2f} cores on average "
+            "during the run.",
+            f"Method: compress2 / decompress2 on one buffer of up to {args.chunk_mib:g} MiB per cell "
+            f"(slow cells: {args.slow_chunk_mib:g} MiB, {args.slow_reps} reps), medians of {args.reps} interleaved "
+            "repetitions, decompression into a preallocated array.",
+        ]
+    )
+
+
+READING_START = "<!-- reading:start -->"
+READING_END = "<!-- reading:end -->"
+
+
+def write_doc(path: Path, head: str, summ: str, table: str) -> None:
+    reading = f"{READING_START}\n(no reading yet)\n{READING_END}"
+    if path.exists():
+        old = path.read_text()
+        if READING_START in old and READING_END in old:
+            a = old.index(READING_START)
+            b = old.index(READING_END) + len(READING_END)
+            reading = old[a:b]
+    text = (
+        "# Chunk engine benchmark: oxblosc vs python-blosc2\n\n"
+        "Generated by `bench/chunk_bench.py` (`make bench`); the reading below is written by hand.\n\n"
+        + head.replace("\n", "  \n")
+        + "\n\n## Reading\n\n"
+        + reading
+        + "\n\n## Summary\n\n"
+        + summ
+        + "\n\n## Full table\n\n"
+        + table
+        + "\n"
+    )
+    path.write_text(text)
+
+
+# ------------------------------------------------------------------ main
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small run (< 60 s)")
+    p.add_argument("--datasets", nargs="+", default=None, help="synthetic names and/or realdata names")
+    p.add_argument("--codecs", nargs="+", default=CODECS, choices=CODECS)
+    p.add_argument("--clevels", nargs="+", type=int, default=None, help="quick: 5; full: 1 5 9")
+    p.add_argument("--filters", nargs="+", default=list(FILTER_SETS), choices=list(FILTER_SETS))
+    p.add_argument("--nthreads", nargs="+", type=int, default=[1, 2])
+    p.add_argument("--chunk-mib", type=float, default=8.0)
+    p.add_argument("--reps", type=int, default=None, help="quick: 3; full: 5")
+    p.add_argument("--slow-s", type=float, default=None, help="a compression call slower than this is 'slow'")
+    p.add_argument("--slow-chunk-mib", type=float, default=1.0)
+    p.add_argument("--slow-reps", type=int, default=3)
+    p.add_argument("--outdir", type=Path, default=REPO / "bench-results")
+    p.add_argument("--write-doc", type=Path, default=None, help="write the Markdown report here")
+    p.add_argument("--no-table", action="store_true", help="print only the summary")
+    args = p.parse_args()
+    datasets = args.datasets or (QUICK_DATASETS if args.quick else SYNTHETIC + REAL)
+    clevels = args.clevels or ([5] if args.quick else [1, 5, 9])
+    args.reps = args.reps or (3 if args.quick else 5)
+    args.slow_s = args.slow_s or (0.08 if args.quick else 0.15)
+
+    info = machine_info()
+    load0 = os.getloadavg()
+    w0, b0 = cpu_busy()
+    own0 = sum(os.times()[:4])
+    log(f"machine: {info}")
+    log(f"load average: {load0}")
+    rows = []
+    nbytes = int(args.chunk_mib * MiB)
+    for ds in datasets:
+        data = load_dataset(ds, nbytes)
+        if data is None:
+            continue
+        log(f"== {ds}: {data.dtype}, {data.nbytes / MiB:.2f} MiB")
+        for codec in args.codecs:
+            for clevel in clevels:
+                for fset in args.filters:
+                    for nt in args.nthreads:
+                        r = run_cell(data, ds, codec, clevel, fset, nt, args)
+                        rows.append(r)
+                        size = "=" if r["identical"] else f"{r['size_ratio']:.4f}"
+                        log(
+                            f"{ds:24s} {codec:7s} {clevel} {fset:17s} {nt}T {r['MiB']:5g} MiB  "
+                            f"c {r['ox_c_GBps']:7.3f}/{r['b2_c_GBps']:7.3f} ({r['c_ratio']:.2f})  "
+                            f"d {r['ox_d_GBps']:6.2f}/{r['b2_d_GBps']:6.2f} ({r['d_ratio']:.2f})  "
+                            f"size {size}"
+                        )
+    if not rows:
+        sys.exit("chunk_bench: no dataset available")
+    w1, b1 = cpu_busy()
+    own1 = sum(os.times()[:4])
+    wall = w1 - w0
+    other = max(0.0, (b1 - b0) - (own1 - own0)) / max(wall, 1e-9)
+    load1 = os.getloadavg()
+
+    head = header(args, info, load0, load1, other, wall, len(rows))
+    summ = summary(rows)
+    table = full_table(rows)
+    print(head + "\n\n" + summ + ("" if args.no_table else "\n\n" + table))
+
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    stem = f"chunk_bench-{'quick' if args.quick else 'full'}-{time.strftime('%Y%m%d-%H%M%S')}"
+    with open(args.outdir / f"{stem}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    (args.outdir / f"{stem}.md").write_text(head + "\n\n" + summ + "\n\n" + table + "\n")
+    log(f"wrote {args.outdir / stem}.csv and .md")
+    if args.write_doc:
+        write_doc(args.write_doc, head, summ, table)
+        log(f"wrote {args.write_doc}")
+
+
+if __name__ == "__main__":
+    main()
