@@ -1,0 +1,200 @@
+#!/usr/bin/env python
+"""oxblosc on real data: ratio and speed per codec/filter choice, next to plain ``.npy``.
+
+What ``make demo`` runs. Loads light real datasets (from the data-only packages of
+``bench/demo-requirements.txt``, read with ``../shared/bench/realdata.py``), compresses each
+with a few codec/filter choices (8 MiB chunks, all cores), checks that every round trip is
+exact, and prints a table: compression ratio, compress and decompress GB/s (median of a few
+runs), with python-blosc2's speeds for the same call when it is installed, and the write
+(``np.save`` + fsync) and read (``np.load``) speeds of a ``.npy`` file for comparison.
+
+    python scripts/demo.py
+    python scripts/demo.py --datasets de405/moon --reps 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import oxblosc
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("OXBLOSC_SHARED", REPO.parent / "shared"))
+DEFAULT_DATASETS = ["de405/moon", "dicom/cr_radiograph_rg1", "islp/nci60_expression"]
+CHUNK = 8 << 20
+GB = 1e9
+
+# (label, codec, filters)
+CHOICES = [
+    ("zstd + shuffle", "ZSTD", ["SHUFFLE"]),
+    ("zstd + shuffle + bytedelta", "ZSTD", ["SHUFFLE", "BYTEDELTA"]),
+    ("lz4 + shuffle", "LZ4", ["SHUFFLE"]),
+    ("blosclz + bitshuffle", "BLOSCLZ", ["BITSHUFFLE"]),
+    ("zlib + shuffle", "ZLIB", ["SHUFFLE"]),
+]
+
+
+def import_realdata():
+    if not (SHARED / "bench" / "realdata.py").exists():
+        sys.exit(
+            f"demo: {SHARED / 'bench' / 'realdata.py'} not found.\n"
+            "The demo reads its datasets with the shared realdata.py: check out the project's shared/ "
+            "directory next to the repository, or set OXBLOSC_SHARED=/path/to/shared."
+        )
+    sys.path.insert(0, str(SHARED / "bench"))
+    import realdata
+
+    return realdata
+
+
+def median_time(fn, reps: int) -> float:
+    fn()  # warm-up
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def chunks_of(flat: np.ndarray) -> list[np.ndarray]:
+    n = max(1, CHUNK // flat.itemsize)
+    return [flat[i : i + n] for i in range(0, flat.size, n)] or [flat]
+
+
+def run_choice(lib, parts: list[np.ndarray], dst_parts: list[np.ndarray], codec: str, filters: list[str], reps: int):
+    typesize = parts[0].itemsize
+    kw = {
+        "codec": getattr(lib.Codec, codec),
+        "clevel": 5,
+        "typesize": typesize,
+        "filters": [getattr(lib.Filter, f) for f in filters],
+        "filters_meta": [0] * len(filters),
+    }
+    box = {}
+
+    def comp():
+        box["c"] = [lib.compress2(p, **kw) for p in parts]
+
+    def decomp():
+        for c, d in zip(box["c"], dst_parts, strict=True):
+            lib.decompress2(c, dst=d)
+
+    tc = median_time(comp, reps)
+    td = median_time(decomp, reps)
+    return box["c"], tc, td
+
+
+def npy_times(arr: np.ndarray, tmpdir: str, reps: int) -> tuple[float, float, int]:
+    path = os.path.join(tmpdir, "demo.npy")
+
+    def write():
+        with open(path, "wb") as f:
+            np.save(f, arr)
+            f.flush()
+            os.fsync(f.fileno())
+
+    out = {}
+
+    def read():
+        out["a"] = np.load(path)
+
+    tw = median_time(write, reps)
+    tr = median_time(read, reps)
+    if not np.array_equal(out["a"].view(np.uint8), arr.view(np.uint8)):
+        raise AssertionError(".npy round trip is not exact")
+    return tw, tr, os.path.getsize(path)
+
+
+def fmt_row(cols: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cols, widths, strict=True)))
+
+
+def demo_dataset(name: str, arr: np.ndarray, blosc2, reps: int, tmpdir: str) -> None:
+    arr = np.ascontiguousarray(arr)
+    flat = arr.reshape(-1)
+    nbytes = arr.nbytes
+    print(f"\n{name}: shape {arr.shape}, {arr.dtype}, {nbytes / 1e6:.2f} MB")
+    head = ["choice (clevel 5)", "ratio", "comp GB/s", "decomp GB/s"]
+    if blosc2 is not None:
+        head += ["blosc2 comp", "blosc2 decomp"]
+    widths = [28, 7, 10, 12, 12, 13][: len(head)]
+    print(fmt_row(head, widths))
+    print(fmt_row(["-" * w for w in widths], widths))
+    parts = chunks_of(flat)
+    dst = np.ones_like(flat)  # touched: no page faults in the timings
+    dst_parts = chunks_of(dst)
+    for label, codec, filters in CHOICES:
+        if "BYTEDELTA" in filters and arr.itemsize == 1:
+            continue  # bytedelta needs several bytes per item
+        chunks, tc, td = run_choice(oxblosc, parts, dst_parts, codec, filters, reps)
+        if not np.array_equal(dst.view(np.uint8), flat.view(np.uint8)):
+            raise AssertionError(f"{name} {label}: round trip is not exact")
+        cbytes = sum(len(c) for c in chunks)
+        cols = [label, f"{nbytes / cbytes:.2f}", f"{nbytes / tc / GB:.3f}", f"{nbytes / td / GB:.2f}"]
+        if blosc2 is not None:
+            dst.fill(0)
+            _, bc, bd = run_choice(blosc2, parts, dst_parts, codec, filters, reps)
+            if not np.array_equal(dst.view(np.uint8), flat.view(np.uint8)):
+                raise AssertionError(f"{name} {label}: python-blosc2 round trip is not exact")
+            cols += [f"{nbytes / bc / GB:.3f}", f"{nbytes / bd / GB:.2f}"]
+        print(fmt_row(cols, widths))
+    tw, tr, size = npy_times(arr, tmpdir, reps)
+    cols = [".npy (save+fsync / load)", f"{nbytes / size:.2f}", f"{nbytes / tw / GB:.3f}", f"{nbytes / tr / GB:.2f}"]
+    print(fmt_row(cols + [""] * (len(head) - 4), widths))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--datasets", nargs="+", default=DEFAULT_DATASETS, help="realdata.py names")
+    p.add_argument("--reps", type=int, default=3, help="timed runs per measurement (median)")
+    p.add_argument("--no-blosc2", action="store_true", help="do not show python-blosc2's speeds")
+    args = p.parse_args()
+
+    realdata = import_realdata()
+    blosc2 = None
+    if not args.no_blosc2:
+        try:
+            import blosc2
+        except ImportError:
+            blosc2 = None
+    print(
+        f"oxblosc {getattr(oxblosc, '__version__', '?')}, {oxblosc.nthreads} thread(s)"
+        + (f"; python-blosc2 {blosc2.__version__} for comparison" if blosc2 else "")
+        + ". GB/s = uncompressed bytes (1e9) per second, median of "
+        + f"{args.reps} runs; every round trip is checked to be exact."
+    )
+    shown = 0
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="oxblosc-demo-") as tmpdir:
+        for name in args.datasets:
+            try:
+                arr = realdata.load(name)
+            except KeyError:
+                print(f"\n{name}: unknown dataset (see python {SHARED}/bench/realdata.py --list)", file=sys.stderr)
+                continue
+            except (realdata.MissingData, ImportError) as e:
+                print(f"\n{name}: skipped, not installed ({e})", file=sys.stderr)
+                continue
+            demo_dataset(name, arr, blosc2, args.reps, tmpdir)
+            shown += 1
+    if not shown:
+        print(
+            "\nNo dataset available: install the demo data with\n"
+            "  .venv/bin/pip install --no-deps -r bench/demo-requirements.txt",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"\n{shown} dataset(s) in {time.time() - t0:.1f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
