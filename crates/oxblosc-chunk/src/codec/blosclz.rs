@@ -60,30 +60,19 @@ impl fmt::Display for DecodeError {
                 write!(f, "truncated BloscLZ token at input offset {offset}")
             }
             DecodeError::Overflow { offset } => {
-                write!(
-                    f,
-                    "BloscLZ token at input offset {offset} overflows the output"
-                )
+                write!(f, "BloscLZ token at input offset {offset} overflows the output")
             }
-            DecodeError::BadDistance {
-                offset,
-                distance,
-                produced,
-            } => write!(
+            DecodeError::BadDistance { offset, distance, produced } => write!(
                 f,
                 "BloscLZ match at input offset {offset} has distance {distance} but only \
                  {produced} bytes were produced"
             ),
             DecodeError::TrailingMatch { offset } => {
-                write!(
-                    f,
-                    "BloscLZ payload ends with a match token at input offset {offset}"
-                )
+                write!(f, "BloscLZ payload ends with a match token at input offset {offset}")
             }
-            DecodeError::WrongSize { produced, expected } => write!(
-                f,
-                "BloscLZ payload decoded to {produced} bytes, expected {expected}"
-            ),
+            DecodeError::WrongSize { produced, expected } => {
+                write!(f, "BloscLZ payload decoded to {produced} bytes, expected {expected}")
+            }
         }
     }
 }
@@ -381,11 +370,7 @@ fn encode<const H: u32>(
 /// distance beyond produced output, overflow, truncated token, wrong final size.
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
     if src.is_empty() {
-        return if dst.is_empty() {
-            Ok(())
-        } else {
-            Err(DecodeError::Empty)
-        };
+        return if dst.is_empty() { Ok(()) } else { Err(DecodeError::Empty) };
     }
     let n_in = src.len();
     let n_out = dst.len();
@@ -439,11 +424,7 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
                 return Err(DecodeError::Overflow { offset: tok });
             }
             if dist > op {
-                return Err(DecodeError::BadDistance {
-                    offset: tok,
-                    distance: dist,
-                    produced: op,
-                });
+                return Err(DecodeError::BadDistance { offset: tok, distance: dist, produced: op });
             }
             if ip >= n_in {
                 return Err(DecodeError::TrailingMatch { offset: tok });
@@ -459,10 +440,7 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
         ip += 1;
     }
     if op != n_out {
-        return Err(DecodeError::WrongSize {
-            produced: op,
-            expected: n_out,
-        });
+        return Err(DecodeError::WrongSize { produced: op, expected: n_out });
     }
     Ok(())
 }
@@ -541,11 +519,7 @@ mod tests {
         assert_eq!(flags & 0x02, 0, "memcpyed chunk");
         let ext = flags & 0x05 == 0x05;
         let hlen = if ext { 32 } else { 16 };
-        let shuffle = if ext {
-            c[16..22].contains(&1)
-        } else {
-            flags & 1 != 0
-        };
+        let shuffle = if ext { c[16..22].contains(&1) } else { flags & 1 != 0 };
         if ext {
             assert_eq!(c[31] & 0x01, 0, "dict");
         }
@@ -580,24 +554,10 @@ mod tests {
                 } else {
                     Vec::new()
                 };
-                streams.push(Stream {
-                    block: b,
-                    index: j,
-                    offset_in_block: j * neblock,
-                    len: neblock,
-                    csize,
-                    payload,
-                });
+                streams.push(Stream { block: b, index: j, offset_in_block: j * neblock, len: neblock, csize, payload });
             }
         }
-        Chunk {
-            typesize,
-            nbytes,
-            blocksize,
-            shuffle,
-            codec: flags >> 5,
-            streams,
-        }
+        Chunk { typesize, nbytes, blocksize, shuffle, codec: flags >> 5, streams }
     }
 
     /// Byte shuffle with element size `ts` (trailing bytes beyond whole elements copied as is).
@@ -618,15 +578,7 @@ mod tests {
 
     /// The filtered (codec input) bytes of every block of `data`.
     pub(super) fn filtered_blocks(ch: &Chunk, data: &[u8]) -> Vec<Vec<u8>> {
-        data.chunks(ch.blocksize)
-            .map(|b| {
-                if ch.shuffle {
-                    shuffle(b, ch.typesize)
-                } else {
-                    b.to_vec()
-                }
-            })
-            .collect()
+        data.chunks(ch.blocksize).map(|b| if ch.shuffle { shuffle(b, ch.typesize) } else { b.to_vec() }).collect()
     }
 
     fn stream_input<'a>(blocks: &'a [Vec<u8>], s: &Stream) -> &'a [u8] {
@@ -648,9 +600,8 @@ mod tests {
         for s in &ch.streams {
             let mut out = vec![0u8; s.len];
             if s.csize > 0 && s.csize as usize != s.len {
-                decompress(&s.payload, &mut out).unwrap_or_else(|e| {
-                    panic!("{name}: block {} stream {}: {e}", s.block, s.index)
-                });
+                decompress(&s.payload, &mut out)
+                    .unwrap_or_else(|e| panic!("{name}: block {} stream {}: {e}", s.block, s.index));
                 n += 1;
             } else {
                 continue;
@@ -703,27 +654,11 @@ mod tests {
                 continue;
             }
             if s.csize as usize == s.len {
-                assert!(
-                    got == 0 || got >= s.len,
-                    "{name}: block {} stream {}",
-                    s.block,
-                    s.index
-                );
+                assert!(got == 0 || got >= s.len, "{name}: block {} stream {}", s.block, s.index);
                 raw += 1;
             } else {
-                assert_eq!(
-                    got,
-                    s.payload.len(),
-                    "{name}: block {} stream {}",
-                    s.block,
-                    s.index
-                );
-                assert!(
-                    out[..got] == s.payload[..],
-                    "{name}: block {} stream {} differs",
-                    s.block,
-                    s.index
-                );
+                assert_eq!(got, s.payload.len(), "{name}: block {} stream {}", s.block, s.index);
+                assert!(out[..got] == s.payload[..], "{name}: block {} stream {} differs", s.block, s.index);
                 coded += 1;
             }
         }
@@ -758,9 +693,7 @@ mod tests {
             if csize as usize == neblock {
                 raw += 1;
                 if got != 0 && got != neblock {
-                    bad.push(format!(
-                        "#{idx}: clevel {clevel} n {neblock}: C raw, ours {got}"
-                    ));
+                    bad.push(format!("#{idx}: clevel {clevel} n {neblock}: C raw, ours {got}"));
                 }
             } else {
                 let payload = &buf[pos..pos + csize as usize];
@@ -795,16 +728,10 @@ mod tests {
             for b in bad.iter().take(20) {
                 eprintln!("{p}: {b}");
             }
-            eprintln!(
-                "{p}: {coded} coded + {raw} raw streams, {} mismatches",
-                bad.len()
-            );
+            eprintln!("{p}: {coded} coded + {raw} raw streams, {} mismatches", bad.len());
             total = (total.0 + coded, total.1 + raw, total.2 + bad.len());
         }
-        eprintln!(
-            "total: {} coded + {} raw streams, {} mismatches",
-            total.0, total.1, total.2
-        );
+        eprintln!("total: {} coded + {} raw streams, {} mismatches", total.0, total.1, total.2);
         assert_eq!(total.2, 0);
     }
 
@@ -822,26 +749,19 @@ mod tests {
             vec(any::<u8>(), 0..600),
             vec(0u8..3, 0..3000),
             // Runs of random bytes.
-            vec((any::<u8>(), 1usize..80), 0..60).prop_map(|r| r
-                .into_iter()
-                .flat_map(|(b, n)| std::iter::repeat(b).take(n))
-                .collect()),
+            vec((any::<u8>(), 1usize..80), 0..60)
+                .prop_map(|r| r.into_iter().flat_map(|(b, n)| std::iter::repeat(b).take(n)).collect()),
             // A random pattern tiled, with a few mutations.
-            (
-                vec(any::<u8>(), 1..40),
-                0usize..4000,
-                vec(any::<usize>(), 0..8)
-            )
-                .prop_map(|(pat, n, muts)| {
-                    let mut v: Vec<u8> = pat.iter().copied().cycle().take(n).collect();
-                    for m in muts {
-                        if !v.is_empty() {
-                            let i = m % v.len();
-                            v[i] ^= 0x55;
-                        }
+            (vec(any::<u8>(), 1..40), 0usize..4000, vec(any::<usize>(), 0..8)).prop_map(|(pat, n, muts)| {
+                let mut v: Vec<u8> = pat.iter().copied().cycle().take(n).collect();
+                for m in muts {
+                    if !v.is_empty() {
+                        let i = m % v.len();
+                        v[i] ^= 0x55;
                     }
-                    v
-                }),
+                }
+                v
+            }),
             // Random words from a small dictionary (text-like, far and near repeats).
             vec(0usize..12, 0..1500).prop_map(|w| {
                 const WORDS: [&[u8]; 12] = [
@@ -858,9 +778,7 @@ mod tests {
                     b"x",
                     b"lorem ipsum dolor ",
                 ];
-                w.into_iter()
-                    .flat_map(|i| WORDS[i].iter().copied())
-                    .collect()
+                w.into_iter().flat_map(|i| WORDS[i].iter().copied()).collect()
             }),
         ]
     }
@@ -947,10 +865,7 @@ mod tests {
         assert_eq!(decompress(&[], &mut out), Err(DecodeError::Empty));
         assert!(decompress(&[], &mut []).is_ok());
         // Literal run of 3 with only 2 bytes.
-        assert_eq!(
-            decompress(&[0x22, 1, 2], &mut out),
-            Err(DecodeError::Truncated { offset: 0 })
-        );
+        assert_eq!(decompress(&[0x22, 1, 2], &mut out), Err(DecodeError::Truncated { offset: 0 }));
         // 4 literals + match dist 1 len 4 = 8 bytes; then ends in a match.
         assert_eq!(
             decompress(&[0x23, 1, 2, 3, 4, 0x40, 0x00], &mut out),
@@ -970,12 +885,6 @@ mod tests {
             Err(DecodeError::BadDistance { .. })
         ));
         // Short output.
-        assert_eq!(
-            decompress(&[0x23, 1, 2, 3, 4], &mut out),
-            Err(DecodeError::WrongSize {
-                produced: 4,
-                expected: 8
-            })
-        );
+        assert_eq!(decompress(&[0x23, 1, 2, 3, 4], &mut out), Err(DecodeError::WrongSize { produced: 4, expected: 8 }));
     }
 }

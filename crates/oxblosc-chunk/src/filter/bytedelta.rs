@@ -40,10 +40,7 @@ fn each_stream(streams: usize, src: &[u8], dst: &mut [u8], mut f: impl FnMut(&[u
     let l = src.len() / streams;
     let body = l * streams;
     if l > 0 {
-        for (s, d) in src[..body]
-            .chunks_exact(l)
-            .zip(dst[..body].chunks_exact_mut(l))
-        {
+        for (s, d) in src[..body].chunks_exact(l).zip(dst[..body].chunks_exact_mut(l)) {
             f(s, d);
         }
     }
@@ -112,11 +109,7 @@ mod tests {
         let mut want = vec![0u8; 40];
         for s in 0..2 {
             for k in 0..20 {
-                let prev = if k == 0 || k == 16 {
-                    0
-                } else {
-                    src[s * 20 + k - 1]
-                };
+                let prev = if k == 0 || k == 16 { 0 } else { src[s * 20 + k - 1] };
                 want[s * 20 + k] = src[s * 20 + k].wrapping_sub(prev);
             }
         }
@@ -137,11 +130,7 @@ mod tests {
                 encode(s, &src, &mut enc);
                 let l = len / s;
                 for k in 0..len {
-                    let want = if k >= l * s || k % l == 0 {
-                        src[k]
-                    } else {
-                        src[k].wrapping_sub(src[k - 1])
-                    };
+                    let want = if k >= l * s || k % l == 0 { src[k] } else { src[k].wrapping_sub(src[k - 1]) };
                     assert_eq!(enc[k], want, "s={s} len={len} k={k}");
                 }
                 decode(s, &enc, &mut dec);
@@ -160,12 +149,8 @@ mod tests {
         let src = Rng::new(7).bytes(len);
         let mut dst = vec![0u8; len];
         for s in [1, 4, 8] {
-            report_speed(&format!("bytedelta encode s={s}"), len, || {
-                encode(s, &src, &mut dst)
-            });
-            report_speed(&format!("bytedelta decode s={s}"), len, || {
-                decode(s, &src, &mut dst)
-            });
+            report_speed(&format!("bytedelta encode s={s}"), len, || encode(s, &src, &mut dst));
+            report_speed(&format!("bytedelta decode s={s}"), len, || decode(s, &src, &mut dst));
         }
     }
 }

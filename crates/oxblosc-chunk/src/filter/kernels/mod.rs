@@ -14,15 +14,9 @@ mod x86_shuffle;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Level {
     Scalar,
-    #[cfg_attr(
-        not(any(target_arch = "x86", target_arch = "x86_64")),
-        allow(dead_code)
-    )]
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     Sse2,
-    #[cfg_attr(
-        not(any(target_arch = "x86", target_arch = "x86_64")),
-        allow(dead_code)
-    )]
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     Avx2,
 }
 
@@ -58,10 +52,7 @@ fn detect() -> Level {
 /// Levels available on this CPU, lowest first (for differential tests).
 #[cfg(test)]
 pub(crate) fn available_levels() -> Vec<Level> {
-    [Level::Scalar, Level::Sse2, Level::Avx2]
-        .into_iter()
-        .filter(|l| *l <= detect())
-        .collect()
+    [Level::Scalar, Level::Sse2, Level::Avx2].into_iter().filter(|l| *l <= detect()).collect()
 }
 
 /// SIMD byte shuffle of `src` (a whole number of elements) into `dst`; `false` = not handled.
@@ -109,10 +100,7 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> b
 }
 
 /// Scalar shuffle of elements `i0..n` (the part the SIMD tiles did not cover).
-#[cfg_attr(
-    not(any(target_arch = "x86", target_arch = "x86_64")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn shuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
     let n = src.len() / e;
     for i in i0..n {
@@ -122,10 +110,7 @@ fn shuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
     }
 }
 
-#[cfg_attr(
-    not(any(target_arch = "x86", target_arch = "x86_64")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
     let n = src.len() / e;
     for i in i0..n {
