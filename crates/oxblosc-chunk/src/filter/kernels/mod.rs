@@ -10,6 +10,8 @@ use std::sync::OnceLock;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod x86_bitshuffle;
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod x86_bytedelta;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod x86_shuffle;
 
 /// Instruction-set level used by the kernels, detected once per process.
@@ -236,5 +238,25 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -
     {
         let _ = (level, t, src, dst);
         false
+    }
+}
+
+/// SIMD running byte sum for bytedelta decode: fills a prefix of `d`, returns its length
+/// and the last sum (`(0, 0)` = not handled).
+pub(crate) fn prefix_sum(level: Level, s: &[u8], d: &mut [u8]) -> (usize, u8) {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        match level {
+            Level::Scalar => (0, 0),
+            // SAFETY: `level` never exceeds what `detect` found; AVX2 implies SSSE3.
+            Level::Avx2 => unsafe { x86_bytedelta::prefix_sum_ssse3(s, d) },
+            // SAFETY: as above.
+            Level::Sse2 => unsafe { x86_bytedelta::prefix_sum_sse2(s, d) },
+        }
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        let _ = (level, s, d);
+        (0, 0)
     }
 }

@@ -26,20 +26,31 @@ pub(super) unsafe fn row_to_planes_avx2(
     plane_len: usize,
     off: usize,
 ) {
-    let full = row.len() / 32 * 32;
+    check(row.len(), planes.len(), plane_len, off);
+    let (rp, pp) = (row.as_ptr(), planes.as_mut_ptr());
     let mut i = 0;
-    while i < full {
-        // SAFETY: i + 32 <= row.len().
-        let mut v = _mm256_loadu_si256(row.as_ptr().add(i) as *const __m256i);
+    while i + 64 <= row.len() {
+        // SAFETY: i + 64 <= row.len().
+        let mut v0 = _mm256_loadu_si256(rp.add(i) as *const __m256i);
+        let mut v1 = _mm256_loadu_si256(rp.add(i + 32) as *const __m256i);
         for b in (0..8).rev() {
-            let m = _mm256_movemask_epi8(v) as u32;
-            let at = b * plane_len + off + i / 8;
-            planes[at..at + 4].copy_from_slice(&m.to_le_bytes());
-            v = _mm256_add_epi8(v, v);
+            let lo = _mm256_movemask_epi8(v0) as u32 as u64;
+            let hi = _mm256_movemask_epi8(v1) as u32 as u64;
+            // SAFETY: b*plane_len + off + i/8 + 8 <= 8*plane_len (checked above).
+            (pp.add(b * plane_len + off + i / 8) as *mut u64)
+                .write_unaligned((lo | hi << 32).to_le());
+            v0 = _mm256_add_epi8(v0, v0);
+            v1 = _mm256_add_epi8(v1, v1);
         }
-        i += 32;
+        i += 64;
     }
-    row_to_planes_sse2(&row[full..], planes, plane_len, off + full / 8);
+    row_to_planes_sse2(&row[i..], planes, plane_len, off + i / 8);
+}
+
+/// The row fits its planes: `row_len % 8 == 0` and `off + row_len/8 <= plane_len`.
+#[inline]
+fn check(row_len: usize, planes_len: usize, plane_len: usize, off: usize) {
+    assert!(row_len % 8 == 0 && off + row_len / 8 <= plane_len && 8 * plane_len <= planes_len);
 }
 
 /// SSE2 twin of [`row_to_planes_avx2`].
@@ -53,20 +64,21 @@ pub(super) unsafe fn row_to_planes_sse2(
     plane_len: usize,
     off: usize,
 ) {
-    let full = row.len() / 16 * 16;
+    check(row.len(), planes.len(), plane_len, off);
+    let (rp, pp) = (row.as_ptr(), planes.as_mut_ptr());
     let mut i = 0;
-    while i < full {
+    while i + 16 <= row.len() {
         // SAFETY: i + 16 <= row.len().
-        let mut v = _mm_loadu_si128(row.as_ptr().add(i) as *const __m128i);
+        let mut v = _mm_loadu_si128(rp.add(i) as *const __m128i);
         for b in (0..8).rev() {
             let m = _mm_movemask_epi8(v) as u16;
-            let at = b * plane_len + off + i / 8;
-            planes[at..at + 2].copy_from_slice(&m.to_le_bytes());
+            // SAFETY: b*plane_len + off + i/8 + 2 <= 8*plane_len (checked above).
+            (pp.add(b * plane_len + off + i / 8) as *mut u16).write_unaligned(m.to_le());
             v = _mm_add_epi8(v, v);
         }
         i += 16;
     }
-    row_to_planes_scalar(&row[full..], planes, plane_len, off + full / 8);
+    row_to_planes_scalar(&row[i..], planes, plane_len, off + i / 8);
 }
 
 fn row_to_planes_scalar(row: &[u8], planes: &mut [u8], plane_len: usize, off: usize) {
@@ -97,12 +109,14 @@ pub(super) unsafe fn planes_to_row_avx2(
     );
     // Then qword g = [planes 0..4 of group g, planes 4..8 of group g].
     let merge = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    check(row.len(), planes.len(), plane_len, off);
+    let pp = planes.as_ptr();
     let mut i = 0;
     while i < full {
         let mut d = [0i32; 8];
         for (b, w) in d.iter_mut().enumerate() {
-            let at = b * plane_len + off + i / 8;
-            *w = i32::from_le_bytes(planes[at..at + 4].try_into().unwrap());
+            // SAFETY: b*plane_len + off + i/8 + 4 <= 8*plane_len (checked above).
+            *w = i32::from_le((pp.add(b * plane_len + off + i / 8) as *const i32).read_unaligned());
         }
         let v = _mm256_setr_epi32(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
         let v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, regroup), merge);
@@ -127,12 +141,14 @@ pub(super) unsafe fn planes_to_row_sse2(
 ) {
     let full = row.len() / 16 * 16;
     let lo = _mm_set1_epi16(0x00FF);
+    check(row.len(), planes.len(), plane_len, off);
+    let pp = planes.as_ptr();
     let mut i = 0;
     while i < full {
         let mut d = [0i16; 8];
         for (b, w) in d.iter_mut().enumerate() {
-            let at = b * plane_len + off + i / 8;
-            *w = i16::from_le_bytes(planes[at..at + 2].try_into().unwrap());
+            // SAFETY: b*plane_len + off + i/8 + 2 <= 8*plane_len (checked above).
+            *w = i16::from_le((pp.add(b * plane_len + off + i / 8) as *const i16).read_unaligned());
         }
         let v = _mm_setr_epi16(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
         // Word b = [plane b group 0, plane b group 1]; split into qword 0 = group 0 bytes.
