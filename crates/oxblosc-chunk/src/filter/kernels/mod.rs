@@ -140,6 +140,10 @@ fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
 }
 
 /// Elements per bitshuffle pass: the byte-shuffled slice (`K * t` bytes) stays in L1/L2.
+#[cfg_attr(
+    not(any(target_arch = "x86", target_arch = "x86_64")),
+    allow(dead_code)
+)]
 fn bit_chunk(t: usize) -> usize {
     ((16 * 1024 / t) / 32 * 32).max(32)
 }
@@ -158,7 +162,7 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
         let m = src.len() / t;
         let plane_len = m / 8;
         let k = bit_chunk(t);
-        let mut scratch = vec![0u8; k.min(m) * t];
+        let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
         let mut i0 = 0;
         while i0 < m {
             let kc = k.min(m - i0);
