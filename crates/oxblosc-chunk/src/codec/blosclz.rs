@@ -220,12 +220,7 @@ thread_local! {
 }
 
 /// Main pass (spec §3.2 C). `None` when the output budget `dst.len()` is exceeded.
-fn encode<const H: u32>(
-    second_hash: bool,
-    src: &[u8],
-    dst: &mut [u8],
-    table: &mut HashTable,
-) -> Option<usize> {
+fn encode<const H: u32>(second_hash: bool, src: &[u8], dst: &mut [u8], table: &mut HashTable) -> Option<usize> {
     let n = src.len();
     let maxout = dst.len();
     let bound = n - 1;
@@ -899,9 +894,8 @@ mod tests {
         use std::time::Instant;
         let n = 4 << 20;
         let arange: Vec<u8> = (0..(n / 8) as i64).flat_map(|v| v.to_le_bytes()).collect();
-        let smooth: Vec<u8> = (0..n / 4)
-            .flat_map(|i| ((i as f32 / 1000.0).sin() * 100.0 + 0.001 * i as f32).to_le_bytes())
-            .collect();
+        let smooth: Vec<u8> =
+            (0..n / 4).flat_map(|i| ((i as f32 / 1000.0).sin() * 100.0 + 0.001 * i as f32).to_le_bytes()).collect();
         for (name, data, ts) in [("arange i64", &arange, 8usize), ("smooth f32", &smooth, 4)] {
             let bs = 256 << 10;
             let streams: Vec<Vec<u8>> = data
@@ -934,11 +928,7 @@ mod tests {
                         *z = compress(clevel, s, o);
                     }
                 });
-                let csize: usize = sizes
-                    .iter()
-                    .zip(&streams)
-                    .map(|(&z, s)| if z == 0 { s.len() } else { z })
-                    .sum();
+                let csize: usize = sizes.iter().zip(&streams).map(|(&z, s)| if z == 0 { s.len() } else { z }).sum();
                 let mut back = vec![0u8; bs / ts];
                 let td = best(&mut || {
                     for ((s, o), &z) in streams.iter().zip(&outs).zip(&sizes) {

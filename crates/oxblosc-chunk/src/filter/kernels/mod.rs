@@ -125,10 +125,7 @@ fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
 }
 
 /// Elements per bitshuffle pass: the byte-shuffled slice (`K * t` bytes) stays in L1/L2.
-#[cfg_attr(
-    not(any(target_arch = "x86", target_arch = "x86_64")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn bit_chunk(t: usize) -> usize {
     ((16 * 1024 / t) / 32 * 32).max(32)
 }
@@ -164,9 +161,7 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
                 let off = i0 / 8;
                 match level {
                     // SAFETY: `level` never exceeds what `detect` found on this CPU.
-                    Level::Avx2 => unsafe {
-                        x86_bitshuffle::row_to_planes_avx2(row, planes, plane_len, off)
-                    },
+                    Level::Avx2 => unsafe { x86_bitshuffle::row_to_planes_avx2(row, planes, plane_len, off) },
                     // SAFETY: as above.
                     _ => unsafe { x86_bitshuffle::row_to_planes_sse2(row, planes, plane_len, off) },
                 }
@@ -204,20 +199,13 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -
                 let off = i0 / 8;
                 match level {
                     // SAFETY: `level` never exceeds what `detect` found on this CPU.
-                    Level::Avx2 => unsafe {
-                        x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row)
-                    },
+                    Level::Avx2 => unsafe { x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row) },
                     // SAFETY: as above.
                     _ => unsafe { x86_bitshuffle::planes_to_row_sse2(planes, plane_len, off, row) },
                 }
             }
             if t > 1 {
-                unshuffle(
-                    level,
-                    t,
-                    &scratch[..kc * t],
-                    &mut dst[i0 * t..(i0 + kc) * t],
-                );
+                unshuffle(level, t, &scratch[..kc * t], &mut dst[i0 * t..(i0 + kc) * t]);
             }
             i0 += kc;
         }

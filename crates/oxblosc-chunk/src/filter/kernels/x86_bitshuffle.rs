@@ -20,12 +20,7 @@ use crate::filter::bitshuffle::transpose8x8;
 /// # Safety
 /// AVX2 available.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn row_to_planes_avx2(
-    row: &[u8],
-    planes: &mut [u8],
-    plane_len: usize,
-    off: usize,
-) {
+pub(super) unsafe fn row_to_planes_avx2(row: &[u8], planes: &mut [u8], plane_len: usize, off: usize) {
     check(row.len(), planes.len(), plane_len, off);
     let (rp, pp) = (row.as_ptr(), planes.as_mut_ptr());
     let mut i = 0;
@@ -37,8 +32,7 @@ pub(super) unsafe fn row_to_planes_avx2(
             let lo = _mm256_movemask_epi8(v0) as u32 as u64;
             let hi = _mm256_movemask_epi8(v1) as u32 as u64;
             // SAFETY: b*plane_len + off + i/8 + 8 <= 8*plane_len (checked above).
-            (pp.add(b * plane_len + off + i / 8) as *mut u64)
-                .write_unaligned((lo | hi << 32).to_le());
+            (pp.add(b * plane_len + off + i / 8) as *mut u64).write_unaligned((lo | hi << 32).to_le());
             v0 = _mm256_add_epi8(v0, v0);
             v1 = _mm256_add_epi8(v1, v1);
         }
@@ -58,12 +52,7 @@ fn check(row_len: usize, planes_len: usize, plane_len: usize, off: usize) {
 /// # Safety
 /// SSE2 available.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn row_to_planes_sse2(
-    row: &[u8],
-    planes: &mut [u8],
-    plane_len: usize,
-    off: usize,
-) {
+pub(super) unsafe fn row_to_planes_sse2(row: &[u8], planes: &mut [u8], plane_len: usize, off: usize) {
     check(row.len(), planes.len(), plane_len, off);
     let (rp, pp) = (row.as_ptr(), planes.as_mut_ptr());
     let mut i = 0;
@@ -95,12 +84,7 @@ fn row_to_planes_scalar(row: &[u8], planes: &mut [u8], plane_len: usize, off: us
 /// # Safety
 /// AVX2 available.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn planes_to_row_avx2(
-    planes: &[u8],
-    plane_len: usize,
-    off: usize,
-    row: &mut [u8],
-) {
+pub(super) unsafe fn planes_to_row_avx2(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
     let full = row.len() / 32 * 32;
     // In each lane, dword b holds plane bytes g0..g3; regroup to [g][b] per lane.
     let regroup = _mm256_setr_epi8(
@@ -133,12 +117,7 @@ pub(super) unsafe fn planes_to_row_avx2(
 /// # Safety
 /// SSE2 available.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn planes_to_row_sse2(
-    planes: &[u8],
-    plane_len: usize,
-    off: usize,
-    row: &mut [u8],
-) {
+pub(super) unsafe fn planes_to_row_sse2(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
     let full = row.len() / 16 * 16;
     let lo = _mm_set1_epi16(0x00FF);
     check(row.len(), planes.len(), plane_len, off);
@@ -175,20 +154,13 @@ fn planes_to_row_scalar(planes: &[u8], plane_len: usize, off: usize, row: &mut [
 #[inline]
 #[target_feature(enable = "avx2")]
 unsafe fn transpose8x8_avx2(x: __m256i) -> __m256i {
-    let t = _mm256_and_si256(
-        _mm256_xor_si256(x, _mm256_srli_epi64::<7>(x)),
-        _mm256_set1_epi64x(0x00AA_00AA_00AA_00AA),
-    );
+    let t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<7>(x)), _mm256_set1_epi64x(0x00AA_00AA_00AA_00AA));
     let x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<7>(t)));
-    let t = _mm256_and_si256(
-        _mm256_xor_si256(x, _mm256_srli_epi64::<14>(x)),
-        _mm256_set1_epi64x(0x0000_CCCC_0000_CCCC),
-    );
+    let t =
+        _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<14>(x)), _mm256_set1_epi64x(0x0000_CCCC_0000_CCCC));
     let x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<14>(t)));
-    let t = _mm256_and_si256(
-        _mm256_xor_si256(x, _mm256_srli_epi64::<28>(x)),
-        _mm256_set1_epi64x(0x0000_0000_F0F0_F0F0),
-    );
+    let t =
+        _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<28>(x)), _mm256_set1_epi64x(0x0000_0000_F0F0_F0F0));
     _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<28>(t)))
 }
 
@@ -196,19 +168,10 @@ unsafe fn transpose8x8_avx2(x: __m256i) -> __m256i {
 #[inline]
 #[target_feature(enable = "sse2")]
 unsafe fn transpose8x8_sse2(x: __m128i) -> __m128i {
-    let t = _mm_and_si128(
-        _mm_xor_si128(x, _mm_srli_epi64::<7>(x)),
-        _mm_set1_epi64x(0x00AA_00AA_00AA_00AA),
-    );
+    let t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64::<7>(x)), _mm_set1_epi64x(0x00AA_00AA_00AA_00AA));
     let x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64::<7>(t)));
-    let t = _mm_and_si128(
-        _mm_xor_si128(x, _mm_srli_epi64::<14>(x)),
-        _mm_set1_epi64x(0x0000_CCCC_0000_CCCC),
-    );
+    let t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64::<14>(x)), _mm_set1_epi64x(0x0000_CCCC_0000_CCCC));
     let x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64::<14>(t)));
-    let t = _mm_and_si128(
-        _mm_xor_si128(x, _mm_srli_epi64::<28>(x)),
-        _mm_set1_epi64x(0x0000_0000_F0F0_F0F0),
-    );
+    let t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64::<28>(x)), _mm_set1_epi64x(0x0000_0000_F0F0_F0F0));
     _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64::<28>(t)))
 }
