@@ -9,8 +9,9 @@ use rayon::prelude::*;
 use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
 use crate::codec::{self, zstd, Dict};
 use crate::format::{
-    blosc2_flags, codec_id, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE, EXT_HEADER_LEN,
-    MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN, MIN_USEFUL_DICT,
+    blosc2_flags, codec_id, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE,
+    EXT_HEADER_LEN, MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN,
+    MIN_USEFUL_DICT,
 };
 use crate::parallel::{pool, Scratch};
 use crate::params::CParams;
@@ -81,14 +82,24 @@ impl Encoder {
                 hlen = EXT_HEADER_LEN;
             }
             Format::Blosc1 => {
-                if let Some(slot) = cp.filters.iter().position(|&f| !matches!(f, filter::NOFILTER | filter::SHUFFLE | filter::BITSHUFFLE)) {
+                if let Some(slot) = cp
+                    .filters
+                    .iter()
+                    .position(|&f| !matches!(f, filter::NOFILTER | filter::SHUFFLE | filter::BITSHUFFLE))
+                {
                     return Err(Error::InvalidParam {
                         name: "filters",
-                        reason: format!("Blosc1 chunks carry only shuffle or bitshuffle (slot {slot} holds {})", cp.filters[slot]),
+                        reason: format!(
+                            "Blosc1 chunks carry only shuffle or bitshuffle (slot {slot} holds {})",
+                            cp.filters[slot]
+                        ),
                     });
                 }
                 if cp.use_dict {
-                    return Err(Error::InvalidParam { name: "use_dict", reason: "Blosc1 chunks have no dictionaries".into() });
+                    return Err(Error::InvalidParam {
+                        name: "use_dict",
+                        reason: "Blosc1 chunks have no dictionaries".into(),
+                    });
                 }
                 let split_whole = split_block_blosc1(cp.codec, hts, nbytes);
                 blocksize = compute_blocksize_blosc1(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
@@ -377,15 +388,25 @@ pub fn special_chunk(kind: SpecialKind, nbytes: usize, typesize: usize, value: O
         return Err(Error::InputTooLarge(nbytes));
     }
     if typesize == 0 || nbytes % typesize != 0 {
-        return Err(Error::InvalidParam { name: "nbytes", reason: format!("{nbytes} is not a multiple of typesize {typesize}") });
+        return Err(Error::InvalidParam {
+            name: "nbytes",
+            reason: format!("{nbytes} is not a multiple of typesize {typesize}"),
+        });
     }
     let body: &[u8] = match (kind, value) {
         (SpecialKind::Value, Some(v)) if v.len() == typesize => v,
-        (SpecialKind::Value, _) => return Err(Error::InvalidParam { name: "value", reason: format!("must hold exactly typesize = {typesize} bytes") }),
+        (SpecialKind::Value, _) => {
+            return Err(Error::InvalidParam {
+                name: "value",
+                reason: format!("must hold exactly typesize = {typesize} bytes"),
+            })
+        }
         (SpecialKind::Nan, _) if typesize != 4 && typesize != 8 => {
             return Err(Error::InvalidParam { name: "typesize", reason: "NaN chunks need typesize 4 or 8".into() })
         }
-        (SpecialKind::None, _) => return Err(Error::InvalidParam { name: "kind", reason: "not a special value".into() }),
+        (SpecialKind::None, _) => {
+            return Err(Error::InvalidParam { name: "kind", reason: "not a special value".into() })
+        }
         _ => &[],
     };
     let header = ChunkHeader {

@@ -94,7 +94,8 @@ impl<'a> Decoder<'a> {
         if plain {
             return Ok(d);
         }
-        d.pipeline = Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), d.h.version <= version::BLOSC1)?;
+        d.pipeline =
+            Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), d.h.version <= version::BLOSC1)?;
         d.data_start = d.h.header_len() + 4 * d.h.nblocks();
         if d.h.uses_dict() {
             d.load_dict()?;
@@ -108,10 +109,9 @@ impl<'a> Decoder<'a> {
     fn load_dict(&mut self) -> Result<()> {
         let at = self.data_start;
         let dsize = read_i32(self.chunk, at, "dictionary size")?;
-        let dsize = usize::try_from(dsize)
-            .ok()
-            .filter(|&s| s > 0 && s <= crate::format::MAX_DICT_SIZE)
-            .ok_or(Error::InvalidHeader { field: "dictionary size", value: dsize.into(), reason: "must be in 1..=32768" })?;
+        let dsize = usize::try_from(dsize).ok().filter(|&s| s > 0 && s <= crate::format::MAX_DICT_SIZE).ok_or(
+            Error::InvalidHeader { field: "dictionary size", value: dsize.into(), reason: "must be in 1..=32768" },
+        )?;
         let bytes = self.chunk.get(at + 4..at + 4 + dsize).ok_or(Error::Truncated {
             what: "dictionary",
             offset: at + 4,
@@ -119,11 +119,8 @@ impl<'a> Decoder<'a> {
             have: self.chunk.len().saturating_sub(at + 4),
         })?;
         self.dict = Some(match self.compcode {
-            crate::format::codec_id::ZSTD => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| Error::Codec {
-                codec: "zstd",
-                block: 0,
-                offset: at + 4,
-                detail: "unusable dictionary".into(),
+            crate::format::codec_id::ZSTD => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
+                Error::Codec { codec: "zstd", block: 0, offset: at + 4, detail: "unusable dictionary".into() }
             })?),
             crate::format::codec_id::LZ4 => Dict::Lz4(bytes),
             other => return Err(Error::UnknownCodec { id: other }),
@@ -135,14 +132,13 @@ impl<'a> Decoder<'a> {
     fn bstart(&self, i: usize) -> Result<usize> {
         let at = self.h.header_len() + 4 * i;
         let v = read_i32(self.chunk, at, "block start")?;
-        usize::try_from(v)
-            .ok()
-            .filter(|&s| s >= self.data_start && s < self.chunk.len())
-            .ok_or_else(|| Error::CorruptBlock {
+        usize::try_from(v).ok().filter(|&s| s >= self.data_start && s < self.chunk.len()).ok_or_else(|| {
+            Error::CorruptBlock {
                 block: i,
                 offset: at,
                 reason: format!("block start {v} outside the data area [{}, {})", self.data_start, self.chunk.len()),
-            })
+            }
+        })
     }
 
     /// VL blocks: sizes come from the stream prefixes, payload lengths from sorted bstarts.
@@ -153,7 +149,11 @@ impl<'a> Decoder<'a> {
         for i in 0..n {
             let end = if i + 1 < n { starts[i + 1] } else { self.chunk.len() };
             if end < starts[i] + 4 {
-                return Err(Error::CorruptBlock { block: i, offset: starts[i], reason: "VL block starts are not increasing".into() });
+                return Err(Error::CorruptBlock {
+                    block: i,
+                    offset: starts[i],
+                    reason: "VL block starts are not increasing".into(),
+                });
             }
             let size = read_i32(self.chunk, starts[i], "VL block size")?;
             let size = usize::try_from(size).ok().filter(|&s| s > 0).ok_or_else(|| Error::CorruptBlock {
@@ -169,7 +169,11 @@ impl<'a> Decoder<'a> {
             })?;
         }
         if out_off != self.h.nbytes {
-            return Err(Error::InvalidHeader { field: "nbytes", value: self.h.nbytes as i64, reason: "differs from the sum of VL block sizes" });
+            return Err(Error::InvalidHeader {
+                field: "nbytes",
+                value: self.h.nbytes as i64,
+                reason: "differs from the sum of VL block sizes",
+            });
         }
         Ok(())
     }
@@ -230,10 +234,14 @@ impl<'a> Decoder<'a> {
                 // (C-Blosc2 pitfall 1); a failure here stops everything (pitfall 2).
                 self.decode_block(0, first, &[], &mut Scratch::default())?;
                 let first: &[u8] = first;
-                rest.into_par_iter().enumerate().try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i + 1, b, first, s))
+                rest.into_par_iter()
+                    .enumerate()
+                    .try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i + 1, b, first, s))
             } else {
                 let all = std::iter::once(first).chain(rest).collect::<Vec<_>>();
-                all.into_par_iter().enumerate().try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i, b, &[], s))
+                all.into_par_iter()
+                    .enumerate()
+                    .try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i, b, &[], s))
             }
         })
     }
@@ -336,7 +344,11 @@ impl<'a> Decoder<'a> {
         let bsize = dst.len();
         let nstreams = self.nstreams(i, bsize);
         if bsize % nstreams != 0 {
-            return Err(Error::CorruptBlock { block: i, offset: 0, reason: format!("block of {bsize} bytes cannot hold {nstreams} equal streams") });
+            return Err(Error::CorruptBlock {
+                block: i,
+                offset: 0,
+                reason: format!("block of {bsize} bytes cannot hold {nstreams} equal streams"),
+            });
         }
         let neblock = bsize / nstreams;
         let mut pos = self.bstart(i)?;
@@ -346,9 +358,18 @@ impl<'a> Decoder<'a> {
             if csize == 0 {
                 out.fill(0);
             } else if csize < 0 {
-                let token = *self.chunk.get(pos).ok_or(Error::Truncated { what: "run token", offset: pos, need: 1, have: 0 })?;
+                let token = *self.chunk.get(pos).ok_or(Error::Truncated {
+                    what: "run token",
+                    offset: pos,
+                    need: 1,
+                    have: 0,
+                })?;
                 if token & 1 == 0 {
-                    return Err(Error::CorruptBlock { block: i, offset: pos, reason: format!("unsupported run token {token:#04x}") });
+                    return Err(Error::CorruptBlock {
+                        block: i,
+                        offset: pos,
+                        reason: format!("unsupported run token {token:#04x}"),
+                    });
                 }
                 out.fill((csize.unsigned_abs() & 0xFF) as u8);
                 pos += 1;

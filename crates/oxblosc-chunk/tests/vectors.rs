@@ -90,7 +90,12 @@ fn rainfall_grid_is_a_plausible_precipitation_field() {
 #[test]
 fn getitem_matches_full_decode_on_every_version() {
     let want = reference();
-    for name in ["blosc-1.14.0-lz4.cdata", "blosc-lz4-3.0.0.cdata", "blosc-zstd-3.0.0.cdata", "blosc-2.0.0-lz4-bitshuffle8-nomemcpy.cdata"] {
+    for name in [
+        "blosc-1.14.0-lz4.cdata",
+        "blosc-lz4-3.0.0.cdata",
+        "blosc-zstd-3.0.0.cdata",
+        "blosc-2.0.0-lz4-bitshuffle8-nomemcpy.cdata",
+    ] {
         let chunk = vector(name);
         let ts = usize::from(ChunkHeader::parse(&chunk).unwrap().typesize);
         for (start, n) in [(0usize, 1usize), (12_345, 100), (65_000, 300), (65_530, 20), (60_000, 1)] {
