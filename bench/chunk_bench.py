@@ -61,8 +61,8 @@ FILTER_SETS = {
     "shuffle+bytedelta": ["SHUFFLE", "BYTEDELTA"],
 }
 SYNTHETIC = list(_datasets.DATASETS)
-REAL = ["de405/moon", "dicom/cr_radiograph_rg1", "islp/nci60_expression"]
-QUICK_DATASETS = ["climate_f4", "genotype_i1", "dicom/cr_radiograph_rg1"]
+REAL = ["de405/moon", "dicom/cr_radiograph_rg3", "islp/nci60_expression"]
+QUICK_DATASETS = ["climate_f4", "genotype_i1", "dicom/cr_radiograph_rg3"]
 LIBS = {"ox": oxblosc, "b2": blosc2}
 
 

@@ -27,7 +27,7 @@ import oxblosc
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("OXBLOSC_SHARED", REPO.parent / "shared"))
-DEFAULT_DATASETS = ["de405/moon", "dicom/cr_radiograph_rg1", "islp/nci60_expression"]
+DEFAULT_DATASETS = ["dicom/cr_radiograph_rg3", "de405/moon", "islp/nci60_expression"]
 CHUNK = 8 << 20
 GB = 1e9
 
