@@ -458,7 +458,7 @@ def main() -> None:
     p.add_argument("--chunk-mib", type=float, default=8.0)
     p.add_argument("--reps", type=int, default=None, help="quick: 3; full: 5")
     p.add_argument("--max-reps", type=int, default=None, help="quick: 7; full: 15")
-    p.add_argument("--cell-s", type=float, default=None, help="target timed seconds per cell (quick 0.1, full 0.3)")
+    p.add_argument("--cell-s", type=float, default=None, help="target timed seconds per cell (quick 0.1, full 0.2)")
     p.add_argument("--slow-s", type=float, default=None, help="a compression call slower than this is 'slow'")
     p.add_argument("--slow-chunk-mib", type=float, default=1.0)
     p.add_argument("--slow-reps", type=int, default=3)
@@ -472,7 +472,7 @@ def main() -> None:
     args.reps = args.reps or (3 if args.quick else 5)
     args.slow_s = args.slow_s or (0.08 if args.quick else 0.15)
     args.max_reps = args.max_reps or (7 if args.quick else 15)
-    args.cell_s = args.cell_s or (0.1 if args.quick else 0.3)
+    args.cell_s = args.cell_s or (0.1 if args.quick else 0.2)
 
     info = machine_info()
     load0 = os.getloadavg()
