@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::codec::{self, zstd::PreparedDict, Dict};
 use crate::format::{codec_name, version, ChunkHeader, SpecialKind};
-use crate::parallel::{pool, Scratch};
+use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
 use crate::{Error, Result};
@@ -215,15 +215,16 @@ impl<'a> Decoder<'a> {
         let nthreads = self.nthreads_for(nthreads);
         let blocks = self.split_blocks(out);
         if nthreads == 1 {
-            let mut s = Scratch::default();
-            let mut iter = blocks.into_iter().enumerate();
-            let Some((_, first)) = iter.next() else { return Ok(()) };
-            self.decode_block(0, first, &[], &mut s)?;
-            let first: &[u8] = first;
-            for (i, b) in iter {
-                self.decode_block(i, b, first, &mut s)?;
-            }
-            return Ok(());
+            return with_scratch(|s| {
+                let mut iter = blocks.into_iter().enumerate();
+                let Some((_, first)) = iter.next() else { return Ok(()) };
+                self.decode_block(0, first, &[], s)?;
+                let first: &[u8] = first;
+                for (i, b) in iter {
+                    self.decode_block(i, b, first, s)?;
+                }
+                Ok(())
+            });
         }
         let mut iter = blocks.into_iter();
         let Some(first) = iter.next() else { return Ok(()) };
@@ -232,16 +233,14 @@ impl<'a> Decoder<'a> {
             if self.pipeline.has_delta() {
                 // Block 0 must be completely decoded before any block that references it
                 // (C-Blosc2 pitfall 1); a failure here stops everything (pitfall 2).
-                self.decode_block(0, first, &[], &mut Scratch::default())?;
+                with_scratch(|s| self.decode_block(0, first, &[], s))?;
                 let first: &[u8] = first;
                 rest.into_par_iter()
                     .enumerate()
-                    .try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i + 1, b, first, s))
+                    .try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i + 1, b, first, s)))
             } else {
                 let all = std::iter::once(first).chain(rest).collect::<Vec<_>>();
-                all.into_par_iter()
-                    .enumerate()
-                    .try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i, b, &[], s))
+                all.into_par_iter().enumerate().try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i, b, &[], s)))
             }
         })
     }
