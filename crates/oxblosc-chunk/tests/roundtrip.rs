@@ -218,7 +218,7 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
     }
 
     // compress_into with a too-small destination
-    if chunk.len() > 0 {
+    if !chunk.is_empty() {
         for cap in [0, chunk.len() / 2, chunk.len() - 1] {
             let mut dst = vec![0u8; cap];
             match compress_into(data, &mut dst, cp) {
