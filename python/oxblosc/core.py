@@ -103,6 +103,9 @@ class DParams:
 
 
 def _checked(name: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, enum.Enum):
+        # python-blosc2's Codec/Filter/SplitMode are plain Enums: take their number.
+        value = value.value
     try:
         v = int(value)
     except (TypeError, ValueError):
@@ -135,8 +138,11 @@ def _native_cparams(cp: CParams) -> tuple:
     filters = [_checked("filter", f, 0, 255) for f in cp.filters]
     meta = [_checked("filters_meta", m, -128, 255) & 0xFF for m in cp.filters_meta]
     for slot, f in enumerate(filters):
+        if f == Filter.BYTEDELTA and typesize == 1:
+            # As python-blosc2 does: bytedelta over one stream is dropped.
+            filters[slot], meta[slot] = Filter.NOFILTER, 0
         # python-blosc2 records BYTEDELTA's stream count explicitly.
-        if f == Filter.BYTEDELTA and meta[slot] == 0:
+        elif f == Filter.BYTEDELTA and meta[slot] == 0:
             if typesize > 255:
                 raise ValueError(f"BYTEDELTA needs typesize <= 255, got {typesize}")
             meta[slot] = typesize
@@ -187,7 +193,12 @@ def compress(
     size = len(memoryview(src).cast("B"))
     if not _ignore_multiple_size and typesize > 0 and size % typesize != 0:
         raise ValueError(f"len(src) can only be a multiple of typesize ({typesize}).")
-    filters = [Filter.NOFILTER] * 5 + [filter]
+    # Like C-Blosc2's Blosc1 API: only a real shuffle or a bitshuffle lands in the pipeline.
+    f = _checked("filter", filter, 0, 255)
+    if f == Filter.BITSHUFFLE or (f == Filter.SHUFFLE and typesize > 1):
+        filters = [Filter.NOFILTER] * 5 + [f]
+    else:
+        filters = [Filter.NOFILTER] * 6
     return compress2(src, typesize=typesize, clevel=clevel, filters=filters, codec=codec)
 
 

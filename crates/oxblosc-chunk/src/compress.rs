@@ -450,6 +450,11 @@ pub fn special_chunk(kind: SpecialKind, nbytes: usize, typesize: usize, value: O
         }
         _ => &[],
     };
+    if nbytes == 0 {
+        // An empty chunk carries no value; C-Blosc2 rejects an empty repeated-value chunk,
+        // so write the plain empty chunk it writes itself.
+        return compress(&[], &CParams { typesize, nthreads: 1, clevel: 0, ..CParams::default() });
+    }
     let header = ChunkHeader {
         version: version::BLOSC2,
         versionlz: 1,

@@ -22,10 +22,17 @@ pub fn cbuffer_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
 
 /// Decode a chunk into a new buffer of exactly `nbytes` bytes.
 pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
-    let h = ChunkHeader::parse(chunk)?;
-    let mut out = vec![0u8; h.nbytes];
-    Decoder::new(chunk, h)?.decode_all(&mut out, dp.nthreads)?;
+    // Validate everything the header implies (VL block sizes, dictionary) before allocating.
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    let mut out = vec![0u8; d.h.nbytes];
+    d.decode_all(&mut out, dp.nthreads)?;
     Ok(out)
+}
+
+/// The decompressed size of a chunk, after validating everything that can be checked
+/// without decoding (use it to size a buffer for `decompress_into`).
+pub fn decompressed_len(chunk: &[u8]) -> Result<usize> {
+    Ok(Decoder::new(chunk, ChunkHeader::parse(chunk)?)?.h.nbytes)
 }
 
 /// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.

@@ -105,3 +105,67 @@ fn getitem_matches_full_decode_on_every_version() {
         }
     }
 }
+
+/// The chunks of a C-Blosc2 3.0.0 contiguous frame: they sit back to back after the
+/// frame header (its length is the big-endian i32 at byte 11; the chunks section length is
+/// the big-endian i64 at byte 39). Enough frame parsing to reach chunk vectors.
+fn frame_chunks(name: &str) -> Vec<Vec<u8>> {
+    let f = vector(name);
+    let hlen = i32::from_be_bytes(f[11..15].try_into().unwrap()) as usize;
+    let section = i64::from_be_bytes(f[39..47].try_into().unwrap()) as usize;
+    let mut chunks = Vec::new();
+    let mut off = hlen;
+    while off < hlen + section {
+        let cbytes = i32::from_le_bytes(f[off + 12..off + 16].try_into().unwrap()) as usize;
+        chunks.push(f[off..off + cbytes].to_vec());
+        off += cbytes;
+    }
+    chunks
+}
+
+/// Every byte repeats with period 50 and each period is 49 printable characters plus NUL.
+fn assert_text_pattern(data: &[u8], what: &str) {
+    assert_eq!(data[49], 0, "{what}: byte 49 should be NUL");
+    assert!(data[..49].iter().all(|b| (0x20..0x7f).contains(b)), "{what}: pattern not printable");
+    for (i, &b) in data.iter().enumerate() {
+        assert_eq!(b, data[i % 50], "{what}: byte {i} breaks the 50-byte period");
+    }
+}
+
+#[test]
+fn variable_length_block_chunks_decode() {
+    for (name, sizes) in [
+        ("vlblocks-lz4-fixed-3.0.0.b2frame", [2000, 2000, 2000, 2000, 2000]),
+        ("vlblocks-lz4-variable-3.0.0.b2frame", [1000, 1500, 2000, 2500, 3000]),
+    ] {
+        let chunks = frame_chunks(name);
+        assert_eq!(chunks.len(), 5);
+        for (k, (chunk, size)) in chunks.iter().zip(sizes).enumerate() {
+            let h = ChunkHeader::parse(chunk).unwrap();
+            assert!(h.is_vlblocks() && h.version == 6);
+            for nthreads in [1, 2] {
+                let got = decompress(chunk, &DParams { nthreads }).unwrap();
+                assert_eq!(got.len(), size);
+                for (b, block) in got.chunks(500).enumerate() {
+                    assert_text_pattern(block, &format!("{name} chunk {k} block {b}"));
+                }
+            }
+            // Partial reads across VL block boundaries.
+            let full = decompress(chunk, &DParams { nthreads: 1 }).unwrap();
+            let end = size.min(1150);
+            let mut part = vec![0u8; end - 450];
+            getitem(chunk, 450, end - 450, &mut part).unwrap();
+            assert_eq!(part, full[450..end]);
+        }
+    }
+}
+
+#[test]
+fn variable_size_chunks_decode() {
+    let chunks = frame_chunks("varchunks-lz4-3.0.0.b2frame");
+    let sizes: Vec<usize> = chunks.iter().map(|c| decompress(c, &DParams { nthreads: 2 }).unwrap().len()).collect();
+    assert_eq!(sizes, [1000, 500, 2000, 520, 301]);
+    for (k, c) in chunks.iter().enumerate() {
+        assert_text_pattern(&decompress(c, &DParams { nthreads: 1 }).unwrap(), &format!("chunk {k}"));
+    }
+}

@@ -117,7 +117,7 @@ fn compress_blosc1<'py>(
 fn decompress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, nthreads: usize) -> PyResult<Bound<'py, PyBytes>> {
     let view = ByteView::readable(src)?;
     let chunk_bytes = view.as_slice();
-    let (nbytes, _, _) = chunk::cbuffer_sizes(chunk_bytes).map_err(|e| to_py(py, e))?;
+    let nbytes = chunk::decompressed_len(chunk_bytes).map_err(|e| to_py(py, e))?;
     let dp = DParams { nthreads: nthreads.max(1) };
     PyBytes::new_with(py, nbytes, |buf| {
         py.allow_threads(|| chunk::decompress_into(chunk_bytes, buf, &dp)).map(|_| ()).map_err(|e| to_py(py, e))
