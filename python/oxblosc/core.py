@@ -241,7 +241,9 @@ def get_cbuffer_sizes(src: Any) -> tuple[int, int, int]:
 
 def getitem(src: Any, start: int, nitems: int) -> bytes:
     """Items ``[start, start + nitems)`` of a chunk, decoding only the blocks involved."""
-    return _native.getitem(src, _checked("start", start, 0, MAX_BUFFERSIZE), _checked("nitems", nitems, 0, MAX_BUFFERSIZE))
+    return _native.getitem(
+        src, _checked("start", start, 0, MAX_BUFFERSIZE), _checked("nitems", nitems, 0, MAX_BUFFERSIZE)
+    )
 
 
 def special_chunk(kind: SpecialValue, nbytes: int, typesize: int, value: Any = None) -> bytes:
