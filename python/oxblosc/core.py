@@ -160,22 +160,46 @@ def _native_cparams(cp: CParams) -> tuple:
     )
 
 
+_ARGS_CACHE: dict = {}
+
+
+def _cached_native_args(kwargs: dict) -> tuple:
+    """Validated native arguments for keyword parameters, memoized: building and checking a
+    CParams costs more than compressing a small buffer."""
+    try:
+        key = (nthreads, *((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()))
+        hash(key)
+    except TypeError:  # unhashable values (e.g. a CParams object): no caching
+        return _native_cparams(_make_params(CParams, dict(kwargs), "cparams"))
+    args = _ARGS_CACHE.get(key)
+    if args is None:
+        args = _native_cparams(_make_params(CParams, dict(kwargs), "cparams"))
+        if len(_ARGS_CACHE) > 256:
+            _ARGS_CACHE.clear()
+        _ARGS_CACHE[key] = args
+    return args
+
+
 def compress2(src: Any, **kwargs) -> bytes:
     """Compress ``src`` (any buffer) into a Blosc2 chunk.
 
     Takes ``cparams=CParams(...)`` (or a dict) or the fields of :class:`CParams` as keywords.
     """
-    cp = _make_params(CParams, dict(kwargs), "cparams")
-    return _native.compress2(src, *_native_cparams(cp))
+    args = _cached_native_args(kwargs)
+    # Cached lists are only read: the native side converts them to its own arrays.
+    return _native.compress2(src, *args)
 
 
 def decompress2(src: Any, dst: Any = None, **kwargs) -> bytes | None:
     """Decompress a chunk; into ``dst`` (returning None) when given, else into new bytes."""
-    dp = _make_params(DParams, dict(kwargs), "dparams")
-    n = _checked("nthreads", dp.nthreads, 1, 1 << 16)
+    if not kwargs:
+        n = nthreads
+    else:
+        dp = _make_params(DParams, dict(kwargs), "dparams")
+        n = _checked("nthreads", dp.nthreads, 1, 1 << 16)
     if dst is None:
         return _native.decompress2(src, n)
-    if len(memoryview(dst).cast("B")) == 0:
+    if memoryview(dst).nbytes == 0:
         raise ValueError("dst must not be empty")
     _native.decompress2_into(src, dst, n)
     return None
@@ -190,7 +214,7 @@ def compress(
     _ignore_multiple_size: bool = False,
 ) -> bytes:
     """Blosc1-style call (python-blosc2's ``compress``); writes a Blosc2 chunk."""
-    size = len(memoryview(src).cast("B"))
+    size = memoryview(src).nbytes
     if not _ignore_multiple_size and typesize > 0 and size % typesize != 0:
         raise ValueError(f"len(src) can only be a multiple of typesize ({typesize}).")
     # Like C-Blosc2's Blosc1 API: only a real shuffle or a bitshuffle lands in the pipeline.
