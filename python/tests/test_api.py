@@ -39,21 +39,10 @@ def test_compress_defaults_match_blosc2():
     assert ox.decompress(c) == a.tobytes()
 
 
-BLOSC1_FILTERS = (
-    "bug: blosc2.compress drops SHUFFLE for typesize 1 and DELTA always (C build_filters); oxblosc keeps them"
-)
-
-
-def _blosc1_cases():
-    for codec in CODECS:
-        for filt in (F.NOFILTER, F.SHUFFLE, F.BITSHUFFLE, F.DELTA):
-            for typesize, clevel in ((1, 0), (4, 1), (8, 9), (2, 5)):
-                diverges = filt == F.DELTA or (filt == F.SHUFFLE and typesize == 1)
-                marks = [pytest.mark.xfail(strict=True, reason=BLOSC1_FILTERS)] if diverges else []
-                yield pytest.param(codec, filt, typesize, clevel, marks=marks)
-
-
-@pytest.mark.parametrize("codec,filt,typesize,clevel", list(_blosc1_cases()))
+# blosc2.compress drops SHUFFLE for typesize 1 and DELTA always (C build_filters): so must we (was BUG-T2).
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("filt", [F.NOFILTER, F.SHUFFLE, F.BITSHUFFLE, F.DELTA])
+@pytest.mark.parametrize("typesize,clevel", [(1, 0), (4, 1), (8, 9), (2, 5)])
 def test_compress_decompress_blosc1_style(codec, filt, typesize, clevel):
     data = make_data("smooth_f32", 40_000 // typesize * typesize)
     o = ox.compress(data, typesize=typesize, clevel=clevel, filter=filt, codec=codec)
@@ -306,8 +295,8 @@ def test_numcodecs_reads_compress_blosc1(codec, shuffle):
 # Special chunks, both directions
 
 
-@pytest.mark.xfail(strict=True, reason="bug: empty VALUE special chunk from oxblosc does not decode in blosc2")
 def test_special_value_empty_decodes_in_blosc2():
+    """Was BUG-T4: an empty VALUE chunk must decode in blosc2 too."""
     r = ox.special_chunk(ox.SpecialValue.VALUE, 0, 8, np.float64(1.0))
     assert ox.decompress2(r) == b""
     assert blosc2.decompress2(r) == b""
@@ -328,10 +317,9 @@ def test_special_chunks_oxblosc_to_blosc2(ts, nitems):
     assert blosc2.decompress2(n) == ox.decompress2(n)
     v = np.array([3.25], dtype=dt)
     r = ox.special_chunk(ox.SpecialValue.VALUE, nbytes, ts, v)
-    assert len(r) == 32 + ts
+    assert len(r) == (32 + ts if nitems else 32)  # nbytes 0: a plain empty chunk (was BUG-T4)
     assert ox.decompress2(r) == np.full(nitems, 3.25, dtype=dt).tobytes()
-    if nitems:  # the empty case is test_special_value_empty_decodes_in_blosc2
-        assert blosc2.decompress2(r) == ox.decompress2(r)
+    assert blosc2.decompress2(r) == ox.decompress2(r)
     u = ox.special_chunk(ox.SpecialValue.UNINIT, nbytes, ts)
     assert len(blosc2.decompress2(u)) == nbytes
     assert ox.decompress2(u) == bytes(nbytes), "uninit chunks decode as zeros (never expose memory)"
@@ -445,10 +433,7 @@ def test_compress_deterministic_with_many_filters():
 # CParams / DParams plumbing
 
 
-BLOSC2_ENUMS = "bug: python-blosc2 enums (plain Enum) and blosc2.CParams are rejected by oxblosc"
-
-
-@pytest.mark.xfail(strict=True, reason=BLOSC2_ENUMS)
+# python-blosc2's enums are plain Enum, not IntEnum (was BUG-T3).
 @pytest.mark.parametrize(
     "kw",
     [
@@ -469,10 +454,7 @@ def test_blosc2_enums_accepted(kw):
     [
         ox.CParams(typesize=4, codec=ox.Codec.LZ4),
         {"typesize": 4, "codec": ox.Codec.LZ4},
-        pytest.param(
-            blosc2.CParams(typesize=4, codec=blosc2.Codec.LZ4),
-            marks=pytest.mark.xfail(strict=True, reason=BLOSC2_ENUMS),
-        ),
+        blosc2.CParams(typesize=4, codec=blosc2.Codec.LZ4),
     ],
     ids=["oxblosc.CParams", "dict", "blosc2.CParams"],
 )

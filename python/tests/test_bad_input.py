@@ -252,7 +252,6 @@ HUGE_CASES = {
     struct.pack_into("<i", c, 40, 100); struct.pack_into("<i", c, 144, 100)
     """,
 }
-VL_ALLOC = "bug: VL chunk with a lying nbytes allocates nbytes before checking the VL block sizes"
 
 
 @pytest.mark.parametrize(
@@ -260,7 +259,7 @@ VL_ALLOC = "bug: VL chunk with a lying nbytes allocates nbytes before checking t
     [
         "regular",
         "memcpy",
-        pytest.param("vl-sum-lie", marks=pytest.mark.xfail(strict=True, reason=VL_ALLOC)),
+        "vl-sum-lie",  # was BUG-T5
     ],
 )
 def test_huge_nbytes_lies_do_not_allocate(case):
