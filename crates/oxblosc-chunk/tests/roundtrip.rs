@@ -307,7 +307,11 @@ fn input_larger_than_limit_is_rejected_without_work() {
     let cp = CParams { clevel: 10, ..CParams::default() };
     assert!(matches!(compress(b"abc", &cp), Err(Error::InvalidParam { .. })));
     let cp = CParams { codec: 3, ..CParams::default() };
-    assert!(matches!(compress(b"abc", &cp), Err(Error::UnknownCodec { id: 3 })));
+    // Bad parameters are InvalidParam; UnknownCodec/UnknownFilter are reserved for chunks.
+    assert!(matches!(compress(b"abc", &cp), Err(Error::InvalidParam { name: "codec", .. })));
     let cp = CParams { filters: [0, 0, 0, 0, 0, 99], ..CParams::default() };
-    assert!(matches!(compress(b"abc", &cp), Err(Error::UnknownFilter { id: 99, slot: 5 })));
+    match compress(b"abc", &cp) {
+        Err(Error::InvalidParam { name: "filters", reason }) => assert!(reason.contains("slot 5 holds 99"), "{reason}"),
+        other => panic!("expected InvalidParam for filter 99, got {other:?}"),
+    }
 }

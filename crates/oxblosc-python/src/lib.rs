@@ -21,9 +21,7 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } => PyValueError::new_err(msg),
-        Error::UnknownCodec { .. } | Error::UnknownFilter { .. } | Error::OutputTooSmall { .. } => {
-            PyValueError::new_err(msg)
-        }
+        Error::OutputTooSmall { .. } => PyValueError::new_err(msg),
         _ => match py.import("oxblosc._errors").and_then(|m| m.getattr("ChunkError")) {
             Ok(cls) => PyErr::from_type(cls.downcast_into().expect("ChunkError is a type"), msg),
             Err(_) => PyRuntimeError::new_err(msg),
