@@ -22,8 +22,10 @@ pub fn cbuffer_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
 
 /// Decode a chunk into a new buffer of exactly `nbytes` bytes.
 pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
-    // Validate everything the header implies (VL block sizes, dictionary) before allocating.
+    // Validate everything the header implies (VL block sizes, dictionary, stream sizes)
+    // before allocating.
     let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    d.check_stream_sizes()?;
     let mut out = vec![0u8; d.h.nbytes];
     d.decode_all(&mut out, dp.nthreads)?;
     Ok(out)
@@ -32,7 +34,21 @@ pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
 /// The decompressed size of a chunk, after validating everything that can be checked
 /// without decoding (use it to size a buffer for `decompress_into`).
 pub fn decompressed_len(chunk: &[u8]) -> Result<usize> {
-    Ok(Decoder::new(chunk, ChunkHeader::parse(chunk)?)?.h.nbytes)
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    d.check_stream_sizes()?;
+    Ok(d.h.nbytes)
+}
+
+/// The most a codec payload of `csize` bytes can decode to, or None when unbounded in
+/// practice. LZ4 and BloscLZ add at most 255 output bytes per length-extension byte; deflate
+/// peaks at 1032:1; zstd's RLE blocks make its ratio effectively unbounded.
+fn max_expansion(compcode: u8, csize: usize) -> Option<usize> {
+    use crate::format::codec_id;
+    match compcode {
+        codec_id::BLOSCLZ | codec_id::LZ4 | codec_id::LZ4HC => Some(csize.saturating_mul(256).saturating_add(1024)),
+        codec_id::ZLIB => Some(csize.saturating_mul(1040).saturating_add(1024)),
+        _ => None,
+    }
 }
 
 /// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.
@@ -383,6 +399,42 @@ impl<'a> Decoder<'a> {
                 let len = csize as usize;
                 self.decode_stream(i, pos, len, out)?;
                 pos += len;
+            }
+        }
+        Ok(())
+    }
+
+    /// Walk every stream prefix (no decoding) and reject payloads that cannot possibly expand
+    /// to their stream's size, so a chunk lying about nbytes is refused before the output is
+    /// allocated. Zero and run streams legitimately stand for any size.
+    fn check_stream_sizes(&self) -> Result<()> {
+        if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
+            return Ok(());
+        }
+        for i in 0..self.h.nblocks() {
+            let bsize = self.h.block_len(i);
+            let nstreams = self.nstreams(i, bsize);
+            let neblock = bsize / nstreams;
+            let mut pos = self.bstart(i)?;
+            for _ in 0..nstreams {
+                let csize = read_i32(self.chunk, pos, "stream size")?;
+                pos += 4;
+                if csize < 0 {
+                    pos += 1;
+                } else if csize > 0 {
+                    let len = csize as usize;
+                    if len != neblock && max_expansion(self.compcode, len).is_some_and(|max| max < neblock) {
+                        return Err(Error::CorruptBlock {
+                            block: i,
+                            offset: pos - 4,
+                            reason: format!(
+                                "a {len}-byte {} stream cannot decode to {neblock} bytes",
+                                codec_name(self.compcode)
+                            ),
+                        });
+                    }
+                    pos = pos.saturating_add(len);
+                }
             }
         }
         Ok(())

@@ -169,3 +169,25 @@ fn variable_size_chunks_decode() {
         assert_text_pattern(&decompress(c, &DParams { nthreads: 1 }).unwrap(), &format!("chunk {k}"));
     }
 }
+
+#[test]
+fn tiny_lz4_chunk_claiming_gigabytes_is_refused_before_allocating() {
+    // 4 blocks of 512 MiB, each "compressed" to a 10-byte LZ4 stream: impossible (LZ4 expands
+    // at most ~255:1), so decompress must fail on the sizes, not try to allocate 2 GiB.
+    let nblocks = 4usize;
+    let blocksize = 512 * 1024 * 1024 - 4096;
+    let mut c = vec![0u8; 32 + 4 * nblocks + nblocks * 14];
+    c[..4].copy_from_slice(&[5, 1, 0x35, 1]); // v5, lz4, DONT_SPLIT, extended header, typesize 1
+    c[4..8].copy_from_slice(&((nblocks * blocksize) as i32).to_le_bytes());
+    c[8..12].copy_from_slice(&(blocksize as i32).to_le_bytes());
+    let cbytes = c.len() as i32;
+    c[12..16].copy_from_slice(&cbytes.to_le_bytes());
+    for b in 0..nblocks {
+        let start = 32 + 4 * nblocks + 14 * b;
+        c[32 + 4 * b..36 + 4 * b].copy_from_slice(&(start as i32).to_le_bytes());
+        c[start..start + 4].copy_from_slice(&10i32.to_le_bytes());
+    }
+    let err = oxblosc_chunk::decompressed_len(&c).unwrap_err();
+    assert!(err.to_string().contains("cannot decode to"), "{err}");
+    assert!(decompress(&c, &DParams { nthreads: 2 }).is_err());
+}
