@@ -41,6 +41,7 @@ test: test-rust test-python
 
 test-rust:
 	$(CARGO) test --workspace --exclude oxblosc-python --quiet
+	$(CARGO) test --manifest-path fuzz/Cargo.toml --quiet --test replay_regressions
 
 test-python: develop
 	$(PY) -m pytest -q python/tests

@@ -84,7 +84,10 @@ impl Encoder {
             Format::Blosc2 => {
                 let split_whole = split_block(cp.codec, cp.clevel, has_shuffle, ts, nbytes, cp.splitmode);
                 blocksize = compute_blocksize(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
-                split = split_block(cp.codec, cp.clevel, has_shuffle, hts, blocksize, cp.splitmode);
+                // A block smaller than one element cannot be cut into `typesize` streams
+                // (a forced blocksize < typesize with ALWAYS_SPLIT used to panic on
+                // zero-length streams; C-Blosc2 writes a corrupt chunk): never split it.
+                split = blocksize >= hts && split_block(cp.codec, cp.clevel, has_shuffle, hts, blocksize, cp.splitmode);
                 memcpy = cp.clevel == 0 || nbytes < MIN_BUFFERSIZE;
                 hlen = EXT_HEADER_LEN;
             }
