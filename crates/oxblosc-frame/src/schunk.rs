@@ -390,6 +390,9 @@ impl SChunk {
         if self.chunksize > 0 {
             return Ok((self.chunksize as u64 * i as u64).min(self.nbytes));
         }
+        if i > self.slots.len() {
+            return Err(Error::OutOfRange { what: "chunk", index: i as u64, len: self.slots.len() as u64 });
+        }
         if let Some(s) = self.starts.get() {
             return Ok(s[i]);
         }
@@ -446,7 +449,15 @@ impl SChunk {
         }
         self.chunk_start(0)?;
         let s = self.starts.get().expect("built above");
-        Ok(s.partition_point(|&x| x <= b) - 1)
+        let i = s.partition_point(|&x| x <= b).saturating_sub(1);
+        if i >= self.slots.len() {
+            return Err(Error::BadChunk {
+                chunk: i,
+                offset: 0,
+                reason: format!("chunk sizes add up to {}, the frame says nbytes = {}", s[s.len() - 1], self.nbytes),
+            });
+        }
+        Ok(i)
     }
 
     /// Items `[start, stop)` as bytes, across chunk boundaries.
@@ -469,10 +480,17 @@ impl SChunk {
             let end = ce.min(b1);
             let dst = &mut out[(b - b0) as usize..(end - b0) as usize];
             let c = self.get_chunk(i)?;
+            let h = ChunkHeader::parse(&c).map_err(chunk_err(i))?;
+            if h.nbytes as u64 != ce - cs {
+                return Err(self.in_backing_file(Error::BadChunk {
+                    chunk: i,
+                    offset: 0,
+                    reason: format!("holds {} bytes, the frame's chunk size says {}", h.nbytes, ce - cs),
+                }));
+            }
             if b == cs && end == ce {
                 oxblosc_chunk::decompress_into(&c, dst, &self.dparams).map_err(chunk_err(i))?;
             } else {
-                let h = ChunkHeader::parse(&c).map_err(chunk_err(i))?;
                 let hts = u64::from(h.typesize.max(1));
                 let (lo, len) = (b - cs, end - b);
                 if h.is_vlblocks() || lo % hts != 0 || len % hts != 0 {
@@ -505,6 +523,9 @@ impl SChunk {
             let i = self.chunk_of(b)?;
             let cs = self.chunk_start(i)?;
             let mut buf = self.decompress_chunk(i)?;
+            if buf.len() != self.chunk_nbytes(i)? {
+                return Err(Error::BadChunk { chunk: i, offset: 0, reason: "size disagrees with the chunk size".into() });
+            }
             let end = (cs + buf.len() as u64).min(b1);
             buf[(b - cs) as usize..(end - cs) as usize].copy_from_slice(&data[(b - b0) as usize..(end - b0) as usize]);
             self.update_data(i, &buf)?;
