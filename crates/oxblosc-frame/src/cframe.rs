@@ -60,7 +60,11 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
         return Err(Error::field(
             "frame_type",
             base + 26,
-            if sparse { "expected a sparse frame index (type 1)" } else { "this is a sparse frame index; open its directory" },
+            if sparse {
+                "expected a sparse frame index (type 1)"
+            } else {
+                "this is a sparse frame index; open its directory"
+            },
         ));
     }
     let hlen = u64::from(h.header_len);
@@ -83,7 +87,7 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
     let offsets = if h.nbytes == 0 {
         Vec::new()
     } else {
-        let index_at = if sparse { hlen } else { hlen.checked_add(h.cbytes as u64).unwrap_or(u64::MAX) };
+        let index_at = if sparse { hlen } else { hlen.saturating_add(h.cbytes as u64) };
         if index_at >= tstart {
             return Err(Error::field(
                 "cbytes",

@@ -118,8 +118,9 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode) -> Result<SChunk> {
         Mode::Read => s.read_only = true,
         Mode::Append => {
             if base + frame_len != len {
-                return Err(Error::field("frame_len", 15, format!("{frame_len} but the file holds {len} bytes"))
-                    .in_file(path));
+                return Err(
+                    Error::field("frame_len", 15, format!("{frame_len} but the file holds {len} bytes")).in_file(path)
+                );
             }
             s.writer = Some(Writer {
                 path: path.to_path_buf(),

@@ -158,7 +158,11 @@ impl FrameHeader {
         };
         // Checks of spec 4.7.
         if h.version() == 0 || h.version() > MAX_VERSION {
-            return Err(Error::field("general_flags", 25, format!("frame format version {} is not 1..=3", h.version())));
+            return Err(Error::field(
+                "general_flags",
+                25,
+                format!("frame format version {} is not 1..=3", h.version()),
+            ));
         }
         if (general_flags >> 4) & 0x03 != 1 {
             return Err(Error::field("general_flags", 25, "offsets width is not 64-bit"));

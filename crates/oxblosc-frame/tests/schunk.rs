@@ -132,9 +132,8 @@ fn file_backed_append_persists_every_change() {
             s.append_data(&ints(k * 100..(k + 1) * 100)).unwrap();
             model.push(ints(k * 100..(k + 1) * 100));
         }
-        let size_before = std::fs::metadata(if contiguous { p.clone() } else { p.join("chunks.b2frame") })
-            .unwrap()
-            .len();
+        let size_before =
+            std::fs::metadata(if contiguous { p.clone() } else { p.join("chunks.b2frame") }).unwrap().len();
         drop(s);
         let r = open(&p, Mode::Read).unwrap();
         assert_eq!(all_data(&r), model.concat(), "contiguous={contiguous}");

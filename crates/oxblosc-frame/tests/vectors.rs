@@ -151,7 +151,8 @@ fn frame_simple(codec: &str) {
     }
     // Items across chunk boundaries: items 49_990..50_010 = i*0 then i*1.
     let sl = s.get_slice(49_990, 50_010).unwrap();
-    let want: Vec<u8> = (49_990..50_010i32).flat_map(|g| (if g < 50_000 { 0 } else { g - 50_000 }).to_le_bytes()).collect();
+    let want: Vec<u8> =
+        (49_990..50_010i32).flat_map(|g| (if g < 50_000 { 0 } else { g - 50_000 }).to_le_bytes()).collect();
     assert_eq!(sl, want);
 }
 
