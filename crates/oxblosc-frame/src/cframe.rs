@@ -35,6 +35,9 @@ pub(crate) fn vlmeta_cparams() -> CParams {
     }
 }
 
+/// Largest vlmetalayer content accepted when reading (they are small msgpack values).
+pub const MAX_VLMETA_LEN: usize = 256 << 20;
+
 /// What a frame holds besides the chunk bytes.
 pub(crate) struct Parsed {
     pub header: FrameHeader,
@@ -79,8 +82,13 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
     let vl_raw = trailer::parse(&traw, tstart).map_err(|e| shift(e, base))?;
     let mut vlmeta = Vec::with_capacity(vl_raw.len());
     for (k, (name, c)) in vl_raw.into_iter().enumerate() {
-        let v = oxblosc_chunk::decompress(&c, &DParams { nthreads: 1 })
-            .map_err(|source| Error::Chunk { chunk: ChunkId::VlMeta(k), source })?;
+        let wrap = |source| Error::Chunk { chunk: ChunkId::VlMeta(k), source };
+        // A tiny special chunk can claim 2 GB: vlmetalayers are small, refuse absurd ones.
+        let n = oxblosc_chunk::decompressed_len(&c).map_err(wrap)?;
+        if n > MAX_VLMETA_LEN {
+            return Err(Error::field("vlmetalayer", base + tstart, format!("{name:?} claims {n} bytes")));
+        }
+        let v = oxblosc_chunk::decompress(&c, &DParams { nthreads: 1 }).map_err(wrap)?;
         vlmeta.push((name, v));
     }
     // Offsets index.

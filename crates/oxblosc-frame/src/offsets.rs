@@ -86,6 +86,16 @@ pub fn decode_index(chunk: &[u8], nchunks: usize) -> Result<Vec<i64>> {
             reason: format!("offsets index holds {n} bytes, {nchunks} chunks need {}", nchunks * 8),
         });
     }
+    // C-Blosc2 never writes the index as a special chunk (distinct offsets): a special index
+    // claiming many entries would only allocate gigabytes of nothing.
+    let h = oxblosc_chunk::ChunkHeader::parse(chunk).map_err(wrap)?;
+    if nchunks > 1 && h.special().map_err(wrap)? != SpecialKind::None {
+        return Err(Error::BadChunk {
+            chunk: nchunks,
+            offset: 0,
+            reason: "offsets index is a special-value chunk".into(),
+        });
+    }
     let raw = oxblosc_chunk::decompress(chunk, &DParams { nthreads: 1 }).map_err(wrap)?;
     Ok(raw.chunks_exact(8).take(nchunks).map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes"))).collect())
 }
