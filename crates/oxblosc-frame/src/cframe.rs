@@ -107,7 +107,12 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
         let nchunks = if h.chunksize > 0 {
             h.nbytes as u64 / h.chunksize as u64 + u64::from(h.nbytes as u64 % h.chunksize as u64 != 0)
         } else {
-            offsets::index_len(&idx)? as u64
+            // Variable chunk sizes: no special offsets, so every chunk is stored (>= 16 bytes).
+            let n = offsets::index_len(&idx)? as u64;
+            if !sparse && n > h.cbytes as u64 / 16 {
+                return Err(Error::field("cbytes", base + 39, format!("{} bytes cannot hold {n} chunks", h.cbytes)));
+            }
+            n
         };
         if nchunks > (i32::MAX / 8) as u64 {
             return Err(Error::field("nbytes", base + 30, format!("implies {nchunks} chunks")));

@@ -86,17 +86,16 @@ pub fn decode_index(chunk: &[u8], nchunks: usize) -> Result<Vec<i64>> {
             reason: format!("offsets index holds {n} bytes, {nchunks} chunks need {}", nchunks * 8),
         });
     }
-    // C-Blosc2 never writes the index as a special chunk (distinct offsets): a special index
-    // claiming many entries would only allocate gigabytes of nothing.
+    // Decode only the entries needed: C-Blosc2's fill_special writes the index as a
+    // repeated-value chunk, which may claim more entries than the frame uses.
     let h = oxblosc_chunk::ChunkHeader::parse(chunk).map_err(wrap)?;
-    if nchunks > 1 && h.special().map_err(wrap)? != SpecialKind::None {
-        return Err(Error::BadChunk {
-            chunk: nchunks,
-            offset: 0,
-            reason: "offsets index is a special-value chunk".into(),
-        });
-    }
-    let raw = oxblosc_chunk::decompress(chunk, &DParams { nthreads: 1 }).map_err(wrap)?;
+    let raw = if h.typesize == 8 && !h.is_vlblocks() {
+        let mut raw = vec![0u8; nchunks * 8];
+        oxblosc_chunk::getitem(chunk, 0, nchunks, &mut raw).map_err(wrap)?;
+        raw
+    } else {
+        oxblosc_chunk::decompress(chunk, &DParams { nthreads: 1 }).map_err(wrap)?
+    };
     Ok(raw.chunks_exact(8).take(nchunks).map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes"))).collect())
 }
 
