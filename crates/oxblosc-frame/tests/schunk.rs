@@ -193,3 +193,86 @@ fn frame_embedded_in_a_file() {
     assert!(oxblosc_frame::open_at(&p, at, Mode::Append).is_err());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Random append/insert/update/delete/fill/set_slice sequences against a model, in memory
+/// and persisted (contiguous file, sparse directory), checked after every step and on reopen.
+#[test]
+fn random_operations_match_model() {
+    let d = tmpdir("random");
+    for (target, seed) in [("mem", 1u64), ("contiguous", 2), ("sparse", 3)] {
+        let mut rng = Rng(0x1234_5678 ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let path = d.join(format!("{target}.b2frame"));
+        let mut s = match target {
+            "mem" => SChunk::new(cp(1, 4), DParams::default()).unwrap(),
+            t => SChunk::create(&path, t == "contiguous", cp(1, 4), DParams::default()).unwrap(),
+        };
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        let full = 256usize; // items per chunk
+        for step in 0..60 {
+            let n = model.len();
+            let data = |rng: &mut Rng| {
+                let a = rng.below(100_000) as i32;
+                ints(a..a + full as i32)
+            };
+            match rng.below(7) {
+                0 | 1 => {
+                    let c = data(&mut rng);
+                    s.append_data(&c).unwrap();
+                    model.push(c);
+                }
+                2 if n > 0 => {
+                    let i = rng.below(n + 1);
+                    let c = data(&mut rng);
+                    s.insert_data(i, &c).unwrap();
+                    model.insert(i, c);
+                }
+                3 if n > 0 => {
+                    let i = rng.below(n);
+                    let c = data(&mut rng);
+                    s.update_data(i, &c).unwrap();
+                    model[i] = c;
+                }
+                4 if n > 1 => {
+                    let i = rng.below(n);
+                    s.delete_chunk(i).unwrap();
+                    model.remove(i);
+                }
+                5 => {
+                    s.fill_special(full as u64, SpecialValue::Zeros, Some(full * 4)).unwrap();
+                    model.push(vec![0; full * 4]);
+                }
+                6 if n > 0 => {
+                    let total = n * full;
+                    let start = rng.below(total);
+                    let len = rng.below(total - start).min(600);
+                    let patch = ints(-(len as i32)..0);
+                    s.set_slice(start as u64, &patch).unwrap();
+                    let mut flat = model.concat();
+                    flat[start * 4..(start + len) * 4].copy_from_slice(&patch);
+                    model = flat.chunks(full * 4).map(<[u8]>::to_vec).collect();
+                }
+                _ => {}
+            }
+            assert_eq!(s.nchunks(), model.len(), "{target} step {step}");
+            assert!(all_data(&s) == model.concat(), "{target} step {step}");
+        }
+        if target != "mem" {
+            drop(s);
+            let r = open(&path, Mode::Read).unwrap();
+            assert!(all_data(&r) == model.concat(), "{target} reopened");
+            assert_eq!(r.chunksize(), (full * 4) as i64);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
