@@ -39,8 +39,10 @@ demo: develop-release
 ## test: every Rust and Python test
 test: test-rust test-python
 
-test-rust:
-	$(CARGO) test --workspace --exclude oxblosc-python --quiet
+# The frame interop test runs python-blosc2 from the venv (both directions).
+test-rust: $(STAMP)
+	OXBLOSC_INTEROP_PY=$(abspath $(PY)) $(CARGO) test --workspace --exclude oxblosc-python --quiet
+	$(CARGO) test --manifest-path fuzz/Cargo.toml --quiet --test replay_regressions
 
 test-python: develop
 	$(PY) -m pytest -q python/tests

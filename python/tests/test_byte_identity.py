@@ -98,16 +98,8 @@ def _other_cases():
 
 OTHER_CASES = list(_other_cases())
 
-BYTEDELTA_TS1 = "bug: python-blosc2 drops BYTEDELTA for typesize 1 (blosc2_ext.pyx:1329); oxblosc keeps it"
 
-
-def _mark(case):
-    codec, clevel, filters, size, ts, dataset = case
-    marks = [pytest.mark.xfail(strict=True, reason=BYTEDELTA_TS1)] if ts == 1 and F.BYTEDELTA in filters else []
-    return pytest.param(*case, marks=marks)
-
-
-@pytest.mark.parametrize("codec,clevel,filters,size,ts,dataset", [_mark(c) for c in OTHER_CASES])
+@pytest.mark.parametrize("codec,clevel,filters,size,ts,dataset", OTHER_CASES)
 def test_other_codecs_size_within_1pct(codec, clevel, filters, size, ts, dataset):
     data = make_data(dataset, size, seed=size)
     o, c = _pair(data, codec, clevel, ts, filters)
@@ -181,8 +173,8 @@ def test_all_zero_is_32_bytes_in_both():
                 assert ox.decompress2(c) == data
 
 
-@pytest.mark.xfail(strict=True, reason=BYTEDELTA_TS1)
 def test_bytedelta_typesize1_like_blosc2():
+    """python-blosc2 drops BYTEDELTA for typesize 1 (blosc2_ext.pyx); so must oxblosc (was BUG-T1)."""
     data = bytes(range(256)) * 100
     o, c = _pair(data, ox.Codec.LZ4, 5, 1, [F.SHUFFLE, F.BYTEDELTA])
     assert o == c

@@ -239,7 +239,7 @@ B_FACTORS = {
     "blocksize": BS_KINDS,
     "dataset": list(DATASETS),
 }
-B_ROWS = pairwise(B_FACTORS, seed=20240611, valid=_valid)
+B_ROWS = pairwise(B_FACTORS, seed=20240611, valid=_valid) + pairwise(B_FACTORS, seed=7, valid=_valid)
 
 
 @pytest.mark.parametrize("row", B_ROWS, ids=[f"r{i}" for i in range(len(B_ROWS))])

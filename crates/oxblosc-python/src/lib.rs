@@ -21,9 +21,7 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } => PyValueError::new_err(msg),
-        Error::UnknownCodec { .. } | Error::UnknownFilter { .. } | Error::OutputTooSmall { .. } => {
-            PyValueError::new_err(msg)
-        }
+        Error::OutputTooSmall { .. } => PyValueError::new_err(msg),
         _ => match py.import("oxblosc._errors").and_then(|m| m.getattr("ChunkError")) {
             Ok(cls) => PyErr::from_type(cls.downcast_into().expect("ChunkError is a type"), msg),
             Err(_) => PyRuntimeError::new_err(msg),
@@ -117,7 +115,7 @@ fn compress_blosc1<'py>(
 fn decompress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, nthreads: usize) -> PyResult<Bound<'py, PyBytes>> {
     let view = ByteView::readable(src)?;
     let chunk_bytes = view.as_slice();
-    let (nbytes, _, _) = chunk::cbuffer_sizes(chunk_bytes).map_err(|e| to_py(py, e))?;
+    let nbytes = chunk::decompressed_len(chunk_bytes).map_err(|e| to_py(py, e))?;
     let dp = DParams { nthreads: nthreads.max(1) };
     PyBytes::new_with(py, nbytes, |buf| {
         py.allow_threads(|| chunk::decompress_into(chunk_bytes, buf, &dp)).map(|_| ()).map_err(|e| to_py(py, e))

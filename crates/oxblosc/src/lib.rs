@@ -1,1 +1,2 @@
 pub use oxblosc_chunk as chunk;
+pub use oxblosc_frame as frame;

@@ -1,0 +1,138 @@
+//! Where stored chunks live: an in-memory frame buffer, a frame file read with positioned
+//! reads, or the chunk files of a sparse frame directory.
+//!
+//! Nothing here loads more than asked: a chunk is read when it is requested (its 16-byte
+//! header first when only its sizes are needed).
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::{Error, Result};
+
+/// The bytes behind `Slot::Stored` positions.
+#[derive(Debug, Clone)]
+pub(crate) enum Backing {
+    /// No stored chunks (a super-chunk built in memory).
+    None,
+    /// A frame in memory; positions are absolute within the buffer.
+    Buffer(Arc<[u8]>),
+    /// A frame file; positions are absolute within the file.
+    File { file: Arc<File>, path: PathBuf },
+    /// A sparse frame directory; positions are chunk file ids.
+    Sparse { dir: PathBuf },
+}
+
+#[cfg(unix)]
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, pos)
+}
+
+#[cfg(windows)]
+pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut pos: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, pos) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                pos += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+pub(crate) fn write_all_at(file: &File, buf: &[u8], pos: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(buf, pos)
+}
+
+#[cfg(windows)]
+pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut pos: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_write(buf, pos) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                pos += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sparse frame chunk file name for an id (`%08X.chunk`).
+pub fn chunk_file_name(id: u64) -> String {
+    format!("{id:08X}.chunk")
+}
+
+/// A readable frame source (buffer or file) for parsing headers, trailers and the index.
+pub(crate) enum Source<'a> {
+    Bytes(&'a [u8]),
+    File(&'a File, u64),
+}
+
+impl Source<'_> {
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Source::Bytes(b) => b.len() as u64,
+            Source::File(_, len) => *len,
+        }
+    }
+
+    /// `n` bytes at `pos`, or a Truncated error naming `what`.
+    pub(crate) fn read(&self, pos: u64, n: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
+        if !matches!(pos.checked_add(n), Some(end) if end <= self.len()) {
+            return Err(Error::Truncated { what, offset: pos, need: n, have: self.len().saturating_sub(pos) });
+        }
+        match self {
+            Source::Bytes(b) => Ok(Cow::Borrowed(&b[pos as usize..(pos + n) as usize])),
+            Source::File(f, _) => {
+                let mut v = vec![0u8; n as usize];
+                read_exact_at(f, &mut v, pos).map_err(|e| Error::io(Some(pos), e))?;
+                Ok(Cow::Owned(v))
+            }
+        }
+    }
+}
+
+impl Backing {
+    /// Read `n` bytes at absolute `pos` (buffer or file backings).
+    pub(crate) fn read_at(&self, pos: u64, n: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
+        match self {
+            Backing::Buffer(b) => Source::Bytes(b).read(pos, n, what).map(|c| match c {
+                Cow::Borrowed(s) => Cow::Borrowed(&b[pos as usize..pos as usize + s.len()]),
+                Cow::Owned(v) => Cow::Owned(v),
+            }),
+            Backing::File { file, .. } => {
+                let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
+                Source::File(file, len).read(pos, n, what).map(|c| Cow::Owned(c.into_owned()))
+            }
+            Backing::None | Backing::Sparse { .. } => {
+                Err(Error::param("storage", "no contiguous frame behind this super-chunk"))
+            }
+        }
+    }
+
+    /// Read a whole chunk file of a sparse frame (bounded by `max` bytes).
+    pub(crate) fn read_chunk_file(dir: &Path, id: u64, max: u64) -> Result<Vec<u8>> {
+        let p = dir.join(chunk_file_name(id));
+        let f = File::open(&p).map_err(|e| Error::io(None, e).in_file(&p))?;
+        let len = f.metadata().map_err(|e| Error::io(None, e).in_file(&p))?.len();
+        if len > max {
+            return Err(Error::field("chunk file size", 0, format!("{len} bytes exceeds the chunk limit")).in_file(&p));
+        }
+        let mut v = vec![0u8; len as usize];
+        read_exact_at(&f, &mut v, 0).map_err(|e| Error::io(Some(0), e).in_file(&p))?;
+        Ok(v)
+    }
+}

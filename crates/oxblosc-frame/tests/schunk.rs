@@ -1,0 +1,278 @@
+//! SChunk operations against a simple model, in memory and persisted to frame files.
+
+use std::path::PathBuf;
+
+use oxblosc_frame::{open, CParams, DParams, Mode, SChunk, SpecialKind, SpecialValue};
+
+fn cp(codec: u8, typesize: usize) -> CParams {
+    CParams { codec, typesize, nthreads: 1, ..CParams::default() }
+}
+
+fn ints(range: std::ops::Range<i32>) -> Vec<u8> {
+    range.flat_map(|i| i.to_le_bytes()).collect()
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("oxblosc-frame-schunk-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn all_data(s: &SChunk) -> Vec<u8> {
+    s.iter_chunks().flat_map(|c| c.unwrap()).collect()
+}
+
+#[test]
+fn chunksize_rules() {
+    let mut s = SChunk::new(cp(5, 4), DParams::default()).unwrap();
+    assert_eq!(s.chunksize(), -1);
+    s.append_data(&ints(0..1000)).unwrap();
+    assert_eq!(s.chunksize(), 4000);
+    s.append_data(&ints(0..500)).unwrap(); // short last chunk keeps it fixed
+    assert_eq!(s.chunksize(), 4000);
+    assert_eq!(s.nitems(), 1500);
+    s.append_data(&ints(0..1000)).unwrap(); // follows a shorter one
+    assert_eq!(s.chunksize(), 0);
+    let mut t = SChunk::new(cp(5, 4), DParams::default()).unwrap();
+    t.append_data(&ints(0..1000)).unwrap();
+    t.append_data(&ints(0..2000)).unwrap(); // larger
+    assert_eq!(t.chunksize(), 0);
+    let back = SChunk::from_cframe(&t.to_cframe().unwrap()).unwrap();
+    assert_eq!(back.chunksize(), 0);
+    assert_eq!(all_data(&back), all_data(&t));
+}
+
+#[test]
+fn insert_update_delete_and_slices() {
+    for codec in [0u8, 1, 2, 4, 5] {
+        let mut s = SChunk::new(cp(codec, 4), DParams::default()).unwrap();
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        for k in 0..6 {
+            let c = ints(k * 1000..(k + 1) * 1000);
+            s.append_data(&c).unwrap();
+            model.push(c);
+        }
+        s.insert_data(2, &ints(-1000..0)).unwrap();
+        model.insert(2, ints(-1000..0));
+        s.update_data(4, &ints(7000..8000)).unwrap();
+        model[4] = ints(7000..8000);
+        s.delete_chunk(0).unwrap();
+        model.remove(0);
+        let flat: Vec<u8> = model.concat();
+        assert_eq!(all_data(&s), flat, "codec {codec}");
+        assert_eq!(s.get_slice(999, 2001).unwrap(), flat[999 * 4..2001 * 4]);
+        // set_slice across three chunks.
+        let patch = ints(900_000..902_100);
+        s.set_slice(950, &patch).unwrap();
+        let mut want = flat.clone();
+        want[950 * 4..(950 + 2100) * 4].copy_from_slice(&patch);
+        assert_eq!(s.get_slice(0, s.nitems()).unwrap(), want);
+        assert!(s.get_slice(0, s.nitems() + 1).is_err());
+        let back = SChunk::from_cframe(&s.to_cframe().unwrap()).unwrap();
+        assert_eq!(all_data(&back), want);
+        assert_eq!(back.cbytes(), s.cbytes());
+    }
+}
+
+#[test]
+fn specials_as_offsets() {
+    let mut s = SChunk::new(cp(5, 8), DParams::default()).unwrap();
+    s.append_data(&vec![0u8; 80_000]).unwrap(); // compresses to a zero special
+    s.fill_special(30_000, SpecialValue::Nan, None).unwrap();
+    s.fill_special(10_000, SpecialValue::Uninit, None).unwrap();
+    s.fill_special(10_000, SpecialValue::Value(7u64.to_le_bytes().to_vec()), None).unwrap();
+    assert_eq!(s.nchunks(), 1 + 3 + 1 + 1);
+    assert_eq!(s.chunk_info(0).unwrap().special, SpecialKind::Zeros);
+    let f = s.to_cframe().unwrap();
+    let back = SChunk::from_cframe(&f).unwrap();
+    assert_eq!(back.chunk_info(1).unwrap().special, SpecialKind::Nan);
+    assert_eq!(back.chunk_info(3).unwrap().nbytes, 80_000);
+    assert_eq!(back.chunk_info(4).unwrap().special, SpecialKind::Uninit);
+    assert_eq!(back.chunk_info(5).unwrap().cbytes, 40); // repeated value: stored, 32 + 8 bytes
+    let nan = back.decompress_chunk(1).unwrap();
+    assert!(nan.chunks(8).all(|x| f64::from_le_bytes(x.try_into().unwrap()).is_nan()));
+    let v = back.decompress_chunk(5).unwrap();
+    assert!(v.chunks(8).all(|x| u64::from_le_bytes(x.try_into().unwrap()) == 7));
+    assert_eq!(back.cbytes(), s.cbytes());
+}
+
+#[test]
+fn meta_and_vlmeta() {
+    let mut s = SChunk::new(cp(5, 4), DParams::default()).unwrap();
+    s.add_meta("m1", b"\xc4\x03abc").unwrap();
+    s.set_vlmeta("k", b"\xa1v").unwrap();
+    s.append_data(&ints(0..100)).unwrap();
+    assert!(s.add_meta("m2", b"x").is_err());
+    assert!(s.update_meta("m1", b"xx").is_err());
+    s.update_meta("m1", b"\xc4\x03xyz").unwrap();
+    s.set_vlmeta("k", b"\xa3new").unwrap();
+    s.set_vlmeta("k2", &[1, 2, 3]).unwrap();
+    s.delete_vlmeta("k2").unwrap();
+    let back = SChunk::from_cframe(&s.to_cframe().unwrap()).unwrap();
+    assert_eq!(back.meta("m1").unwrap(), b"\xc4\x03xyz");
+    assert_eq!(back.vlmeta("k").unwrap(), b"\xa3new");
+    assert_eq!(back.vlmeta_names(), ["k"]);
+    assert_eq!(
+        oxblosc_frame::msgpack::decode(back.vlmeta("k").unwrap()).unwrap(),
+        oxblosc_frame::Value::Str("new".into())
+    );
+}
+
+#[test]
+fn file_backed_append_persists_every_change() {
+    let d = tmpdir("files");
+    for contiguous in [true, false] {
+        let p = d.join(if contiguous { "c.b2frame" } else { "s.b2frame" });
+        let mut s = SChunk::create(&p, contiguous, cp(5, 4), DParams::default()).unwrap();
+        s.add_meta("m", b"meta").unwrap();
+        s.set_vlmeta("v", b"\xa1x").unwrap();
+        let mut model = Vec::new();
+        for k in 0..5 {
+            s.append_data(&ints(k * 100..(k + 1) * 100)).unwrap();
+            model.push(ints(k * 100..(k + 1) * 100));
+        }
+        let size_before =
+            std::fs::metadata(if contiguous { p.clone() } else { p.join("chunks.b2frame") }).unwrap().len();
+        drop(s);
+        let r = open(&p, Mode::Read).unwrap();
+        assert_eq!(all_data(&r), model.concat(), "contiguous={contiguous}");
+        assert_eq!(r.meta("m").unwrap(), b"meta");
+        assert!(r.clone().append_data(&[0; 4]).is_ok()); // a clone is an in-memory copy
+        let mut ro = open(&p, Mode::Read).unwrap();
+        assert!(ro.append_data(&[0; 4]).is_err());
+        // Reopen for appending: existing chunk bytes are not rewritten.
+        let mut a = open(&p, Mode::Append).unwrap();
+        a.append_data(&ints(500..600)).unwrap();
+        model.push(ints(500..600));
+        a.update_data(1, &ints(-100..0)).unwrap();
+        model[1] = ints(-100..0);
+        a.insert_data(0, &ints(9000..9100)).unwrap();
+        model.insert(0, ints(9000..9100));
+        a.delete_chunk(3).unwrap();
+        model.remove(3);
+        a.fill_special(250, SpecialValue::Zeros, None).unwrap();
+        model.push(vec![0; 400]);
+        model.push(vec![0; 400]);
+        model.push(vec![0; 200]);
+        a.update_meta("m", b"atem").unwrap();
+        a.set_vlmeta("w", b"\x01").unwrap();
+        drop(a);
+        let r = open(&p, Mode::Read).unwrap();
+        assert_eq!(all_data(&r), model.concat(), "contiguous={contiguous}");
+        assert_eq!(r.meta("m").unwrap(), b"atem");
+        assert_eq!(r.vlmeta("w").unwrap(), b"\x01");
+        assert!(size_before > 0);
+        // The file is a valid cframe for in-memory readers too.
+        if contiguous {
+            let m = SChunk::from_cframe(&std::fs::read(&p).unwrap()).unwrap();
+            assert_eq!(all_data(&m), model.concat());
+        } else {
+            // Replaced and deleted chunks' files are gone: one file per stored chunk.
+            let files = std::fs::read_dir(&p).unwrap().count();
+            assert_eq!(files, 1 + 6, "sparse dir holds index + stored chunks");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn frame_embedded_in_a_file() {
+    let d = tmpdir("embedded");
+    let mut s = SChunk::new(cp(1, 4), DParams::default()).unwrap();
+    s.append_data(&ints(0..3000)).unwrap();
+    let f = s.to_cframe().unwrap();
+    let mut big = b"some prefix bytes".repeat(10);
+    let at = big.len() as u64;
+    big.extend_from_slice(&f);
+    big.extend_from_slice(b"suffix");
+    let p = d.join("big.bin");
+    std::fs::write(&p, &big).unwrap();
+    let r = oxblosc_frame::open_at(&p, at, Mode::Read).unwrap();
+    assert_eq!(all_data(&r), ints(0..3000));
+    assert!(oxblosc_frame::open_at(&p, at, Mode::Append).is_err());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Random append/insert/update/delete/fill/set_slice sequences against a model, in memory
+/// and persisted (contiguous file, sparse directory), checked after every step and on reopen.
+#[test]
+fn random_operations_match_model() {
+    let d = tmpdir("random");
+    for (target, seed) in [("mem", 1u64), ("contiguous", 2), ("sparse", 3)] {
+        let mut rng = Rng(0x1234_5678 ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let path = d.join(format!("{target}.b2frame"));
+        let mut s = match target {
+            "mem" => SChunk::new(cp(1, 4), DParams::default()).unwrap(),
+            t => SChunk::create(&path, t == "contiguous", cp(1, 4), DParams::default()).unwrap(),
+        };
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        let full = 256usize; // items per chunk
+        for step in 0..60 {
+            let n = model.len();
+            let data = |rng: &mut Rng| {
+                let a = rng.below(100_000) as i32;
+                ints(a..a + full as i32)
+            };
+            match rng.below(7) {
+                0 | 1 => {
+                    let c = data(&mut rng);
+                    s.append_data(&c).unwrap();
+                    model.push(c);
+                }
+                2 if n > 0 => {
+                    let i = rng.below(n + 1);
+                    let c = data(&mut rng);
+                    s.insert_data(i, &c).unwrap();
+                    model.insert(i, c);
+                }
+                3 if n > 0 => {
+                    let i = rng.below(n);
+                    let c = data(&mut rng);
+                    s.update_data(i, &c).unwrap();
+                    model[i] = c;
+                }
+                4 if n > 1 => {
+                    let i = rng.below(n);
+                    s.delete_chunk(i).unwrap();
+                    model.remove(i);
+                }
+                5 => {
+                    s.fill_special(full as u64, SpecialValue::Zeros, Some(full * 4)).unwrap();
+                    model.push(vec![0; full * 4]);
+                }
+                6 if n > 0 => {
+                    let total = n * full;
+                    let start = rng.below(total);
+                    let len = rng.below(total - start).min(600);
+                    let patch = ints(-(len as i32)..0);
+                    s.set_slice(start as u64, &patch).unwrap();
+                    let mut flat = model.concat();
+                    flat[start * 4..(start + len) * 4].copy_from_slice(&patch);
+                    model = flat.chunks(full * 4).map(<[u8]>::to_vec).collect();
+                }
+                _ => {}
+            }
+            assert_eq!(s.nchunks(), model.len(), "{target} step {step}");
+            assert!(all_data(&s) == model.concat(), "{target} step {step}");
+        }
+        if target != "mem" {
+            drop(s);
+            let r = open(&path, Mode::Read).unwrap();
+            assert!(all_data(&r) == model.concat(), "{target} reopened");
+            assert_eq!(r.chunksize(), (full * 4) as i64);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Regenerate the fuzz seed corpora in fuzz/corpus/<target>/ (git-ignored):
+#   - small chunks made by oxblosc itself (examples/make_seeds.rs), and
+#   - copies of the C-Blosc2 compat vectors (*.cdata) smaller than 40 KB.
+# Usage: fuzz/seed.sh   (SHARED=/path/to/shared overrides ../shared)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+shared="${SHARED:-${OXBLOSC_SHARED:-$here/../../shared}}"
+cd "$here"
+cargo run --quiet --example make_seeds -- corpus
+vec="$shared/vectors/c-blosc2-compat"
+if [ -d "$vec" ]; then
+  n=0
+  for f in "$vec"/*.cdata; do
+    [ "$(stat -c %s "$f")" -lt 40960 ] || continue
+    b="vec-$(basename "$f" .cdata)"
+    cp "$f" "corpus/decompress/$b"
+    # getitem: odd mode byte + 28-byte parameter head (seed) + the chunk.
+    { printf '\x01'; head -c 24 /dev/zero; printf '\x2a\x00\x00\x00'; cat "$f"; } > "corpus/getitem/$b"
+    n=$((n + 1))
+  done
+  echo "copied $n vectors (< 40 KB) from $vec"
+else
+  echo "no vectors at $vec (set SHARED=...)" >&2
+fi

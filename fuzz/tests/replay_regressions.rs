@@ -1,0 +1,126 @@
+//! Replays every saved fuzz finding (`fuzz/regressions/<target>/<name>`), the generated
+//! seeds, and the small C-Blosc2 compat vectors through the fuzz target bodies.
+//! Runs on stable with plain `cargo test` (no cargo-fuzz needed).
+
+use std::path::{Path, PathBuf};
+
+fn run(target: &str, data: &[u8]) {
+    match target {
+        "decompress" => oxblosc_fuzz::fuzz_decompress(data),
+        "roundtrip" => oxblosc_fuzz::fuzz_roundtrip(data),
+        "getitem" => oxblosc_fuzz::fuzz_getitem(data),
+        other => panic!("unknown fuzz target directory {other:?}"),
+    }
+}
+
+/// Run each case, collecting the names of the ones that panic (all are tried).
+fn replay(cases: Vec<(String, String, Vec<u8>)>) -> usize {
+    let mut failed = Vec::new();
+    let n = cases.len();
+    for (target, name, data) in cases {
+        let r = std::panic::catch_unwind(|| run(&target, &data));
+        if r.is_err() {
+            failed.push(format!("{target}/{name}"));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {n} inputs panic: {failed:?}",
+        failed.len()
+    );
+    n
+}
+
+fn fuzz_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    v.sort();
+    v
+}
+
+#[test]
+fn regressions() {
+    let mut cases = Vec::new();
+    for target in ["decompress", "roundtrip", "getitem"] {
+        for p in files(&fuzz_dir().join("regressions").join(target)) {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with('.') || name.ends_with(".md") {
+                continue;
+            }
+            cases.push((target.to_string(), name, std::fs::read(&p).unwrap()));
+        }
+    }
+    let n = replay(cases);
+    eprintln!("replayed {n} regression files");
+}
+
+#[test]
+fn generated_seeds() {
+    let cases = oxblosc_fuzz::seeds()
+        .into_iter()
+        .map(|(t, n, d)| (t.to_string(), n, d))
+        .collect();
+    replay(cases);
+}
+
+#[test]
+fn compat_vectors() {
+    let shared = std::env::var_os("OXBLOSC_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| fuzz_dir().join("../../shared"));
+    let dir = shared.join("vectors/c-blosc2-compat");
+    let mut cases = Vec::new();
+    for p in files(&dir) {
+        if p.extension().is_none_or(|e| e != "cdata")
+            || std::fs::metadata(&p).unwrap().len() >= 40 * 1024
+        {
+            continue;
+        }
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let data = std::fs::read(&p).unwrap();
+        cases.push((
+            "getitem".to_string(),
+            name.clone(),
+            oxblosc_fuzz::getitem_arbitrary_input(&data, 42),
+        ));
+        cases.push(("decompress".to_string(), name, data));
+    }
+    if cases.is_empty() {
+        eprintln!(
+            "no compat vectors under {} (set OXBLOSC_SHARED); skipped",
+            dir.display()
+        );
+        return;
+    }
+    let n = replay(cases);
+    eprintln!("replayed {n} vector inputs");
+}
+
+/// The seed writer and the fuzz bodies read the parameter head the same way.
+#[test]
+fn params_head_layout() {
+    let head =
+        oxblosc_fuzz::encode_params(4, 7, 300, &[(1, 0), (3, 9)], 2, 5, 3, true, 2, 1234, 99);
+    let (raw, rest) = oxblosc_fuzz::split_input(&head);
+    assert!(rest.is_empty());
+    let cp = raw.cparams();
+    assert_eq!(
+        (cp.codec, cp.clevel, cp.typesize, cp.nthreads, cp.use_dict),
+        (5, 7, 300, 3, true)
+    );
+    assert_eq!(cp.filters, [1, 3, 0, 0, 0, 0]);
+    assert_eq!(cp.filters_meta, [0, 9, 0, 0, 0, 0]);
+    assert_eq!(cp.splitmode, oxblosc_chunk::SplitMode::Never);
+    assert_eq!(cp.blocksize, oxblosc_fuzz::BLOCKSIZES[5]);
+    assert_eq!(raw.seed, 99u32.to_le_bytes());
+}
