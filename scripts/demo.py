@@ -154,7 +154,7 @@ def demo_dataset(name: str, arr: np.ndarray, blosc2, reps: int, tmpdir: str) -> 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--datasets", nargs="+", default=DEFAULT_DATASETS, help="realdata.py names")
-    p.add_argument("--reps", type=int, default=3, help="timed runs per measurement (median)")
+    p.add_argument("--reps", type=int, default=5, help="timed runs per measurement (median)")
     p.add_argument("--no-blosc2", action="store_true", help="do not show python-blosc2's speeds")
     args = p.parse_args()
 
