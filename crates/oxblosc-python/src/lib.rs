@@ -14,6 +14,34 @@ use pyo3::types::{PyBytes, PyDict};
 
 use buffer::ByteView;
 
+/// Output buffers larger than this are not kept between calls.
+const KEEP_OUTPUT_LIMIT: usize = 256 << 20;
+
+thread_local! {
+    /// Compression output is written here first and then copied (compressed size only) into
+    /// the returned `bytes`: a fresh worst-case buffer per call cost more in page faults than
+    /// the codec itself on fast, incompressible cells.
+    static OUTPUT: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Compress with `f` into the reused per-thread buffer (sized `capacity`) and return `bytes`.
+fn compress_to_bytes<'py>(
+    py: Python<'py>,
+    capacity: usize,
+    f: impl FnOnce(&mut [u8]) -> chunk::Result<usize> + Send,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut buf = OUTPUT.with(|c| c.take());
+    if buf.len() < capacity {
+        buf.resize(capacity, 0);
+    }
+    let result = py.allow_threads(|| f(&mut buf[..capacity]));
+    let out = result.map(|n| PyBytes::new(py, &buf[..n])).map_err(|e| to_py(py, e));
+    if buf.capacity() <= KEEP_OUTPUT_LIMIT {
+        OUTPUT.with(|c| c.set(buf));
+    }
+    out
+}
+
 /// Map an engine error to the Python exception users of python-blosc2 already catch:
 /// bad parameters are `ValueError`; bad chunks raise `oxblosc.ChunkError`, which
 /// subclasses both `ValueError` and `RuntimeError`.
@@ -86,8 +114,8 @@ fn compress2<'py>(
     let cp =
         cparams(codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)?;
     let view = ByteView::readable(src)?;
-    let out = py.allow_threads(|| chunk::compress(view.as_slice(), &cp)).map_err(|e| to_py(py, e))?;
-    Ok(PyBytes::new(py, &out))
+    let data = view.as_slice();
+    compress_to_bytes(py, chunk::max_compressed_len(data.len()), |dst| chunk::compress_into(data, dst, &cp))
 }
 
 /// Compress into a Blosc1 (version 2) chunk, readable by c-blosc 1.x, numcodecs and zarr.
