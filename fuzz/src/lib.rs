@@ -138,7 +138,7 @@ pub struct RawParams {
 pub const RAW_PARAMS_LEN: usize = 28;
 
 /// Largest buffer the generator builds (keeps zstd -9 + dictionaries fast under ASan).
-pub const MAX_GEN_LEN: usize = 256 * 1024;
+pub const MAX_GEN_LEN: usize = 64 * 1024;
 /// Largest number of blocks a forced small block size may produce.
 pub const MAX_GEN_BLOCKS: usize = 4096;
 
@@ -168,7 +168,7 @@ impl RawParams {
 
     /// The buffer to compress, from the rest of the input.
     pub fn data(&self, rest: &[u8], cp: &CParams) -> Vec<u8> {
-        let mut len = (usize::from(self.len_lo) | usize::from(self.len_hi) << 8) * 4;
+        let mut len = usize::from(self.len_lo) | usize::from(self.len_hi) << 8;
         if cp.blocksize > 0 {
             len = len.min(cp.blocksize * MAX_GEN_BLOCKS);
         }
@@ -526,7 +526,7 @@ pub fn encode_params(
     nthreads: u8,
     use_dict: bool,
     data_mode: u8,
-    len_div4: u16,
+    len: u16,
     seed: u32,
 ) -> Vec<u8> {
     let mut v = vec![0u8; RAW_PARAMS_LEN];
@@ -543,7 +543,7 @@ pub fn encode_params(
     v[19] = nthreads - 1;
     v[20] = u8::from(use_dict);
     v[21] = data_mode;
-    v[22..24].copy_from_slice(&len_div4.to_le_bytes());
+    v[22..24].copy_from_slice(&len.to_le_bytes());
     v[24..28].copy_from_slice(&seed.to_le_bytes());
     v
 }
