@@ -21,9 +21,7 @@ FRONT_ENDS = {"oxblosc-cli", "oxblosc-python", "oxblosc-hdf5"}
 
 
 def main() -> int:
-    meta = json.loads(
-        subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--no-deps"], text=True)
-    )
+    meta = json.loads(subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--no-deps"], text=True))
     problems = []
     for pkg in meta["packages"]:
         name = pkg["name"]

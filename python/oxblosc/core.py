@@ -103,6 +103,9 @@ class DParams:
 
 
 def _checked(name: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, enum.Enum):
+        # python-blosc2's Codec/Filter/SplitMode are plain Enums: take their number.
+        value = value.value
     try:
         v = int(value)
     except (TypeError, ValueError):
@@ -135,8 +138,11 @@ def _native_cparams(cp: CParams) -> tuple:
     filters = [_checked("filter", f, 0, 255) for f in cp.filters]
     meta = [_checked("filters_meta", m, -128, 255) & 0xFF for m in cp.filters_meta]
     for slot, f in enumerate(filters):
+        if f == Filter.BYTEDELTA and typesize == 1:
+            # As python-blosc2 does: bytedelta over one stream is dropped.
+            filters[slot], meta[slot] = Filter.NOFILTER, 0
         # python-blosc2 records BYTEDELTA's stream count explicitly.
-        if f == Filter.BYTEDELTA and meta[slot] == 0:
+        elif f == Filter.BYTEDELTA and meta[slot] == 0:
             if typesize > 255:
                 raise ValueError(f"BYTEDELTA needs typesize <= 255, got {typesize}")
             meta[slot] = typesize
@@ -154,22 +160,46 @@ def _native_cparams(cp: CParams) -> tuple:
     )
 
 
+_ARGS_CACHE: dict = {}
+
+
+def _cached_native_args(kwargs: dict) -> tuple:
+    """Validated native arguments for keyword parameters, memoized: building and checking a
+    CParams costs more than compressing a small buffer."""
+    try:
+        key = (nthreads, *((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()))
+        hash(key)
+    except TypeError:  # unhashable values (e.g. a CParams object): no caching
+        return _native_cparams(_make_params(CParams, dict(kwargs), "cparams"))
+    args = _ARGS_CACHE.get(key)
+    if args is None:
+        args = _native_cparams(_make_params(CParams, dict(kwargs), "cparams"))
+        if len(_ARGS_CACHE) > 256:
+            _ARGS_CACHE.clear()
+        _ARGS_CACHE[key] = args
+    return args
+
+
 def compress2(src: Any, **kwargs) -> bytes:
     """Compress ``src`` (any buffer) into a Blosc2 chunk.
 
     Takes ``cparams=CParams(...)`` (or a dict) or the fields of :class:`CParams` as keywords.
     """
-    cp = _make_params(CParams, dict(kwargs), "cparams")
-    return _native.compress2(src, *_native_cparams(cp))
+    args = _cached_native_args(kwargs)
+    # Cached lists are only read: the native side converts them to its own arrays.
+    return _native.compress2(src, *args)
 
 
 def decompress2(src: Any, dst: Any = None, **kwargs) -> bytes | None:
     """Decompress a chunk; into ``dst`` (returning None) when given, else into new bytes."""
-    dp = _make_params(DParams, dict(kwargs), "dparams")
-    n = _checked("nthreads", dp.nthreads, 1, 1 << 16)
+    if not kwargs:
+        n = nthreads
+    else:
+        dp = _make_params(DParams, dict(kwargs), "dparams")
+        n = _checked("nthreads", dp.nthreads, 1, 1 << 16)
     if dst is None:
         return _native.decompress2(src, n)
-    if len(memoryview(dst).cast("B")) == 0:
+    if memoryview(dst).nbytes == 0:
         raise ValueError("dst must not be empty")
     _native.decompress2_into(src, dst, n)
     return None
@@ -184,10 +214,15 @@ def compress(
     _ignore_multiple_size: bool = False,
 ) -> bytes:
     """Blosc1-style call (python-blosc2's ``compress``); writes a Blosc2 chunk."""
-    size = len(memoryview(src).cast("B"))
+    size = memoryview(src).nbytes
     if not _ignore_multiple_size and typesize > 0 and size % typesize != 0:
         raise ValueError(f"len(src) can only be a multiple of typesize ({typesize}).")
-    filters = [Filter.NOFILTER] * 5 + [filter]
+    # Like C-Blosc2's Blosc1 API: only a real shuffle or a bitshuffle lands in the pipeline.
+    f = _checked("filter", filter, 0, 255)
+    if f == Filter.BITSHUFFLE or (f == Filter.SHUFFLE and typesize > 1):
+        filters = [Filter.NOFILTER] * 5 + [f]
+    else:
+        filters = [Filter.NOFILTER] * 6
     return compress2(src, typesize=typesize, clevel=clevel, filters=filters, codec=codec)
 
 
@@ -230,7 +265,9 @@ def get_cbuffer_sizes(src: Any) -> tuple[int, int, int]:
 
 def getitem(src: Any, start: int, nitems: int) -> bytes:
     """Items ``[start, start + nitems)`` of a chunk, decoding only the blocks involved."""
-    return _native.getitem(src, _checked("start", start, 0, MAX_BUFFERSIZE), _checked("nitems", nitems, 0, MAX_BUFFERSIZE))
+    return _native.getitem(
+        src, _checked("start", start, 0, MAX_BUFFERSIZE), _checked("nitems", nitems, 0, MAX_BUFFERSIZE)
+    )
 
 
 def special_chunk(kind: SpecialValue, nbytes: int, typesize: int, value: Any = None) -> bytes:

@@ -9,19 +9,34 @@ use crate::params::SplitMode;
 const L1: usize = 32 * 1024;
 
 /// Will blocks of `blocksize` bytes be split into `typesize` streams? (C-Blosc2 3.x rule)
-pub fn split_block(codec: u8, clevel: u8, has_shuffle: bool, typesize: usize, blocksize: usize, mode: SplitMode) -> bool {
+pub fn split_block(
+    codec: u8,
+    clevel: u8,
+    has_shuffle: bool,
+    typesize: usize,
+    blocksize: usize,
+    mode: SplitMode,
+) -> bool {
     match mode {
         SplitMode::Always => true,
         SplitMode::Never => false,
         SplitMode::Auto | SplitMode::ForwardCompat => {
-            let codec_ok = matches!(codec, codec_id::BLOSCLZ | codec_id::LZ4) || (codec == codec_id::ZSTD && clevel <= 5);
+            let codec_ok =
+                matches!(codec, codec_id::BLOSCLZ | codec_id::LZ4) || (codec == codec_id::ZSTD && clevel <= 5);
             codec_ok && has_shuffle && typesize <= 16 && blocksize / typesize >= 32
         }
     }
 }
 
 /// The block size C-Blosc2 chooses (or the forced one, rounded to a typesize multiple).
-pub fn compute_blocksize(codec: u8, clevel: u8, typesize: usize, nbytes: usize, forced: usize, split_for_whole: bool) -> usize {
+pub fn compute_blocksize(
+    codec: u8,
+    clevel: u8,
+    typesize: usize,
+    nbytes: usize,
+    forced: usize,
+    split_for_whole: bool,
+) -> usize {
     if nbytes < typesize {
         return 1;
     }
@@ -64,7 +79,14 @@ pub fn compute_blocksize(codec: u8, clevel: u8, typesize: usize, nbytes: usize, 
 }
 
 /// c-blosc 1.x's block size, for our Blosc1 writer (format spec 1.16, last paragraph).
-pub fn compute_blocksize_blosc1(codec: u8, clevel: u8, typesize: usize, nbytes: usize, forced: usize, split: bool) -> usize {
+pub fn compute_blocksize_blosc1(
+    codec: u8,
+    clevel: u8,
+    typesize: usize,
+    nbytes: usize,
+    forced: usize,
+    split: bool,
+) -> usize {
     if nbytes < typesize {
         return 1;
     }

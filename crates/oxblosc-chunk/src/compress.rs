@@ -9,13 +9,21 @@ use rayon::prelude::*;
 use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
 use crate::codec::{self, zstd, Dict};
 use crate::format::{
-    blosc2_flags, codec_id, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE, EXT_HEADER_LEN,
-    MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN, MIN_USEFUL_DICT,
+    blosc2_flags, codec_id, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE,
+    EXT_HEADER_LEN, MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN,
+    MIN_USEFUL_DICT,
 };
-use crate::parallel::{pool, Scratch};
+use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::CParams;
 use crate::pipeline::Pipeline;
 use crate::{filter, Error, Result};
+
+/// Staging areas larger than this are not kept between calls.
+const STAGING_KEEP_LIMIT: usize = 256 << 20;
+
+thread_local! {
+    static STAGING: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
 
 /// Largest chunk `compress` can produce for `nbytes` of input (Blosc2).
 pub fn max_compressed_len(nbytes: usize) -> usize {
@@ -84,14 +92,24 @@ impl Encoder {
                 hlen = EXT_HEADER_LEN;
             }
             Format::Blosc1 => {
-                if let Some(slot) = cp.filters.iter().position(|&f| !matches!(f, filter::NOFILTER | filter::SHUFFLE | filter::BITSHUFFLE)) {
+                if let Some(slot) = cp
+                    .filters
+                    .iter()
+                    .position(|&f| !matches!(f, filter::NOFILTER | filter::SHUFFLE | filter::BITSHUFFLE))
+                {
                     return Err(Error::InvalidParam {
                         name: "filters",
-                        reason: format!("Blosc1 chunks carry only shuffle or bitshuffle (slot {slot} holds {})", cp.filters[slot]),
+                        reason: format!(
+                            "Blosc1 chunks carry only shuffle or bitshuffle (slot {slot} holds {})",
+                            cp.filters[slot]
+                        ),
                     });
                 }
                 if cp.use_dict {
-                    return Err(Error::InvalidParam { name: "use_dict", reason: "Blosc1 chunks have no dictionaries".into() });
+                    return Err(Error::InvalidParam {
+                        name: "use_dict",
+                        reason: "Blosc1 chunks have no dictionaries".into(),
+                    });
                 }
                 let split_whole = split_block_blosc1(cp.codec, hts, nbytes);
                 blocksize = compute_blocksize_blosc1(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
@@ -185,6 +203,11 @@ impl Encoder {
         Ok(total)
     }
 
+    /// Largest encoding of a block: every stream stored raw behind its 4-byte size.
+    fn worst_block_len(&self, bsize: usize) -> usize {
+        4 * self.nstreams(bsize) + bsize
+    }
+
     fn nstreams(&self, bsize: usize) -> usize {
         if self.split && bsize == self.blocksize {
             usize::from(self.header.typesize)
@@ -229,48 +252,76 @@ impl Encoder {
         let mut all_zero_runs = dict.is_none() && self.format == Format::Blosc2;
         let bs = self.blocksize;
         if nthreads == 1 {
-            let mut s = Scratch::default();
-            for i in 0..self.nblocks {
-                let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
-                let worst = 4 * self.nstreams(block.len()) + block.len();
-                let at = pos;
-                dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(at as i32).to_le_bytes());
-                let (n, zero) = if dst.len() - pos >= worst {
-                    self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut dst[pos..pos + worst], &mut s)?
-                } else {
-                    let mut tmp = std::mem::take(&mut s.c);
-                    tmp.resize(worst, 0);
-                    let r = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut tmp, &mut s)?;
-                    if pos + r.0 > dst.len() {
-                        return Ok(None);
-                    }
-                    dst[pos..pos + r.0].copy_from_slice(&tmp[..r.0]);
-                    s.c = tmp;
-                    r
-                };
-                all_zero_runs &= zero;
-                pos += n;
+            let ok = with_scratch(|s| -> Result<bool> {
+                for i in 0..self.nblocks {
+                    let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
+                    let worst = self.worst_block_len(block.len());
+                    dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(pos as i32).to_le_bytes());
+                    let (n, zero) = if dst.len() - pos >= worst {
+                        self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut dst[pos..pos + worst], s)?
+                    } else {
+                        // Near the end of `dst`: encode aside, then see whether it fits.
+                        let mut tmp = std::mem::take(&mut s.c);
+                        tmp.resize(worst, 0);
+                        let r = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut tmp, s);
+                        let fits = matches!(r, Ok((n, _)) if pos + n <= dst.len());
+                        if fits {
+                            let n = r.as_ref().map_or(0, |r| r.0);
+                            dst[pos..pos + n].copy_from_slice(&tmp[..n]);
+                        }
+                        s.c = tmp;
+                        if !fits {
+                            return r.map(|_| false);
+                        }
+                        r?
+                    };
+                    all_zero_runs &= zero;
+                    pos += n;
+                }
+                Ok(true)
+            })?;
+            if !ok {
+                return Ok(None);
             }
         } else {
-            let results: Vec<(Vec<u8>, usize, bool)> = pool(nthreads).install(|| {
-                (0..self.nblocks)
-                    .into_par_iter()
-                    .map_init(Scratch::default, |s, i| {
-                        let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
-                        let mut out = vec![0u8; 4 * self.nstreams(block.len()) + block.len()];
-                        let (n, zero) = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut out, s)?;
-                        Ok((out, n, zero))
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })?;
-            for (i, (out, n, zero)) in results.into_iter().enumerate() {
-                if pos + n > dst.len() {
-                    return Ok(None);
+            // Workers write block i into slot i of a staging area reused across calls (no
+            // per-call allocation or page faults); blocks are then packed in order.
+            let slot = self.worst_block_len(bs);
+            let results = STAGING.with(|cell| -> Result<Option<(usize, bool)>> {
+                let mut staging = cell.take();
+                staging.resize(slot * self.nblocks, 0);
+                let encoded: Result<Vec<(usize, bool)>> = pool(nthreads).install(|| {
+                    staging
+                        .par_chunks_mut(slot)
+                        .enumerate()
+                        .map(|(i, out)| {
+                            let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
+                            with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s))
+                        })
+                        .collect()
+                });
+                let mut packed = Some((pos, all_zero_runs));
+                for (i, &(n, zero)) in encoded?.iter().enumerate() {
+                    let Some((p, z)) = packed else { break };
+                    if p + n > dst.len() {
+                        packed = None;
+                        break;
+                    }
+                    dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(p as i32).to_le_bytes());
+                    dst[p..p + n].copy_from_slice(&staging[i * slot..i * slot + n]);
+                    packed = Some((p + n, z && zero));
                 }
-                dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(pos as i32).to_le_bytes());
-                dst[pos..pos + n].copy_from_slice(&out[..n]);
-                all_zero_runs &= zero;
-                pos += n;
+                if staging.capacity() <= STAGING_KEEP_LIMIT {
+                    cell.set(staging);
+                }
+                Ok(packed)
+            })?;
+            match results {
+                Some((p, z)) => {
+                    pos = p;
+                    all_zero_runs = z;
+                }
+                None => return Ok(None),
             }
         }
         if pos > self.nbytes + hlen {
@@ -290,7 +341,7 @@ impl Encoder {
     /// Forward-filter every block into one buffer (for dictionary training).
     fn filter_all(&self, src: &[u8]) -> Result<Vec<u8>> {
         let mut out = vec![0u8; src.len()];
-        let mut s = Scratch::default();
+        let mut s = Scratch::default(); // once per chunk, only with dictionaries
         let bs = self.blocksize;
         for (i, o) in out.chunks_mut(bs).enumerate() {
             let block = &src[i * bs..i * bs + o.len()];
@@ -345,7 +396,8 @@ impl Encoder {
         for stream in filtered.chunks_exact(neblock) {
             if runs {
                 let v = stream[0];
-                if stream.iter().all(|&b| b == v) {
+                // All bytes equal <=> the stream equals itself shifted by one (a memcmp).
+                if stream[1..] == stream[..neblock - 1] {
                     if v == 0 {
                         out[pos..pos + 4].copy_from_slice(&0i32.to_le_bytes());
                         pos += 4;
@@ -380,17 +432,32 @@ pub fn special_chunk(kind: SpecialKind, nbytes: usize, typesize: usize, value: O
         return Err(Error::InputTooLarge(nbytes));
     }
     if typesize == 0 || nbytes % typesize != 0 {
-        return Err(Error::InvalidParam { name: "nbytes", reason: format!("{nbytes} is not a multiple of typesize {typesize}") });
+        return Err(Error::InvalidParam {
+            name: "nbytes",
+            reason: format!("{nbytes} is not a multiple of typesize {typesize}"),
+        });
     }
     let body: &[u8] = match (kind, value) {
         (SpecialKind::Value, Some(v)) if v.len() == typesize => v,
-        (SpecialKind::Value, _) => return Err(Error::InvalidParam { name: "value", reason: format!("must hold exactly typesize = {typesize} bytes") }),
+        (SpecialKind::Value, _) => {
+            return Err(Error::InvalidParam {
+                name: "value",
+                reason: format!("must hold exactly typesize = {typesize} bytes"),
+            })
+        }
         (SpecialKind::Nan, _) if typesize != 4 && typesize != 8 => {
             return Err(Error::InvalidParam { name: "typesize", reason: "NaN chunks need typesize 4 or 8".into() })
         }
-        (SpecialKind::None, _) => return Err(Error::InvalidParam { name: "kind", reason: "not a special value".into() }),
+        (SpecialKind::None, _) => {
+            return Err(Error::InvalidParam { name: "kind", reason: "not a special value".into() })
+        }
         _ => &[],
     };
+    if nbytes == 0 {
+        // An empty chunk carries no value; C-Blosc2 rejects an empty repeated-value chunk,
+        // so write the plain empty chunk it writes itself.
+        return compress(&[], &CParams { typesize, nthreads: 1, clevel: 0, ..CParams::default() });
+    }
     let header = ChunkHeader {
         version: version::BLOSC2,
         versionlz: 1,

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::codec::{self, zstd::PreparedDict, Dict};
 use crate::format::{codec_name, version, ChunkHeader, SpecialKind};
-use crate::parallel::{pool, Scratch};
+use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
 use crate::{Error, Result};
@@ -22,10 +22,33 @@ pub fn cbuffer_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
 
 /// Decode a chunk into a new buffer of exactly `nbytes` bytes.
 pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
-    let h = ChunkHeader::parse(chunk)?;
-    let mut out = vec![0u8; h.nbytes];
-    Decoder::new(chunk, h)?.decode_all(&mut out, dp.nthreads)?;
+    // Validate everything the header implies (VL block sizes, dictionary, stream sizes)
+    // before allocating.
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    d.check_stream_sizes()?;
+    let mut out = vec![0u8; d.h.nbytes];
+    d.decode_all(&mut out, dp.nthreads)?;
     Ok(out)
+}
+
+/// The decompressed size of a chunk, after validating everything that can be checked
+/// without decoding (use it to size a buffer for `decompress_into`).
+pub fn decompressed_len(chunk: &[u8]) -> Result<usize> {
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    d.check_stream_sizes()?;
+    Ok(d.h.nbytes)
+}
+
+/// The most a codec payload of `csize` bytes can decode to, or None when unbounded in
+/// practice. LZ4 and BloscLZ add at most 255 output bytes per length-extension byte; deflate
+/// peaks at 1032:1; zstd's RLE blocks make its ratio effectively unbounded.
+fn max_expansion(compcode: u8, csize: usize) -> Option<usize> {
+    use crate::format::codec_id;
+    match compcode {
+        codec_id::BLOSCLZ | codec_id::LZ4 | codec_id::LZ4HC => Some(csize.saturating_mul(256).saturating_add(1024)),
+        codec_id::ZLIB => Some(csize.saturating_mul(1040).saturating_add(1024)),
+        _ => None,
+    }
 }
 
 /// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.
@@ -94,7 +117,8 @@ impl<'a> Decoder<'a> {
         if plain {
             return Ok(d);
         }
-        d.pipeline = Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), d.h.version <= version::BLOSC1)?;
+        d.pipeline =
+            Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), d.h.version <= version::BLOSC1)?;
         d.data_start = d.h.header_len() + 4 * d.h.nblocks();
         if d.h.uses_dict() {
             d.load_dict()?;
@@ -108,10 +132,9 @@ impl<'a> Decoder<'a> {
     fn load_dict(&mut self) -> Result<()> {
         let at = self.data_start;
         let dsize = read_i32(self.chunk, at, "dictionary size")?;
-        let dsize = usize::try_from(dsize)
-            .ok()
-            .filter(|&s| s > 0 && s <= crate::format::MAX_DICT_SIZE)
-            .ok_or(Error::InvalidHeader { field: "dictionary size", value: dsize.into(), reason: "must be in 1..=32768" })?;
+        let dsize = usize::try_from(dsize).ok().filter(|&s| s > 0 && s <= crate::format::MAX_DICT_SIZE).ok_or(
+            Error::InvalidHeader { field: "dictionary size", value: dsize.into(), reason: "must be in 1..=32768" },
+        )?;
         let bytes = self.chunk.get(at + 4..at + 4 + dsize).ok_or(Error::Truncated {
             what: "dictionary",
             offset: at + 4,
@@ -119,11 +142,8 @@ impl<'a> Decoder<'a> {
             have: self.chunk.len().saturating_sub(at + 4),
         })?;
         self.dict = Some(match self.compcode {
-            crate::format::codec_id::ZSTD => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| Error::Codec {
-                codec: "zstd",
-                block: 0,
-                offset: at + 4,
-                detail: "unusable dictionary".into(),
+            crate::format::codec_id::ZSTD => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
+                Error::Codec { codec: "zstd", block: 0, offset: at + 4, detail: "unusable dictionary".into() }
             })?),
             crate::format::codec_id::LZ4 => Dict::Lz4(bytes),
             other => return Err(Error::UnknownCodec { id: other }),
@@ -135,14 +155,13 @@ impl<'a> Decoder<'a> {
     fn bstart(&self, i: usize) -> Result<usize> {
         let at = self.h.header_len() + 4 * i;
         let v = read_i32(self.chunk, at, "block start")?;
-        usize::try_from(v)
-            .ok()
-            .filter(|&s| s >= self.data_start && s < self.chunk.len())
-            .ok_or_else(|| Error::CorruptBlock {
+        usize::try_from(v).ok().filter(|&s| s >= self.data_start && s < self.chunk.len()).ok_or_else(|| {
+            Error::CorruptBlock {
                 block: i,
                 offset: at,
                 reason: format!("block start {v} outside the data area [{}, {})", self.data_start, self.chunk.len()),
-            })
+            }
+        })
     }
 
     /// VL blocks: sizes come from the stream prefixes, payload lengths from sorted bstarts.
@@ -153,7 +172,11 @@ impl<'a> Decoder<'a> {
         for i in 0..n {
             let end = if i + 1 < n { starts[i + 1] } else { self.chunk.len() };
             if end < starts[i] + 4 {
-                return Err(Error::CorruptBlock { block: i, offset: starts[i], reason: "VL block starts are not increasing".into() });
+                return Err(Error::CorruptBlock {
+                    block: i,
+                    offset: starts[i],
+                    reason: "VL block starts are not increasing".into(),
+                });
             }
             let size = read_i32(self.chunk, starts[i], "VL block size")?;
             let size = usize::try_from(size).ok().filter(|&s| s > 0).ok_or_else(|| Error::CorruptBlock {
@@ -169,7 +192,11 @@ impl<'a> Decoder<'a> {
             })?;
         }
         if out_off != self.h.nbytes {
-            return Err(Error::InvalidHeader { field: "nbytes", value: self.h.nbytes as i64, reason: "differs from the sum of VL block sizes" });
+            return Err(Error::InvalidHeader {
+                field: "nbytes",
+                value: self.h.nbytes as i64,
+                reason: "differs from the sum of VL block sizes",
+            });
         }
         Ok(())
     }
@@ -211,15 +238,16 @@ impl<'a> Decoder<'a> {
         let nthreads = self.nthreads_for(nthreads);
         let blocks = self.split_blocks(out);
         if nthreads == 1 {
-            let mut s = Scratch::default();
-            let mut iter = blocks.into_iter().enumerate();
-            let Some((_, first)) = iter.next() else { return Ok(()) };
-            self.decode_block(0, first, &[], &mut s)?;
-            let first: &[u8] = first;
-            for (i, b) in iter {
-                self.decode_block(i, b, first, &mut s)?;
-            }
-            return Ok(());
+            return with_scratch(|s| {
+                let mut iter = blocks.into_iter().enumerate();
+                let Some((_, first)) = iter.next() else { return Ok(()) };
+                self.decode_block(0, first, &[], s)?;
+                let first: &[u8] = first;
+                for (i, b) in iter {
+                    self.decode_block(i, b, first, s)?;
+                }
+                Ok(())
+            });
         }
         let mut iter = blocks.into_iter();
         let Some(first) = iter.next() else { return Ok(()) };
@@ -228,12 +256,14 @@ impl<'a> Decoder<'a> {
             if self.pipeline.has_delta() {
                 // Block 0 must be completely decoded before any block that references it
                 // (C-Blosc2 pitfall 1); a failure here stops everything (pitfall 2).
-                self.decode_block(0, first, &[], &mut Scratch::default())?;
+                with_scratch(|s| self.decode_block(0, first, &[], s))?;
                 let first: &[u8] = first;
-                rest.into_par_iter().enumerate().try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i + 1, b, first, s))
+                rest.into_par_iter()
+                    .enumerate()
+                    .try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i + 1, b, first, s)))
             } else {
                 let all = std::iter::once(first).chain(rest).collect::<Vec<_>>();
-                all.into_par_iter().enumerate().try_for_each_init(Scratch::default, |s, (i, b)| self.decode_block(i, b, &[], s))
+                all.into_par_iter().enumerate().try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i, b, &[], s)))
             }
         })
     }
@@ -336,7 +366,11 @@ impl<'a> Decoder<'a> {
         let bsize = dst.len();
         let nstreams = self.nstreams(i, bsize);
         if bsize % nstreams != 0 {
-            return Err(Error::CorruptBlock { block: i, offset: 0, reason: format!("block of {bsize} bytes cannot hold {nstreams} equal streams") });
+            return Err(Error::CorruptBlock {
+                block: i,
+                offset: 0,
+                reason: format!("block of {bsize} bytes cannot hold {nstreams} equal streams"),
+            });
         }
         let neblock = bsize / nstreams;
         let mut pos = self.bstart(i)?;
@@ -346,9 +380,18 @@ impl<'a> Decoder<'a> {
             if csize == 0 {
                 out.fill(0);
             } else if csize < 0 {
-                let token = *self.chunk.get(pos).ok_or(Error::Truncated { what: "run token", offset: pos, need: 1, have: 0 })?;
+                let token = *self.chunk.get(pos).ok_or(Error::Truncated {
+                    what: "run token",
+                    offset: pos,
+                    need: 1,
+                    have: 0,
+                })?;
                 if token & 1 == 0 {
-                    return Err(Error::CorruptBlock { block: i, offset: pos, reason: format!("unsupported run token {token:#04x}") });
+                    return Err(Error::CorruptBlock {
+                        block: i,
+                        offset: pos,
+                        reason: format!("unsupported run token {token:#04x}"),
+                    });
                 }
                 out.fill((csize.unsigned_abs() & 0xFF) as u8);
                 pos += 1;
@@ -356,6 +399,42 @@ impl<'a> Decoder<'a> {
                 let len = csize as usize;
                 self.decode_stream(i, pos, len, out)?;
                 pos += len;
+            }
+        }
+        Ok(())
+    }
+
+    /// Walk every stream prefix (no decoding) and reject payloads that cannot possibly expand
+    /// to their stream's size, so a chunk lying about nbytes is refused before the output is
+    /// allocated. Zero and run streams legitimately stand for any size.
+    fn check_stream_sizes(&self) -> Result<()> {
+        if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
+            return Ok(());
+        }
+        for i in 0..self.h.nblocks() {
+            let bsize = self.h.block_len(i);
+            let nstreams = self.nstreams(i, bsize);
+            let neblock = bsize / nstreams;
+            let mut pos = self.bstart(i)?;
+            for _ in 0..nstreams {
+                let csize = read_i32(self.chunk, pos, "stream size")?;
+                pos += 4;
+                if csize < 0 {
+                    pos += 1;
+                } else if csize > 0 {
+                    let len = csize as usize;
+                    if len != neblock && max_expansion(self.compcode, len).is_some_and(|max| max < neblock) {
+                        return Err(Error::CorruptBlock {
+                            block: i,
+                            offset: pos - 4,
+                            reason: format!(
+                                "a {len}-byte {} stream cannot decode to {neblock} bytes",
+                                codec_name(self.compcode)
+                            ),
+                        });
+                    }
+                    pos = pos.saturating_add(len);
+                }
             }
         }
         Ok(())

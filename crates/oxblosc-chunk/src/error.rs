@@ -53,18 +53,18 @@ impl Error {
     /// The matching C-Blosc2 error code (`BLOSC2_ERROR_*`), for front-ends that report both.
     pub fn code(&self) -> i32 {
         match self {
-            Error::Truncated { .. } => -11,             // READ_BUFFER
-            Error::InvalidHeader { .. } => -10,         // INVALID_HEADER
-            Error::UnsupportedVersion(_) => -9,         // VERSION_SUPPORT
-            Error::UnknownCodec { .. } => -7,           // CODEC_SUPPORT
-            Error::UnknownFilter { .. } => -8,          // FILTER_PIPELINE
-            Error::CorruptBlock { .. } => -1,           // FAILURE
-            Error::Codec { .. } => -6,                  // CODEC_DICT / decompression failure
-            Error::Filter { .. } => -8,                 // FILTER_PIPELINE
-            Error::InvalidParam { .. } => -12,          // INVALID_PARAM
-            Error::OutputTooSmall { .. } => -4,         // WRITE_BUFFER
-            Error::InputTooLarge(_) => -2,              // DATA
-            Error::OutOfRange { .. } => -12,            // INVALID_PARAM
+            Error::Truncated { .. } => -11,     // READ_BUFFER
+            Error::InvalidHeader { .. } => -10, // INVALID_HEADER
+            Error::UnsupportedVersion(_) => -9, // VERSION_SUPPORT
+            Error::UnknownCodec { .. } => -7,   // CODEC_SUPPORT
+            Error::UnknownFilter { .. } => -8,  // FILTER_PIPELINE
+            Error::CorruptBlock { .. } => -1,   // FAILURE
+            Error::Codec { .. } => -6,          // CODEC_DICT / decompression failure
+            Error::Filter { .. } => -8,         // FILTER_PIPELINE
+            Error::InvalidParam { .. } => -12,  // INVALID_PARAM
+            Error::OutputTooSmall { .. } => -4, // WRITE_BUFFER
+            Error::InputTooLarge(_) => -2,      // DATA
+            Error::OutOfRange { .. } => -12,    // INVALID_PARAM
         }
     }
 }

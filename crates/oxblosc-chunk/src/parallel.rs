@@ -2,6 +2,7 @@
 //!
 //! One-thread calls never touch a pool, so they pay no synchronisation at all.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -23,10 +24,37 @@ pub fn pool(n: usize) -> Arc<rayon::ThreadPool> {
         .clone()
 }
 
-/// Per-thread scratch buffers reused across blocks.
+/// Per-thread scratch buffers reused across blocks and calls.
 #[derive(Default)]
 pub struct Scratch {
     pub a: Vec<u8>,
     pub b: Vec<u8>,
     pub c: Vec<u8>,
+}
+
+/// Buffers larger than this are released after use instead of being kept per thread.
+const KEEP_LIMIT: usize = 64 << 20;
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Run `f` with this thread's scratch buffers. Reusing them avoids allocating and
+/// zero-filling (and page-faulting) fresh buffers on every call, which dominated the cost
+/// of highly compressible chunks.
+pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => {
+            let r = f(&mut s);
+            let s = &mut *s;
+            for v in [&mut s.a, &mut s.b, &mut s.c] {
+                if v.capacity() > KEEP_LIMIT {
+                    *v = Vec::new();
+                }
+            }
+            r
+        }
+        // Re-entered on the same thread: use a temporary set.
+        Err(_) => f(&mut Scratch::default()),
+    })
 }

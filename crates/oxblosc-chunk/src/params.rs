@@ -73,7 +73,10 @@ impl CParams {
     pub fn validate(&self) -> Result<()> {
         let bad = |name, reason: String| Err(Error::InvalidParam { name, reason });
         if !crate::codec::is_supported(self.codec) {
-            return Err(Error::UnknownCodec { id: self.codec });
+            return bad(
+                "codec",
+                format!("{} is not a built-in codec (0 blosclz, 1 lz4, 2 lz4hc, 4 zlib, 5 zstd)", self.codec),
+            );
         }
         if self.clevel > 9 {
             return bad("clevel", format!("{} is not in 0..=9", self.clevel));
@@ -93,7 +96,7 @@ impl CParams {
                 filter::BYTEDELTA | filter::BYTEDELTA_V1 => {}
                 filter::TRUNC_PREC => filter::trunc_prec::validate(meta as i8, self.typesize)?,
                 filter::INT_TRUNC => filter::int_trunc::validate(meta as i8, self.typesize)?,
-                other => return Err(Error::UnknownFilter { id: other, slot }),
+                other => return bad("filters", format!("slot {slot} holds {other}, not a built-in filter")),
             }
         }
         Ok(())

@@ -95,7 +95,14 @@ impl Pipeline {
 
     /// Undo the pipeline: `input` holds the decoded streams of a block and is used as
     /// scratch; the result lands in `dst`. `block0` is the decoded block 0 (for DELTA).
-    pub fn backward(&self, input: &mut Vec<u8>, tmp: &mut Vec<u8>, dst: &mut [u8], block0: &[u8], is_block0: bool) -> Result<()> {
+    pub fn backward(
+        &self,
+        input: &mut Vec<u8>,
+        tmp: &mut Vec<u8>,
+        dst: &mut [u8],
+        block0: &[u8],
+        is_block0: bool,
+    ) -> Result<()> {
         let steps: Vec<Step> = self.steps.iter().rev().copied().filter(|s| !s.lossy()).collect();
         let n = dst.len();
         tmp.resize(n, 0);

@@ -90,7 +90,12 @@ fn rainfall_grid_is_a_plausible_precipitation_field() {
 #[test]
 fn getitem_matches_full_decode_on_every_version() {
     let want = reference();
-    for name in ["blosc-1.14.0-lz4.cdata", "blosc-lz4-3.0.0.cdata", "blosc-zstd-3.0.0.cdata", "blosc-2.0.0-lz4-bitshuffle8-nomemcpy.cdata"] {
+    for name in [
+        "blosc-1.14.0-lz4.cdata",
+        "blosc-lz4-3.0.0.cdata",
+        "blosc-zstd-3.0.0.cdata",
+        "blosc-2.0.0-lz4-bitshuffle8-nomemcpy.cdata",
+    ] {
         let chunk = vector(name);
         let ts = usize::from(ChunkHeader::parse(&chunk).unwrap().typesize);
         for (start, n) in [(0usize, 1usize), (12_345, 100), (65_000, 300), (65_530, 20), (60_000, 1)] {
@@ -99,4 +104,90 @@ fn getitem_matches_full_decode_on_every_version() {
             assert_eq!(out, want[start * ts..(start + n) * ts], "{name} items {start}+{n}");
         }
     }
+}
+
+/// The chunks of a C-Blosc2 3.0.0 contiguous frame: they sit back to back after the
+/// frame header (its length is the big-endian i32 at byte 11; the chunks section length is
+/// the big-endian i64 at byte 39). Enough frame parsing to reach chunk vectors.
+fn frame_chunks(name: &str) -> Vec<Vec<u8>> {
+    let f = vector(name);
+    let hlen = i32::from_be_bytes(f[11..15].try_into().unwrap()) as usize;
+    let section = i64::from_be_bytes(f[39..47].try_into().unwrap()) as usize;
+    let mut chunks = Vec::new();
+    let mut off = hlen;
+    while off < hlen + section {
+        let cbytes = i32::from_le_bytes(f[off + 12..off + 16].try_into().unwrap()) as usize;
+        chunks.push(f[off..off + cbytes].to_vec());
+        off += cbytes;
+    }
+    chunks
+}
+
+/// Every byte repeats with period 50 and each period is 49 printable characters plus NUL.
+fn assert_text_pattern(data: &[u8], what: &str) {
+    assert_eq!(data[49], 0, "{what}: byte 49 should be NUL");
+    assert!(data[..49].iter().all(|b| (0x20..0x7f).contains(b)), "{what}: pattern not printable");
+    for (i, &b) in data.iter().enumerate() {
+        assert_eq!(b, data[i % 50], "{what}: byte {i} breaks the 50-byte period");
+    }
+}
+
+#[test]
+fn variable_length_block_chunks_decode() {
+    for (name, sizes) in [
+        ("vlblocks-lz4-fixed-3.0.0.b2frame", [2000, 2000, 2000, 2000, 2000]),
+        ("vlblocks-lz4-variable-3.0.0.b2frame", [1000, 1500, 2000, 2500, 3000]),
+    ] {
+        let chunks = frame_chunks(name);
+        assert_eq!(chunks.len(), 5);
+        for (k, (chunk, size)) in chunks.iter().zip(sizes).enumerate() {
+            let h = ChunkHeader::parse(chunk).unwrap();
+            assert!(h.is_vlblocks() && h.version == 6);
+            for nthreads in [1, 2] {
+                let got = decompress(chunk, &DParams { nthreads }).unwrap();
+                assert_eq!(got.len(), size);
+                for (b, block) in got.chunks(500).enumerate() {
+                    assert_text_pattern(block, &format!("{name} chunk {k} block {b}"));
+                }
+            }
+            // Partial reads across VL block boundaries.
+            let full = decompress(chunk, &DParams { nthreads: 1 }).unwrap();
+            let end = size.min(1150);
+            let mut part = vec![0u8; end - 450];
+            getitem(chunk, 450, end - 450, &mut part).unwrap();
+            assert_eq!(part, full[450..end]);
+        }
+    }
+}
+
+#[test]
+fn variable_size_chunks_decode() {
+    let chunks = frame_chunks("varchunks-lz4-3.0.0.b2frame");
+    let sizes: Vec<usize> = chunks.iter().map(|c| decompress(c, &DParams { nthreads: 2 }).unwrap().len()).collect();
+    assert_eq!(sizes, [1000, 500, 2000, 520, 301]);
+    for (k, c) in chunks.iter().enumerate() {
+        assert_text_pattern(&decompress(c, &DParams { nthreads: 1 }).unwrap(), &format!("chunk {k}"));
+    }
+}
+
+#[test]
+fn tiny_lz4_chunk_claiming_gigabytes_is_refused_before_allocating() {
+    // 4 blocks of 512 MiB, each "compressed" to a 10-byte LZ4 stream: impossible (LZ4 expands
+    // at most ~255:1), so decompress must fail on the sizes, not try to allocate 2 GiB.
+    let nblocks = 4usize;
+    let blocksize = 512 * 1024 * 1024 - 4096;
+    let mut c = vec![0u8; 32 + 4 * nblocks + nblocks * 14];
+    c[..4].copy_from_slice(&[5, 1, 0x35, 1]); // v5, lz4, DONT_SPLIT, extended header, typesize 1
+    c[4..8].copy_from_slice(&((nblocks * blocksize) as i32).to_le_bytes());
+    c[8..12].copy_from_slice(&(blocksize as i32).to_le_bytes());
+    let cbytes = c.len() as i32;
+    c[12..16].copy_from_slice(&cbytes.to_le_bytes());
+    for b in 0..nblocks {
+        let start = 32 + 4 * nblocks + 14 * b;
+        c[32 + 4 * b..36 + 4 * b].copy_from_slice(&(start as i32).to_le_bytes());
+        c[start..start + 4].copy_from_slice(&10i32.to_le_bytes());
+    }
+    let err = oxblosc_chunk::decompressed_len(&c).unwrap_err();
+    assert!(err.to_string().contains("cannot decode to"), "{err}");
+    assert!(decompress(&c, &DParams { nthreads: 2 }).is_err());
 }

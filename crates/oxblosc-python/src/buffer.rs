@@ -4,7 +4,6 @@
 //! we ask for a plain contiguous byte view through the C API. This is the crate's only FFI.
 #![allow(unsafe_code)]
 
-
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;

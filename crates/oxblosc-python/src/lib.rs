@@ -21,9 +21,7 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } => PyValueError::new_err(msg),
-        Error::UnknownCodec { .. } | Error::UnknownFilter { .. } | Error::OutputTooSmall { .. } => {
-            PyValueError::new_err(msg)
-        }
+        Error::OutputTooSmall { .. } => PyValueError::new_err(msg),
         _ => match py.import("oxblosc._errors").and_then(|m| m.getattr("ChunkError")) {
             Ok(cls) => PyErr::from_type(cls.downcast_into().expect("ChunkError is a type"), msg),
             Err(_) => PyRuntimeError::new_err(msg),
@@ -85,7 +83,8 @@ fn compress2<'py>(
     filters: Vec<u8>,
     filters_meta: Vec<u8>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let cp = cparams(codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)?;
+    let cp =
+        cparams(codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)?;
     let view = ByteView::readable(src)?;
     let out = py.allow_threads(|| chunk::compress(view.as_slice(), &cp)).map_err(|e| to_py(py, e))?;
     Ok(PyBytes::new(py, &out))
@@ -94,6 +93,7 @@ fn compress2<'py>(
 /// Compress into a Blosc1 (version 2) chunk, readable by c-blosc 1.x, numcodecs and zarr.
 #[pyfunction]
 #[pyo3(signature = (src, codec, clevel, typesize, nthreads, blocksize, shuffle))]
+#[allow(clippy::too_many_arguments)]
 fn compress_blosc1<'py>(
     py: Python<'py>,
     src: &Bound<'py, PyAny>,
@@ -115,7 +115,7 @@ fn compress_blosc1<'py>(
 fn decompress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, nthreads: usize) -> PyResult<Bound<'py, PyBytes>> {
     let view = ByteView::readable(src)?;
     let chunk_bytes = view.as_slice();
-    let (nbytes, _, _) = chunk::cbuffer_sizes(chunk_bytes).map_err(|e| to_py(py, e))?;
+    let nbytes = chunk::decompressed_len(chunk_bytes).map_err(|e| to_py(py, e))?;
     let dp = DParams { nthreads: nthreads.max(1) };
     PyBytes::new_with(py, nbytes, |buf| {
         py.allow_threads(|| chunk::decompress_into(chunk_bytes, buf, &dp)).map(|_| ()).map_err(|e| to_py(py, e))
@@ -124,7 +124,12 @@ fn decompress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, nthreads: usize) -
 
 /// Decompress a chunk into a caller-provided writable buffer; returns the bytes written.
 #[pyfunction]
-fn decompress2_into(py: Python<'_>, src: &Bound<'_, PyAny>, dst: &Bound<'_, PyAny>, nthreads: usize) -> PyResult<usize> {
+fn decompress2_into(
+    py: Python<'_>,
+    src: &Bound<'_, PyAny>,
+    dst: &Bound<'_, PyAny>,
+    nthreads: usize,
+) -> PyResult<usize> {
     let view = ByteView::readable(src)?;
     let mut out = ByteView::writable(dst)?;
     let dp = DParams { nthreads: nthreads.max(1) };
@@ -142,13 +147,21 @@ fn get_cbuffer_sizes(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(usize,
 
 /// Items `[start, start + nitems)` of a chunk, decoding only the blocks that hold them.
 #[pyfunction]
-fn getitem<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, start: usize, nitems: usize) -> PyResult<Bound<'py, PyBytes>> {
+fn getitem<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    start: usize,
+    nitems: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
     let view = ByteView::readable(src)?;
     let chunk_bytes = view.as_slice();
     let h = chunk::ChunkHeader::parse(chunk_bytes).map_err(|e| to_py(py, e))?;
     let len = nitems.saturating_mul(usize::from(h.typesize));
     if start.saturating_add(nitems).saturating_mul(usize::from(h.typesize)) > h.nbytes {
-        return Err(to_py(py, Error::OutOfRange { start, end: start.saturating_add(nitems), nitems: h.nbytes / usize::from(h.typesize) }));
+        return Err(to_py(
+            py,
+            Error::OutOfRange { start, end: start.saturating_add(nitems), nitems: h.nbytes / usize::from(h.typesize) },
+        ));
     }
     PyBytes::new_with(py, len, |buf| {
         py.allow_threads(|| chunk::getitem(chunk_bytes, start, nitems, buf)).map(|_| ()).map_err(|e| to_py(py, e))
@@ -158,7 +171,13 @@ fn getitem<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, start: usize, nitems: 
 /// A special-value chunk: kind 1 zeros, 2 NaN, 3 repeated `value`, 4 uninitialized.
 #[pyfunction]
 #[pyo3(signature = (kind, nbytes, typesize, value=None))]
-fn special_chunk<'py>(py: Python<'py>, kind: u8, nbytes: usize, typesize: usize, value: Option<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+fn special_chunk<'py>(
+    py: Python<'py>,
+    kind: u8,
+    nbytes: usize,
+    typesize: usize,
+    value: Option<Vec<u8>>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let kind = match kind {
         1 => SpecialKind::Zeros,
         2 => SpecialKind::Nan,

@@ -60,30 +60,19 @@ impl fmt::Display for DecodeError {
                 write!(f, "truncated BloscLZ token at input offset {offset}")
             }
             DecodeError::Overflow { offset } => {
-                write!(
-                    f,
-                    "BloscLZ token at input offset {offset} overflows the output"
-                )
+                write!(f, "BloscLZ token at input offset {offset} overflows the output")
             }
-            DecodeError::BadDistance {
-                offset,
-                distance,
-                produced,
-            } => write!(
+            DecodeError::BadDistance { offset, distance, produced } => write!(
                 f,
                 "BloscLZ match at input offset {offset} has distance {distance} but only \
                  {produced} bytes were produced"
             ),
             DecodeError::TrailingMatch { offset } => {
-                write!(
-                    f,
-                    "BloscLZ payload ends with a match token at input offset {offset}"
-                )
+                write!(f, "BloscLZ payload ends with a match token at input offset {offset}")
             }
-            DecodeError::WrongSize { produced, expected } => write!(
-                f,
-                "BloscLZ payload decoded to {produced} bytes, expected {expected}"
-            ),
+            DecodeError::WrongSize { produced, expected } => {
+                write!(f, "BloscLZ payload decoded to {produced} bytes, expected {expected}")
+            }
         }
     }
 }
@@ -138,7 +127,7 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
 }
 
 /// Entropy probe (spec §3.2 A): estimated compression ratio of the window `w`.
-fn probe_ratio<const H: u32>(w: &[u8], table: &mut [u32; 1 << MAX_HASH_LOG]) -> f64 {
+fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable) -> f64 {
     let limit = w.len().min(1 << H);
     if limit <= 12 {
         return 0.0;
@@ -208,24 +197,30 @@ fn compress_h<const H: u32>(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
         4..=6 => n / 2,
         _ => n,
     };
-    let mut table = [0u32; 1 << MAX_HASH_LOG];
-    if probe_ratio::<H>(&src[n - maxlen..], &mut table) < MIN_RATIO[clevel as usize] {
-        return 0;
-    }
-    if n < 16 || dst.len() < 66 {
-        return 0;
-    }
-    table[..1 << H].fill(0);
-    encode::<H>(clevel == 9, src, dst, &mut table).unwrap_or(0)
+    TABLE.with(|t| {
+        let table: &mut HashTable = &mut t.borrow_mut();
+        if probe_ratio::<H>(&src[n - maxlen..], table) < MIN_RATIO[clevel as usize] {
+            return 0;
+        }
+        if n < 16 || dst.len() < 66 {
+            return 0;
+        }
+        table[..1 << H].fill(0);
+        encode::<H>(clevel == 9, src, dst, table).unwrap_or(0)
+    })
+}
+
+/// Hash table of positions; each pass zeroes the part it uses before starting.
+type HashTable = [u32; 1 << MAX_HASH_LOG];
+
+thread_local! {
+    /// One table per thread, reused across calls (saves a 64 KiB stack array per stream).
+    static TABLE: std::cell::RefCell<Box<HashTable>> =
+        std::cell::RefCell::new(Box::new([0; 1 << MAX_HASH_LOG]));
 }
 
 /// Main pass (spec §3.2 C). `None` when the output budget `dst.len()` is exceeded.
-fn encode<const H: u32>(
-    second_hash: bool,
-    src: &[u8],
-    dst: &mut [u8],
-    table: &mut [u32; 1 << MAX_HASH_LOG],
-) -> Option<usize> {
+fn encode<const H: u32>(second_hash: bool, src: &[u8], dst: &mut [u8], table: &mut HashTable) -> Option<usize> {
     let n = src.len();
     let maxout = dst.len();
     let bound = n - 1;
@@ -381,11 +376,7 @@ fn encode<const H: u32>(
 /// distance beyond produced output, overflow, truncated token, wrong final size.
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
     if src.is_empty() {
-        return if dst.is_empty() {
-            Ok(())
-        } else {
-            Err(DecodeError::Empty)
-        };
+        return if dst.is_empty() { Ok(()) } else { Err(DecodeError::Empty) };
     }
     let n_in = src.len();
     let n_out = dst.len();
@@ -404,7 +395,12 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
             if run > n_out - op {
                 return Err(DecodeError::Overflow { offset: tok });
             }
-            dst[op..op + run].copy_from_slice(&src[ip..ip + run]);
+            if ip + MAX_COPY <= n_in && op + MAX_COPY <= n_out {
+                // Fixed-size copy (inlined); the bytes past `run` are overwritten later.
+                dst[op..op + MAX_COPY].copy_from_slice(&src[ip..ip + MAX_COPY]);
+            } else {
+                dst[op..op + run].copy_from_slice(&src[ip..ip + run]);
+            }
             op += run;
             ip += run;
         } else {
@@ -439,11 +435,7 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
                 return Err(DecodeError::Overflow { offset: tok });
             }
             if dist > op {
-                return Err(DecodeError::BadDistance {
-                    offset: tok,
-                    distance: dist,
-                    produced: op,
-                });
+                return Err(DecodeError::BadDistance { offset: tok, distance: dist, produced: op });
             }
             if ip >= n_in {
                 return Err(DecodeError::TrailingMatch { offset: tok });
@@ -459,10 +451,7 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
         ip += 1;
     }
     if op != n_out {
-        return Err(DecodeError::WrongSize {
-            produced: op,
-            expected: n_out,
-        });
+        return Err(DecodeError::WrongSize { produced: op, expected: n_out });
     }
     Ok(())
 }
@@ -472,11 +461,25 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
 #[inline(always)]
 fn copy_match(dst: &mut [u8], op: usize, dist: usize, len: usize) {
     let from = op - dist;
-    if dist >= len {
+    if dist >= 8 && len <= 64 && op + len + 8 <= dst.len() {
+        // Short match, no overlap within 8 bytes: copy 8-byte words (may write up to 7 bytes
+        // past the match; they lie inside `dst` and are overwritten by later tokens).
+        let mut i = 0;
+        while i < len {
+            let w: [u8; 8] = dst[from + i..from + i + 8].try_into().unwrap();
+            dst[op + i..op + i + 8].copy_from_slice(&w);
+            i += 8;
+        }
+    } else if dist >= len {
         dst.copy_within(from..from + len, op);
     } else if dist == 1 {
         let b = dst[from];
         dst[op..op + len].fill(b);
+    } else if len <= 32 {
+        // Short overlapping match: byte by byte replicates the period.
+        for i in 0..len {
+            dst[op + i] = dst[from + i];
+        }
     } else {
         // Overlapping: the source region is periodic with period `dist`; grow the copied
         // chunk geometrically while keeping the offset a multiple of the period.
@@ -541,11 +544,7 @@ mod tests {
         assert_eq!(flags & 0x02, 0, "memcpyed chunk");
         let ext = flags & 0x05 == 0x05;
         let hlen = if ext { 32 } else { 16 };
-        let shuffle = if ext {
-            c[16..22].contains(&1)
-        } else {
-            flags & 1 != 0
-        };
+        let shuffle = if ext { c[16..22].contains(&1) } else { flags & 1 != 0 };
         if ext {
             assert_eq!(c[31] & 0x01, 0, "dict");
         }
@@ -580,24 +579,10 @@ mod tests {
                 } else {
                     Vec::new()
                 };
-                streams.push(Stream {
-                    block: b,
-                    index: j,
-                    offset_in_block: j * neblock,
-                    len: neblock,
-                    csize,
-                    payload,
-                });
+                streams.push(Stream { block: b, index: j, offset_in_block: j * neblock, len: neblock, csize, payload });
             }
         }
-        Chunk {
-            typesize,
-            nbytes,
-            blocksize,
-            shuffle,
-            codec: flags >> 5,
-            streams,
-        }
+        Chunk { typesize, nbytes, blocksize, shuffle, codec: flags >> 5, streams }
     }
 
     /// Byte shuffle with element size `ts` (trailing bytes beyond whole elements copied as is).
@@ -618,15 +603,7 @@ mod tests {
 
     /// The filtered (codec input) bytes of every block of `data`.
     pub(super) fn filtered_blocks(ch: &Chunk, data: &[u8]) -> Vec<Vec<u8>> {
-        data.chunks(ch.blocksize)
-            .map(|b| {
-                if ch.shuffle {
-                    shuffle(b, ch.typesize)
-                } else {
-                    b.to_vec()
-                }
-            })
-            .collect()
+        data.chunks(ch.blocksize).map(|b| if ch.shuffle { shuffle(b, ch.typesize) } else { b.to_vec() }).collect()
     }
 
     fn stream_input<'a>(blocks: &'a [Vec<u8>], s: &Stream) -> &'a [u8] {
@@ -648,9 +625,8 @@ mod tests {
         for s in &ch.streams {
             let mut out = vec![0u8; s.len];
             if s.csize > 0 && s.csize as usize != s.len {
-                decompress(&s.payload, &mut out).unwrap_or_else(|e| {
-                    panic!("{name}: block {} stream {}: {e}", s.block, s.index)
-                });
+                decompress(&s.payload, &mut out)
+                    .unwrap_or_else(|e| panic!("{name}: block {} stream {}: {e}", s.block, s.index));
                 n += 1;
             } else {
                 continue;
@@ -703,27 +679,11 @@ mod tests {
                 continue;
             }
             if s.csize as usize == s.len {
-                assert!(
-                    got == 0 || got >= s.len,
-                    "{name}: block {} stream {}",
-                    s.block,
-                    s.index
-                );
+                assert!(got == 0 || got >= s.len, "{name}: block {} stream {}", s.block, s.index);
                 raw += 1;
             } else {
-                assert_eq!(
-                    got,
-                    s.payload.len(),
-                    "{name}: block {} stream {}",
-                    s.block,
-                    s.index
-                );
-                assert!(
-                    out[..got] == s.payload[..],
-                    "{name}: block {} stream {} differs",
-                    s.block,
-                    s.index
-                );
+                assert_eq!(got, s.payload.len(), "{name}: block {} stream {}", s.block, s.index);
+                assert!(out[..got] == s.payload[..], "{name}: block {} stream {} differs", s.block, s.index);
                 coded += 1;
             }
         }
@@ -758,9 +718,7 @@ mod tests {
             if csize as usize == neblock {
                 raw += 1;
                 if got != 0 && got != neblock {
-                    bad.push(format!(
-                        "#{idx}: clevel {clevel} n {neblock}: C raw, ours {got}"
-                    ));
+                    bad.push(format!("#{idx}: clevel {clevel} n {neblock}: C raw, ours {got}"));
                 }
             } else {
                 let payload = &buf[pos..pos + csize as usize];
@@ -795,16 +753,10 @@ mod tests {
             for b in bad.iter().take(20) {
                 eprintln!("{p}: {b}");
             }
-            eprintln!(
-                "{p}: {coded} coded + {raw} raw streams, {} mismatches",
-                bad.len()
-            );
+            eprintln!("{p}: {coded} coded + {raw} raw streams, {} mismatches", bad.len());
             total = (total.0 + coded, total.1 + raw, total.2 + bad.len());
         }
-        eprintln!(
-            "total: {} coded + {} raw streams, {} mismatches",
-            total.0, total.1, total.2
-        );
+        eprintln!("total: {} coded + {} raw streams, {} mismatches", total.0, total.1, total.2);
         assert_eq!(total.2, 0);
     }
 
@@ -822,26 +774,19 @@ mod tests {
             vec(any::<u8>(), 0..600),
             vec(0u8..3, 0..3000),
             // Runs of random bytes.
-            vec((any::<u8>(), 1usize..80), 0..60).prop_map(|r| r
-                .into_iter()
-                .flat_map(|(b, n)| std::iter::repeat(b).take(n))
-                .collect()),
+            vec((any::<u8>(), 1usize..80), 0..60)
+                .prop_map(|r| r.into_iter().flat_map(|(b, n)| std::iter::repeat(b).take(n)).collect()),
             // A random pattern tiled, with a few mutations.
-            (
-                vec(any::<u8>(), 1..40),
-                0usize..4000,
-                vec(any::<usize>(), 0..8)
-            )
-                .prop_map(|(pat, n, muts)| {
-                    let mut v: Vec<u8> = pat.iter().copied().cycle().take(n).collect();
-                    for m in muts {
-                        if !v.is_empty() {
-                            let i = m % v.len();
-                            v[i] ^= 0x55;
-                        }
+            (vec(any::<u8>(), 1..40), 0usize..4000, vec(any::<usize>(), 0..8)).prop_map(|(pat, n, muts)| {
+                let mut v: Vec<u8> = pat.iter().copied().cycle().take(n).collect();
+                for m in muts {
+                    if !v.is_empty() {
+                        let i = m % v.len();
+                        v[i] ^= 0x55;
                     }
-                    v
-                }),
+                }
+                v
+            }),
             // Random words from a small dictionary (text-like, far and near repeats).
             vec(0usize..12, 0..1500).prop_map(|w| {
                 const WORDS: [&[u8]; 12] = [
@@ -858,9 +803,7 @@ mod tests {
                     b"x",
                     b"lorem ipsum dolor ",
                 ];
-                w.into_iter()
-                    .flat_map(|i| WORDS[i].iter().copied())
-                    .collect()
+                w.into_iter().flat_map(|i| WORDS[i].iter().copied()).collect()
             }),
         ]
     }
@@ -941,16 +884,80 @@ mod tests {
         }
     }
 
+    /// Throughput on 4 MiB inputs, streams as C-Blosc2 would make them (256 KiB blocks,
+    /// shuffled, split into `typesize` streams; run streams skipped, MB/s over the rest).
+    /// Run in release:
+    /// `cargo test --release -p oxblosc-chunk --lib codec::blosclz::tests::timing -- --ignored --nocapture`
+    #[test]
+    #[ignore = "timing; run in release with --nocapture"]
+    fn timing() {
+        use std::time::Instant;
+        let n = 4 << 20;
+        let arange: Vec<u8> = (0..(n / 8) as i64).flat_map(|v| v.to_le_bytes()).collect();
+        let smooth: Vec<u8> =
+            (0..n / 4).flat_map(|i| ((i as f32 / 1000.0).sin() * 100.0 + 0.001 * i as f32).to_le_bytes()).collect();
+        for (name, data, ts) in [("arange i64", &arange, 8usize), ("smooth f32", &smooth, 4)] {
+            let bs = 256 << 10;
+            let streams: Vec<Vec<u8>> = data
+                .chunks(bs)
+                .flat_map(|b| {
+                    let sh = shuffle(b, ts);
+                    sh.chunks(bs / ts).map(|c| c.to_vec()).collect::<Vec<_>>()
+                })
+                // Blosc stores all-same-byte streams as runs without calling the codec.
+                .filter(|s: &Vec<u8>| s.iter().any(|&b| b != s[0]))
+                .collect();
+            let n: usize = streams.iter().map(Vec::len).sum();
+            for clevel in [1u8, 5, 9] {
+                let mut outs: Vec<Vec<u8>> = streams.iter().map(|s| vec![0u8; s.len()]).collect();
+                let mut sizes = vec![0usize; streams.len()];
+                // Best of 7 trials of 5 repetitions each (the machine is shared).
+                let best = |f: &mut dyn FnMut()| {
+                    (0..7)
+                        .map(|_| {
+                            let t0 = Instant::now();
+                            for _ in 0..5 {
+                                f();
+                            }
+                            t0.elapsed().as_secs_f64() / 5.0
+                        })
+                        .fold(f64::INFINITY, f64::min)
+                };
+                let tc = best(&mut || {
+                    for ((s, o), z) in streams.iter().zip(outs.iter_mut()).zip(sizes.iter_mut()) {
+                        *z = compress(clevel, s, o);
+                    }
+                });
+                let csize: usize = sizes.iter().zip(&streams).map(|(&z, s)| if z == 0 { s.len() } else { z }).sum();
+                let mut back = vec![0u8; bs / ts];
+                let td = best(&mut || {
+                    for ((s, o), &z) in streams.iter().zip(&outs).zip(&sizes) {
+                        if z > 0 {
+                            decompress(&o[..z], &mut back[..s.len()]).unwrap();
+                        } else {
+                            back[..s.len()].copy_from_slice(s);
+                        }
+                    }
+                });
+                let mb = n as f64 / 1e6;
+                eprintln!(
+                    "{name:11} clevel {clevel}: ratio {:7.2}  compress {:8.1} MB/s  \
+                     decompress {:8.1} MB/s",
+                    n as f64 / csize as f64,
+                    mb / tc,
+                    mb / td
+                );
+            }
+        }
+    }
+
     #[test]
     fn decode_errors() {
         let mut out = [0u8; 8];
         assert_eq!(decompress(&[], &mut out), Err(DecodeError::Empty));
         assert!(decompress(&[], &mut []).is_ok());
         // Literal run of 3 with only 2 bytes.
-        assert_eq!(
-            decompress(&[0x22, 1, 2], &mut out),
-            Err(DecodeError::Truncated { offset: 0 })
-        );
+        assert_eq!(decompress(&[0x22, 1, 2], &mut out), Err(DecodeError::Truncated { offset: 0 }));
         // 4 literals + match dist 1 len 4 = 8 bytes; then ends in a match.
         assert_eq!(
             decompress(&[0x23, 1, 2, 3, 4, 0x40, 0x00], &mut out),
@@ -970,12 +977,6 @@ mod tests {
             Err(DecodeError::BadDistance { .. })
         ));
         // Short output.
-        assert_eq!(
-            decompress(&[0x23, 1, 2, 3, 4], &mut out),
-            Err(DecodeError::WrongSize {
-                produced: 4,
-                expected: 8
-            })
-        );
+        assert_eq!(decompress(&[0x23, 1, 2, 3, 4], &mut out), Err(DecodeError::WrongSize { produced: 4, expected: 8 }));
     }
 }

@@ -111,7 +111,14 @@ pub fn compress_hc(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
         let mut s = s.borrow_mut();
         // SAFETY: as in `compress`; the state has LZ4_sizeofStateHC bytes.
         let r = unsafe {
-            LZ4_compress_HC_extStateHC(s.ptr(), src.as_ptr().cast(), dst.as_mut_ptr().cast(), n, cap, c_int::from(clevel))
+            LZ4_compress_HC_extStateHC(
+                s.ptr(),
+                src.as_ptr().cast(),
+                dst.as_mut_ptr().cast(),
+                n,
+                cap,
+                c_int::from(clevel),
+            )
         };
         r.max(0) as usize
     })
@@ -133,8 +140,8 @@ pub fn compress_with_dict(clevel: u8, src: &[u8], dst: &mut [u8], dict: &[u8]) -
                 return 0;
             }
             LZ4_loadDict(stream, dict.as_ptr().cast(), dn);
-            LZ4_compress_fast_continue(stream, src.as_ptr().cast(), dst.as_mut_ptr().cast(), n, cap, accel(clevel)).max(0)
-                as usize
+            LZ4_compress_fast_continue(stream, src.as_ptr().cast(), dst.as_mut_ptr().cast(), n, cap, accel(clevel))
+                .max(0) as usize
         }
     })
 }

@@ -19,10 +19,7 @@ pub enum Dict<'a> {
 
 /// Is `compcode` a codec this build can encode and decode?
 pub fn is_supported(compcode: u8) -> bool {
-    matches!(
-        compcode,
-        codec_id::BLOSCLZ | codec_id::LZ4 | codec_id::LZ4HC | codec_id::ZLIB | codec_id::ZSTD
-    )
+    matches!(compcode, codec_id::BLOSCLZ | codec_id::LZ4 | codec_id::LZ4HC | codec_id::ZLIB | codec_id::ZSTD)
 }
 
 /// Compress one stream. Returns the payload length or 0 when it does not fit `dst`.

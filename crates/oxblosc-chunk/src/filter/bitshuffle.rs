@@ -215,15 +215,9 @@ mod tests {
         let reference = reference_data();
         let mut out = vec![0u8; reference.len()];
         bitshuffle(4, &reference, &mut out);
-        assert!(
-            out == file,
-            "bitshuffle of reference data differs from bitshuffle-2.20.0.cdata"
-        );
+        assert!(out == file, "bitshuffle of reference data differs from bitshuffle-2.20.0.cdata");
         bitunshuffle(4, &file, &mut out);
-        assert!(
-            out == reference,
-            "bitunshuffle of bitshuffle-2.20.0.cdata differs"
-        );
+        assert!(out == reference, "bitunshuffle of bitshuffle-2.20.0.cdata differs");
     }
 
     #[test]
@@ -233,12 +227,8 @@ mod tests {
         let src = Rng::new(7).bytes(len);
         let mut dst = vec![0u8; len];
         for t in [1, 2, 4, 8, 3, 16] {
-            report_speed(&format!("bitshuffle t={t}"), len, || {
-                bitshuffle(t, &src, &mut dst)
-            });
-            report_speed(&format!("bitunshuffle t={t}"), len, || {
-                bitunshuffle(t, &src, &mut dst)
-            });
+            report_speed(&format!("bitshuffle t={t}"), len, || bitshuffle(t, &src, &mut dst));
+            report_speed(&format!("bitunshuffle t={t}"), len, || bitunshuffle(t, &src, &mut dst));
         }
     }
 }

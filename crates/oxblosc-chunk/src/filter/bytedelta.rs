@@ -6,6 +6,8 @@
 //! The trailing `len - S*L` bytes are copied. Id 34 is the variant written by SIMD builds of
 //! C-Blosc2, whose chain restarts at 0 for the last `L % 16` bytes of each stream.
 
+use super::kernels;
+
 /// Forward transform, id 35. `streams >= 1`.
 pub fn encode(streams: usize, src: &[u8], dst: &mut [u8]) {
     each_stream(streams, src, dst, |s, d| diff(0, s, d));
@@ -13,7 +15,8 @@ pub fn encode(streams: usize, src: &[u8], dst: &mut [u8]) {
 
 /// Inverse of [`encode`].
 pub fn decode(streams: usize, src: &[u8], dst: &mut [u8]) {
-    each_stream(streams, src, dst, |s, d| prefix_sum(0, s, d));
+    let lv = kernels::level();
+    each_stream(streams, src, dst, |s, d| prefix_sum_at(lv, s, d));
 }
 
 /// id 34 as written by SIMD builds of C-Blosc2: running previous-byte restarts at 0 for the last L % 16 bytes of each stream.
@@ -27,10 +30,11 @@ pub fn encode_v1(streams: usize, src: &[u8], dst: &mut [u8]) {
 
 /// Inverse of [`encode_v1`].
 pub fn decode_v1(streams: usize, src: &[u8], dst: &mut [u8]) {
+    let lv = kernels::level();
     each_stream(streams, src, dst, |s, d| {
         let cut = s.len() - s.len() % 16;
-        prefix_sum(0, &s[..cut], &mut d[..cut]);
-        prefix_sum(0, &s[cut..], &mut d[cut..]);
+        prefix_sum_at(lv, &s[..cut], &mut d[..cut]);
+        prefix_sum_at(lv, &s[cut..], &mut d[cut..]);
     });
 }
 
@@ -40,10 +44,7 @@ fn each_stream(streams: usize, src: &[u8], dst: &mut [u8], mut f: impl FnMut(&[u
     let l = src.len() / streams;
     let body = l * streams;
     if l > 0 {
-        for (s, d) in src[..body]
-            .chunks_exact(l)
-            .zip(dst[..body].chunks_exact_mut(l))
-        {
+        for (s, d) in src[..body].chunks_exact(l).zip(dst[..body].chunks_exact_mut(l)) {
             f(s, d);
         }
     }
@@ -58,6 +59,12 @@ fn diff(prev: u8, s: &[u8], d: &mut [u8]) {
             *o = a.wrapping_sub(*b);
         }
     }
+}
+
+/// Running sum from 0: SIMD for whole 16-byte groups, then the scalar twin.
+fn prefix_sum_at(level: kernels::Level, s: &[u8], d: &mut [u8]) {
+    let (done, acc) = kernels::prefix_sum(level, s, d);
+    prefix_sum(acc, &s[done..], &mut d[done..]);
 }
 
 /// `d[k] = s[k] + d[k-1]`, with `d[-1] = prev`. Eight bytes at a time: an in-word prefix sum
@@ -112,11 +119,7 @@ mod tests {
         let mut want = vec![0u8; 40];
         for s in 0..2 {
             for k in 0..20 {
-                let prev = if k == 0 || k == 16 {
-                    0
-                } else {
-                    src[s * 20 + k - 1]
-                };
+                let prev = if k == 0 || k == 16 { 0 } else { src[s * 20 + k - 1] };
                 want[s * 20 + k] = src[s * 20 + k].wrapping_sub(prev);
             }
         }
@@ -137,11 +140,7 @@ mod tests {
                 encode(s, &src, &mut enc);
                 let l = len / s;
                 for k in 0..len {
-                    let want = if k >= l * s || k % l == 0 {
-                        src[k]
-                    } else {
-                        src[k].wrapping_sub(src[k - 1])
-                    };
+                    let want = if k >= l * s || k % l == 0 { src[k] } else { src[k].wrapping_sub(src[k - 1]) };
                     assert_eq!(enc[k], want, "s={s} len={len} k={k}");
                 }
                 decode(s, &enc, &mut dec);
@@ -154,18 +153,37 @@ mod tests {
     }
 
     #[test]
+    fn prefix_sum_differential() {
+        let mut rng = Rng::new(5);
+        for len in lengths() {
+            let off = 1 + len % 15;
+            let buf = rng.bytes(len + off);
+            let s = &buf[off..];
+            let mut want = vec![0u8; len];
+            prefix_sum(0, s, &mut want);
+            let mut acc = 0u8;
+            for (k, v) in s.iter().enumerate() {
+                acc = acc.wrapping_add(*v);
+                assert_eq!(want[k], acc);
+            }
+            for &lv in &kernels::available_levels() {
+                let mut dbuf = vec![0xEEu8; len + 16];
+                let d = &mut dbuf[(off + 7) % 16..(off + 7) % 16 + len];
+                prefix_sum_at(lv, s, d);
+                assert_eq!(d, &want[..], "len={len} {lv:?}");
+            }
+        }
+    }
+
+    #[test]
     #[ignore]
     fn filter_speed_bytedelta() {
         let len = 8 << 20;
         let src = Rng::new(7).bytes(len);
         let mut dst = vec![0u8; len];
         for s in [1, 4, 8] {
-            report_speed(&format!("bytedelta encode s={s}"), len, || {
-                encode(s, &src, &mut dst)
-            });
-            report_speed(&format!("bytedelta decode s={s}"), len, || {
-                decode(s, &src, &mut dst)
-            });
+            report_speed(&format!("bytedelta encode s={s}"), len, || encode(s, &src, &mut dst));
+            report_speed(&format!("bytedelta decode s={s}"), len, || decode(s, &src, &mut dst));
         }
     }
 }

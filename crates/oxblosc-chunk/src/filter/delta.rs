@@ -24,11 +24,7 @@ pub fn encode(typesize: usize, block0: &[u8], is_block0: bool, src: &[u8], dst: 
     if is_block0 {
         let lead = w.min(q);
         dst[..lead].copy_from_slice(&src[..lead]);
-        for ((o, a), b) in dst[lead..q]
-            .iter_mut()
-            .zip(&src[lead..q])
-            .zip(&src[..q - lead])
-        {
+        for ((o, a), b) in dst[lead..q].iter_mut().zip(&src[lead..q]).zip(&src[..q - lead]) {
             *o = a ^ b;
         }
         dst[q..].copy_from_slice(&src[q..]);

@@ -7,10 +7,7 @@
 use crate::error::{Error, Result};
 
 fn err(reason: String) -> Error {
-    Error::Filter {
-        name: "INT_TRUNC",
-        reason,
-    }
+    Error::Filter { name: "INT_TRUNC", reason }
 }
 
 fn zeroed_bits(meta: i8, typesize: usize) -> Result<u32> {
@@ -20,9 +17,7 @@ fn zeroed_bits(meta: i8, typesize: usize) -> Result<u32> {
     let bits = 8 * typesize as i32;
     let p = meta as i32;
     if p.abs() > bits {
-        return Err(err(format!(
-            "precision {p} exceeds the {bits} bits of the type"
-        )));
+        return Err(err(format!("precision {p} exceeds the {bits} bits of the type")));
     }
     let z = if p >= 0 { bits - p } else { -p };
     if z >= bits {
@@ -93,11 +88,7 @@ mod tests {
 
     #[test]
     fn truncates() {
-        let src: Vec<u8> = [0x1234_5678u32, 0xFFFF_FFFF]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .chain([7])
-            .collect();
+        let src: Vec<u8> = [0x1234_5678u32, 0xFFFF_FFFF].iter().flat_map(|v| v.to_le_bytes()).chain([7]).collect();
         let mut dst = vec![0u8; src.len()];
         forward(-8, 4, &src, &mut dst).unwrap();
         assert_eq!(&dst[..4], &0x1234_5600u32.to_le_bytes());

@@ -129,15 +129,9 @@ mod tests {
         let reference = reference_data();
         let mut out = vec![0u8; reference.len()];
         shuffle(4, &reference, &mut out);
-        assert!(
-            out == file,
-            "shuffle of reference data differs from shuffle-2.20.0.cdata"
-        );
+        assert!(out == file, "shuffle of reference data differs from shuffle-2.20.0.cdata");
         unshuffle(4, &file, &mut out);
-        assert!(
-            out == reference,
-            "unshuffle of shuffle-2.20.0.cdata differs from reference"
-        );
+        assert!(out == reference, "unshuffle of shuffle-2.20.0.cdata differs from reference");
     }
 
     #[test]
@@ -146,16 +140,10 @@ mod tests {
         let len = 8 << 20;
         let src = Rng::new(7).bytes(len);
         let mut dst = vec![0u8; len];
-        report_speed("memcpy", len, || {
-            std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src))
-        });
+        report_speed("memcpy", len, || std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src)));
         for e in [2, 3, 4, 8, 12, 16, 32] {
-            report_speed(&format!("shuffle e={e}"), len, || {
-                shuffle(e, &src, &mut dst)
-            });
-            report_speed(&format!("unshuffle e={e}"), len, || {
-                unshuffle(e, &src, &mut dst)
-            });
+            report_speed(&format!("shuffle e={e}"), len, || shuffle(e, &src, &mut dst));
+            report_speed(&format!("unshuffle e={e}"), len, || unshuffle(e, &src, &mut dst));
         }
     }
 }

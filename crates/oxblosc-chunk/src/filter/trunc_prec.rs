@@ -7,10 +7,7 @@
 use crate::error::{Error, Result};
 
 fn err(reason: String) -> Error {
-    Error::Filter {
-        name: "TRUNC_PREC",
-        reason,
-    }
+    Error::Filter { name: "TRUNC_PREC", reason }
 }
 
 /// Number of low bits to zero, or the parameter error.
@@ -26,9 +23,7 @@ fn zeroed_bits(meta: i8, typesize: usize) -> Result<u32> {
     }
     let z = if p >= 0 { m - p } else { -p };
     if z >= m {
-        return Err(err(format!(
-            "precision {p} would zero all {m} mantissa bits"
-        )));
+        return Err(err(format!("precision {p} would zero all {m} mantissa bits")));
     }
     Ok(z as u32)
 }
@@ -45,19 +40,13 @@ pub fn forward(meta: i8, typesize: usize, src: &[u8], dst: &mut [u8]) -> Result<
     let body = src.len() / typesize * typesize;
     if typesize == 4 {
         let mask = !((1u32 << z) - 1);
-        for (s, d) in src[..body]
-            .chunks_exact(4)
-            .zip(dst[..body].chunks_exact_mut(4))
-        {
+        for (s, d) in src[..body].chunks_exact(4).zip(dst[..body].chunks_exact_mut(4)) {
             let v = u32::from_le_bytes(s.try_into().unwrap()) & mask;
             d.copy_from_slice(&v.to_le_bytes());
         }
     } else {
         let mask = !((1u64 << z) - 1);
-        for (s, d) in src[..body]
-            .chunks_exact(8)
-            .zip(dst[..body].chunks_exact_mut(8))
-        {
+        for (s, d) in src[..body].chunks_exact(8).zip(dst[..body].chunks_exact_mut(8)) {
             let v = u64::from_le_bytes(s.try_into().unwrap()) & mask;
             d.copy_from_slice(&v.to_le_bytes());
         }
@@ -82,23 +71,13 @@ mod tests {
         assert!(validate(52, 8).is_ok());
         assert!(validate(53, 8).is_err());
         assert!(validate(-51, 8).is_ok());
-        assert!(matches!(
-            validate(0, 8),
-            Err(Error::Filter {
-                name: "TRUNC_PREC",
-                ..
-            })
-        ));
+        assert!(matches!(validate(0, 8), Err(Error::Filter { name: "TRUNC_PREC", .. })));
     }
 
     #[test]
     fn truncates() {
         let vals = [1.0f32 + f32::EPSILON, 1.234_567_9, -0.002_5];
-        let src: Vec<u8> = vals
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .chain([9u8, 8])
-            .collect();
+        let src: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).chain([9u8, 8]).collect();
         let mut dst = vec![0u8; src.len()];
         forward(10, 4, &src, &mut dst).unwrap();
         for (i, v) in vals.iter().enumerate() {
@@ -106,10 +85,7 @@ mod tests {
             assert_eq!(got, v.to_bits() & !((1 << 13) - 1));
         }
         assert_eq!(&dst[12..], &[9, 8]);
-        let src: Vec<u8> = [1.5f64, -0.1]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
+        let src: Vec<u8> = [1.5f64, -0.1].iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut dst = vec![0u8; 16];
         forward(-20, 8, &src, &mut dst).unwrap();
         let got = u64::from_le_bytes(dst[8..].try_into().unwrap());

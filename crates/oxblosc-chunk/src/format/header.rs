@@ -4,8 +4,8 @@
 //! without re-checking sizes (format spec 1.2-1.8, 1.13, Traps 5-11).
 
 use super::{
-    blosc2_flags, codec_format, codec_id, flags, version, EXT_HEADER_LEN, FLAGS2_VLBLOCKS,
-    MAX_BLOCKSIZE, MAX_BUFFERSIZE, MIN_HEADER_LEN,
+    blosc2_flags, codec_format, codec_id, flags, version, EXT_HEADER_LEN, FLAGS2_VLBLOCKS, MAX_BLOCKSIZE,
+    MAX_BUFFERSIZE, MIN_HEADER_LEN,
 };
 use crate::{Error, Result};
 
@@ -64,23 +64,14 @@ fn read_i32(buf: &[u8], at: usize) -> i32 {
 }
 
 fn non_negative(field: &'static str, value: i32) -> Result<usize> {
-    usize::try_from(value).map_err(|_| Error::InvalidHeader {
-        field,
-        value: value.into(),
-        reason: "negative",
-    })
+    usize::try_from(value).map_err(|_| Error::InvalidHeader { field, value: value.into(), reason: "negative" })
 }
 
 impl ChunkHeader {
     /// Parse the header at the start of `buf` and check it against `buf.len()`.
     pub fn parse(buf: &[u8]) -> Result<Self> {
         if buf.len() < MIN_HEADER_LEN {
-            return Err(Error::Truncated {
-                what: "chunk header",
-                offset: 0,
-                need: MIN_HEADER_LEN,
-                have: buf.len(),
-            });
+            return Err(Error::Truncated { what: "chunk header", offset: 0, need: MIN_HEADER_LEN, have: buf.len() });
         }
         let ver = buf[0];
         if ver == 0 || ver > version::MAX_KNOWN {
@@ -149,19 +140,10 @@ impl ChunkHeader {
             });
         }
         if self.cbytes > buflen {
-            return Err(Error::Truncated {
-                what: "chunk (cbytes)",
-                offset: 0,
-                need: self.cbytes,
-                have: buflen,
-            });
+            return Err(Error::Truncated { what: "chunk (cbytes)", offset: 0, need: self.cbytes, have: buflen });
         }
         if self.typesize == 0 {
-            return Err(Error::InvalidHeader {
-                field: "typesize",
-                value: 0,
-                reason: "must be at least 1",
-            });
+            return Err(Error::InvalidHeader { field: "typesize", value: 0, reason: "must be at least 1" });
         }
         if self.blosc2_flags & blosc2_flags::LAZY != 0 {
             return Err(Error::InvalidHeader {
@@ -223,12 +205,7 @@ impl ChunkHeader {
         }
         let bstarts_end = hlen + 4 * self.nblocks();
         if bstarts_end > self.cbytes {
-            return Err(Error::Truncated {
-                what: "block starts",
-                offset: hlen,
-                need: bstarts_end,
-                have: self.cbytes,
-            });
+            return Err(Error::Truncated { what: "block starts", offset: hlen, need: bstarts_end, have: self.cbytes });
         }
         self.compcode()?;
         Ok(())
@@ -304,17 +281,14 @@ impl ChunkHeader {
             codec_format::LZ4 => Ok(codec_id::LZ4),
             codec_format::ZLIB => Ok(codec_id::ZLIB),
             codec_format::ZSTD => Ok(codec_id::ZSTD),
-            codec_format::USER if self.is_extended() => Err(Error::UnknownCodec {
-                id: self.udcompcode,
-            }),
+            codec_format::USER if self.is_extended() => Err(Error::UnknownCodec { id: self.udcompcode }),
             other => Err(Error::UnknownCodec { id: other }),
         }
     }
 
     /// Number of blocks (0 for empty, memcpyed and special chunks).
     pub fn nblocks(&self) -> usize {
-        if self.nbytes == 0 || self.is_memcpyed() || self.blosc2_flags & blosc2_flags::SPECIAL_MASK != 0
-        {
+        if self.nbytes == 0 || self.is_memcpyed() || self.blosc2_flags & blosc2_flags::SPECIAL_MASK != 0 {
             0
         } else if self.is_vlblocks() {
             self.blocksize

@@ -8,21 +8,19 @@
 use std::sync::OnceLock;
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod x86_bitshuffle;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+mod x86_bytedelta;
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 mod x86_shuffle;
 
 /// Instruction-set level used by the kernels, detected once per process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Level {
     Scalar,
-    #[cfg_attr(
-        not(any(target_arch = "x86", target_arch = "x86_64")),
-        allow(dead_code)
-    )]
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     Sse2,
-    #[cfg_attr(
-        not(any(target_arch = "x86", target_arch = "x86_64")),
-        allow(dead_code)
-    )]
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     Avx2,
 }
 
@@ -58,10 +56,7 @@ fn detect() -> Level {
 /// Levels available on this CPU, lowest first (for differential tests).
 #[cfg(test)]
 pub(crate) fn available_levels() -> Vec<Level> {
-    [Level::Scalar, Level::Sse2, Level::Avx2]
-        .into_iter()
-        .filter(|l| *l <= detect())
-        .collect()
+    [Level::Scalar, Level::Sse2, Level::Avx2].into_iter().filter(|l| *l <= detect()).collect()
 }
 
 /// SIMD byte shuffle of `src` (a whole number of elements) into `dst`; `false` = not handled.
@@ -109,10 +104,7 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> b
 }
 
 /// Scalar shuffle of elements `i0..n` (the part the SIMD tiles did not cover).
-#[cfg_attr(
-    not(any(target_arch = "x86", target_arch = "x86_64")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn shuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
     let n = src.len() / e;
     for i in i0..n {
@@ -122,10 +114,7 @@ fn shuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
     }
 }
 
-#[cfg_attr(
-    not(any(target_arch = "x86", target_arch = "x86_64")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
     let n = src.len() / e;
     for i in i0..n {
@@ -135,12 +124,116 @@ fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
     }
 }
 
+/// Elements per bitshuffle pass: the byte-shuffled slice (`K * t` bytes) stays in L1/L2.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+fn bit_chunk(t: usize) -> usize {
+    ((16 * 1024 / t) / 32 * 32).max(32)
+}
+
 /// SIMD bit shuffle of `src` (a multiple of `8 * t` bytes); `false` = not handled.
-pub(crate) fn bitshuffle(_level: Level, _t: usize, _src: &[u8], _dst: &mut [u8]) -> bool {
-    false
+///
+/// Per slice of `K` elements: byte-shuffle into scratch rows (SIMD), then bit-transpose every
+/// row into its eight planes (SIMD).
+pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> bool {
+    debug_assert!(t >= 1 && src.len() == dst.len() && src.len() % (8 * t) == 0);
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        if level == Level::Scalar {
+            return false;
+        }
+        let m = src.len() / t;
+        let plane_len = m / 8;
+        let k = bit_chunk(t);
+        let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
+        let mut i0 = 0;
+        while i0 < m {
+            let kc = k.min(m - i0);
+            let part = &src[i0 * t..(i0 + kc) * t];
+            let rows: &[u8] = if t == 1 {
+                part
+            } else {
+                let s = &mut scratch[..kc * t];
+                shuffle(level, t, part, s);
+                s
+            };
+            for (j, row) in rows.chunks_exact(kc).enumerate() {
+                let planes = &mut dst[8 * j * plane_len..(8 * j + 8) * plane_len];
+                let off = i0 / 8;
+                match level {
+                    // SAFETY: `level` never exceeds what `detect` found on this CPU.
+                    Level::Avx2 => unsafe { x86_bitshuffle::row_to_planes_avx2(row, planes, plane_len, off) },
+                    // SAFETY: as above.
+                    _ => unsafe { x86_bitshuffle::row_to_planes_sse2(row, planes, plane_len, off) },
+                }
+            }
+            i0 += kc;
+        }
+        true
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        let _ = (level, t, src, dst);
+        false
+    }
 }
 
 /// SIMD inverse of [`bitshuffle`]; `false` = not handled.
-pub(crate) fn bitunshuffle(_level: Level, _t: usize, _src: &[u8], _dst: &mut [u8]) -> bool {
-    false
+pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> bool {
+    debug_assert!(t >= 1 && src.len() == dst.len() && src.len() % (8 * t) == 0);
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        if level == Level::Scalar {
+            return false;
+        }
+        let m = src.len() / t;
+        let plane_len = m / 8;
+        let k = bit_chunk(t);
+        let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
+        let mut i0 = 0;
+        while i0 < m {
+            let kc = k.min(m - i0);
+            let out = &mut dst[i0 * t..(i0 + kc) * t];
+            let rows: &mut [u8] = if t == 1 { out } else { &mut scratch[..kc * t] };
+            for (j, row) in rows.chunks_exact_mut(kc).enumerate() {
+                let planes = &src[8 * j * plane_len..(8 * j + 8) * plane_len];
+                let off = i0 / 8;
+                match level {
+                    // SAFETY: `level` never exceeds what `detect` found on this CPU.
+                    Level::Avx2 => unsafe { x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row) },
+                    // SAFETY: as above.
+                    _ => unsafe { x86_bitshuffle::planes_to_row_sse2(planes, plane_len, off, row) },
+                }
+            }
+            if t > 1 {
+                unshuffle(level, t, &scratch[..kc * t], &mut dst[i0 * t..(i0 + kc) * t]);
+            }
+            i0 += kc;
+        }
+        true
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        let _ = (level, t, src, dst);
+        false
+    }
+}
+
+/// SIMD running byte sum for bytedelta decode: fills a prefix of `d`, returns its length
+/// and the last sum (`(0, 0)` = not handled).
+pub(crate) fn prefix_sum(level: Level, s: &[u8], d: &mut [u8]) -> (usize, u8) {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        match level {
+            Level::Scalar => (0, 0),
+            // SAFETY: `level` never exceeds what `detect` found; AVX2 implies SSSE3.
+            Level::Avx2 => unsafe { x86_bytedelta::prefix_sum_ssse3(s, d) },
+            // SAFETY: as above.
+            Level::Sse2 => unsafe { x86_bytedelta::prefix_sum_sse2(s, d) },
+        }
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        let _ = (level, s, d);
+        (0, 0)
+    }
 }

@@ -119,11 +119,7 @@ unsafe fn shuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [u8], mut i
 /// # Safety
 /// SSE2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "sse2")]
-unsafe fn unshuffle_compact_sse2<const E: usize>(
-    src: &[u8],
-    dst: &mut [u8],
-    mut i: usize,
-) -> usize {
+unsafe fn unshuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
     let n = src.len() / E;
     let g = E.trailing_zeros();
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
@@ -146,9 +142,7 @@ unsafe fn unshuffle_compact_sse2<const E: usize>(
 /// Column tiles `c` covering `[0, e)` with 16-byte tiles, the last one overlapping (`e >= 16`).
 fn col_tiles(e: usize) -> impl Iterator<Item = usize> {
     let last = e - 16;
-    (0..e / 16)
-        .map(|t| t * 16)
-        .chain((e % 16 != 0).then_some(last))
+    (0..e / 16).map(|t| t * 16).chain((e % 16 != 0).then_some(last))
 }
 
 /// # Safety
@@ -263,11 +257,7 @@ unsafe fn shuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i
 /// # Safety
 /// AVX2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "avx2")]
-unsafe fn unshuffle_compact_avx2<const E: usize>(
-    src: &[u8],
-    dst: &mut [u8],
-    mut i: usize,
-) -> usize {
+unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
     let n = src.len() / E;
     let g = E.trailing_zeros();
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
@@ -281,10 +271,7 @@ unsafe fn unshuffle_compact_avx2<const E: usize>(
         for k in 0..E {
             // SAFETY: bytes [i*E, (i+32)*E) are inside dst.
             st128(dp.add(i * E + 16 * k), _mm256_castsi256_si128(v[k]));
-            st128(
-                dp.add((i + 16) * E + 16 * k),
-                _mm256_extracti128_si256::<1>(v[k]),
-            );
+            st128(dp.add((i + 16) * E + 16 * k), _mm256_extracti128_si256::<1>(v[k]));
         }
         i += 32;
     }
@@ -354,10 +341,7 @@ unsafe fn unshuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: us
             }
             for r in 0..16 {
                 // SAFETY: (i+16+r)*e + 16 <= (i+31)*e + 16 <= len.
-                st128(
-                    dp.add((i + 16 + r) * e),
-                    _mm256_extracti128_si256::<1>(v[r]),
-                );
+                st128(dp.add((i + 16 + r) * e), _mm256_extracti128_si256::<1>(v[r]));
             }
             i += 32;
         }
@@ -373,10 +357,7 @@ unsafe fn unshuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: us
                 for r in 0..16 {
                     // SAFETY: c + 16 <= e and element i+16+r < n.
                     st128(dp.add((i + r) * e + c), _mm256_castsi256_si128(v[r]));
-                    st128(
-                        dp.add((i + 16 + r) * e + c),
-                        _mm256_extracti128_si256::<1>(v[r]),
-                    );
+                    st128(dp.add((i + 16 + r) * e + c), _mm256_extracti128_si256::<1>(v[r]));
                 }
             }
             i += 32;

@@ -1,0 +1,177 @@
+//! SSE2 and AVX2 bit transposition of byte rows (the second half of bitshuffle; the first
+//! half is the byte shuffle in `x86_shuffle`).
+//!
+//! A row holds byte `j` of consecutive elements. Forward: `movemask_epi8` collects bit 7 of
+//! 16/32 bytes at once, then every byte is doubled to bring the next bit up. Inverse: the
+//! plane bytes of each group of 8 elements are gathered into one 64-bit lane and that 8x8
+//! bit matrix is transposed with three masked shift/XOR steps.
+#![allow(unsafe_code)]
+
+#[cfg(target_arch = "x86")]
+use std::arch::x86::*;
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use crate::filter::bitshuffle::transpose8x8;
+
+/// Planes `8*j .. 8*j+8` live at `planes[b * plane_len + off ..]`; a row has `row.len()`
+/// bytes (a multiple of 8), written to bytes `off .. off + row.len()/8` of each plane.
+///
+/// # Safety
+/// AVX2 available.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn row_to_planes_avx2(row: &[u8], planes: &mut [u8], plane_len: usize, off: usize) {
+    check(row.len(), planes.len(), plane_len, off);
+    let (rp, pp) = (row.as_ptr(), planes.as_mut_ptr());
+    let mut i = 0;
+    while i + 64 <= row.len() {
+        // SAFETY: i + 64 <= row.len().
+        let mut v0 = _mm256_loadu_si256(rp.add(i) as *const __m256i);
+        let mut v1 = _mm256_loadu_si256(rp.add(i + 32) as *const __m256i);
+        for b in (0..8).rev() {
+            let lo = _mm256_movemask_epi8(v0) as u32 as u64;
+            let hi = _mm256_movemask_epi8(v1) as u32 as u64;
+            // SAFETY: b*plane_len + off + i/8 + 8 <= 8*plane_len (checked above).
+            (pp.add(b * plane_len + off + i / 8) as *mut u64).write_unaligned((lo | hi << 32).to_le());
+            v0 = _mm256_add_epi8(v0, v0);
+            v1 = _mm256_add_epi8(v1, v1);
+        }
+        i += 64;
+    }
+    row_to_planes_sse2(&row[i..], planes, plane_len, off + i / 8);
+}
+
+/// The row fits its planes: `row_len % 8 == 0` and `off + row_len/8 <= plane_len`.
+#[inline]
+fn check(row_len: usize, planes_len: usize, plane_len: usize, off: usize) {
+    assert!(row_len % 8 == 0 && off + row_len / 8 <= plane_len && 8 * plane_len <= planes_len);
+}
+
+/// SSE2 twin of [`row_to_planes_avx2`].
+///
+/// # Safety
+/// SSE2 available.
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn row_to_planes_sse2(row: &[u8], planes: &mut [u8], plane_len: usize, off: usize) {
+    check(row.len(), planes.len(), plane_len, off);
+    let (rp, pp) = (row.as_ptr(), planes.as_mut_ptr());
+    let mut i = 0;
+    while i + 16 <= row.len() {
+        // SAFETY: i + 16 <= row.len().
+        let mut v = _mm_loadu_si128(rp.add(i) as *const __m128i);
+        for b in (0..8).rev() {
+            let m = _mm_movemask_epi8(v) as u16;
+            // SAFETY: b*plane_len + off + i/8 + 2 <= 8*plane_len (checked above).
+            (pp.add(b * plane_len + off + i / 8) as *mut u16).write_unaligned(m.to_le());
+            v = _mm_add_epi8(v, v);
+        }
+        i += 16;
+    }
+    row_to_planes_scalar(&row[i..], planes, plane_len, off + i / 8);
+}
+
+fn row_to_planes_scalar(row: &[u8], planes: &mut [u8], plane_len: usize, off: usize) {
+    for (k, g) in row.chunks_exact(8).enumerate() {
+        let y = transpose8x8(u64::from_le_bytes(g.try_into().unwrap())).to_le_bytes();
+        for (b, &byte) in y.iter().enumerate() {
+            planes[b * plane_len + off + k] = byte;
+        }
+    }
+}
+
+/// Inverse of [`row_to_planes_avx2`]: fill `row` from the planes.
+///
+/// # Safety
+/// AVX2 available.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn planes_to_row_avx2(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
+    let full = row.len() / 32 * 32;
+    // In each lane, dword b holds plane bytes g0..g3; regroup to [g][b] per lane.
+    let regroup = _mm256_setr_epi8(
+        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, //
+        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+    );
+    // Then qword g = [planes 0..4 of group g, planes 4..8 of group g].
+    let merge = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    check(row.len(), planes.len(), plane_len, off);
+    let pp = planes.as_ptr();
+    let mut i = 0;
+    while i < full {
+        let mut d = [0i32; 8];
+        for (b, w) in d.iter_mut().enumerate() {
+            // SAFETY: b*plane_len + off + i/8 + 4 <= 8*plane_len (checked above).
+            *w = i32::from_le((pp.add(b * plane_len + off + i / 8) as *const i32).read_unaligned());
+        }
+        let v = _mm256_setr_epi32(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+        let v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, regroup), merge);
+        let v = transpose8x8_avx2(v);
+        // SAFETY: i + 32 <= row.len().
+        _mm256_storeu_si256(row.as_mut_ptr().add(i) as *mut __m256i, v);
+        i += 32;
+    }
+    planes_to_row_sse2(planes, plane_len, off + full / 8, &mut row[full..]);
+}
+
+/// SSE2 twin of [`planes_to_row_avx2`].
+///
+/// # Safety
+/// SSE2 available.
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn planes_to_row_sse2(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
+    let full = row.len() / 16 * 16;
+    let lo = _mm_set1_epi16(0x00FF);
+    check(row.len(), planes.len(), plane_len, off);
+    let pp = planes.as_ptr();
+    let mut i = 0;
+    while i < full {
+        let mut d = [0i16; 8];
+        for (b, w) in d.iter_mut().enumerate() {
+            // SAFETY: b*plane_len + off + i/8 + 2 <= 8*plane_len (checked above).
+            *w = i16::from_le((pp.add(b * plane_len + off + i / 8) as *const i16).read_unaligned());
+        }
+        let v = _mm_setr_epi16(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+        // Word b = [plane b group 0, plane b group 1]; split into qword 0 = group 0 bytes.
+        let v = _mm_packus_epi16(_mm_and_si128(v, lo), _mm_srli_epi16::<8>(v));
+        let v = transpose8x8_sse2(v);
+        // SAFETY: i + 16 <= row.len().
+        _mm_storeu_si128(row.as_mut_ptr().add(i) as *mut __m128i, v);
+        i += 16;
+    }
+    planes_to_row_scalar(planes, plane_len, off + full / 8, &mut row[full..]);
+}
+
+fn planes_to_row_scalar(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
+    for (k, g) in row.chunks_exact_mut(8).enumerate() {
+        let mut x = [0u8; 8];
+        for (b, byte) in x.iter_mut().enumerate() {
+            *byte = planes[b * plane_len + off + k];
+        }
+        g.copy_from_slice(&transpose8x8(u64::from_le_bytes(x)).to_le_bytes());
+    }
+}
+
+/// [`transpose8x8`] on each 64-bit lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8x8_avx2(x: __m256i) -> __m256i {
+    let t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<7>(x)), _mm256_set1_epi64x(0x00AA_00AA_00AA_00AA));
+    let x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<7>(t)));
+    let t =
+        _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<14>(x)), _mm256_set1_epi64x(0x0000_CCCC_0000_CCCC));
+    let x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<14>(t)));
+    let t =
+        _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<28>(x)), _mm256_set1_epi64x(0x0000_0000_F0F0_F0F0));
+    _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<28>(t)))
+}
+
+/// [`transpose8x8`] on each 64-bit lane.
+#[inline]
+#[target_feature(enable = "sse2")]
+unsafe fn transpose8x8_sse2(x: __m128i) -> __m128i {
+    let t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64::<7>(x)), _mm_set1_epi64x(0x00AA_00AA_00AA_00AA));
+    let x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64::<7>(t)));
+    let t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64::<14>(x)), _mm_set1_epi64x(0x0000_CCCC_0000_CCCC));
+    let x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64::<14>(t)));
+    let t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64::<28>(x)), _mm_set1_epi64x(0x0000_0000_F0F0_F0F0));
+    _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64::<28>(t)))
+}

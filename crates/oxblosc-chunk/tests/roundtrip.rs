@@ -1,0 +1,317 @@
+//! Property tests of the chunk engine: random data (low and high entropy) x codec x clevel x
+//! filter pipeline (up to 6 slots, DELTA after SHUFFLE/BITSHUFFLE included) x typesize 1..=300
+//! x blocksize (auto or a forced multiple of typesize) x nthreads 1..=3 x split mode.
+//!
+//! For lossless pipelines `decompress(compress(x)) == x`; every pipeline gives the same bytes
+//! serially and in parallel, `getitem` agrees with the full decode, `compress_into` with a
+//! too-small destination fails with `Error::OutputTooSmall`, and `decompress_into` honours its
+//! length contract. Cases are bounded (sizes up to ~200 KB, 96 cases per property) to keep the
+//! dev-profile run under a minute.
+
+use oxblosc_chunk::{
+    cbuffer_sizes, compress, compress_into, decompress, decompress_into, getitem, max_compressed_len, CParams, DParams,
+    Error, SplitMode,
+};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+const NOFILTER: u8 = 0;
+const SHUFFLE: u8 = 1;
+const BITSHUFFLE: u8 = 2;
+const DELTA: u8 = 3;
+const TRUNC_PREC: u8 = 4;
+const BYTEDELTA: u8 = 35;
+const INT_TRUNC: u8 = 36;
+const CODECS: [u8; 5] = [0, 1, 2, 4, 5];
+
+/// Deterministic runner: a fixed seed so CI is reproducible.
+fn runner(cases: u32) -> TestRunner {
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[0x0b; 32]))
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    data: Vec<u8>,
+    cp: CParams,
+}
+
+fn lossless(cp: &CParams) -> bool {
+    !cp.filters.iter().any(|&f| f == TRUNC_PREC || f == INT_TRUNC)
+}
+
+fn data_strategy(max_len: usize) -> impl Strategy<Value = Vec<u8>> {
+    (0..max_len, 0u8..4, any::<u64>()).prop_map(|(len, kind, seed)| {
+        let mut s = seed | 1;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        match kind {
+            // high entropy
+            0 => (0..len).map(|_| next() as u8).collect(),
+            // low entropy: few symbols with runs
+            1 => {
+                let mut v = Vec::with_capacity(len);
+                while v.len() < len {
+                    let b = (next() % 3) as u8;
+                    let run = (next() % 40) as usize + 1;
+                    v.extend(std::iter::repeat(b).take(run.min(len - v.len())));
+                }
+                v
+            }
+            // smooth little-endian u32 ramp with noise in the low byte
+            2 => (0..len)
+                .map(|i| if i % 4 == 0 { (next() % 4) as u8 } else { ((i / 4) >> (8 * (i % 4))) as u8 })
+                .collect(),
+            // all zero with a few non-zero bytes
+            _ => {
+                let mut v = vec![0u8; len];
+                for _ in 0..(len / 1000) {
+                    let at = (next() as usize) % len;
+                    v[at] = next() as u8;
+                }
+                v
+            }
+        }
+    })
+}
+
+fn filters_strategy(typesize: usize) -> impl Strategy<Value = ([u8; 6], [u8; 6])> {
+    let mut ids = vec![NOFILTER, SHUFFLE, BITSHUFFLE, DELTA];
+    if typesize <= 255 {
+        ids.push(BYTEDELTA);
+    }
+    if typesize == 4 || typesize == 8 {
+        ids.push(TRUNC_PREC);
+    }
+    if matches!(typesize, 1 | 2 | 4 | 8) {
+        ids.push(INT_TRUNC);
+    }
+    // 0..=6 filled slots, each slot anywhere in 0..6
+    (proptest::collection::vec(proptest::sample::select(ids), 6), any::<[bool; 6]>()).prop_map(move |(f, keep)| {
+        let mut filters = [0u8; 6];
+        let mut meta = [0u8; 6];
+        for i in 0..6 {
+            if keep[i] {
+                filters[i] = f[i];
+                meta[i] = match f[i] {
+                    TRUNC_PREC => 7,
+                    INT_TRUNC => (-3i8) as u8,
+                    _ => 0,
+                };
+            }
+        }
+        (filters, meta)
+    })
+}
+
+fn case_strategy(max_len: usize) -> impl Strategy<Value = Case> {
+    let typesize = prop_oneof![
+        4 => proptest::sample::select(vec![1usize, 2, 4, 8]),
+        2 => 1usize..=300,
+        1 => proptest::sample::select(vec![3usize, 16, 255, 256, 300]),
+    ];
+    typesize.prop_flat_map(move |ts| {
+        (
+            data_strategy(max_len),
+            proptest::sample::select(CODECS.to_vec()),
+            0u8..=9,
+            filters_strategy(ts),
+            prop_oneof![Just(0usize), 1usize..64, 64usize..4096],
+            1usize..=3,
+            proptest::sample::select(vec![
+                SplitMode::Always,
+                SplitMode::Never,
+                SplitMode::Auto,
+                SplitMode::ForwardCompat,
+            ]),
+            any::<bool>(),
+        )
+            .prop_map(
+                move |(data, codec, clevel, (filters, filters_meta), bmul, nthreads, splitmode, use_dict)| {
+                    let use_dict = use_dict && matches!(codec, 1 | 2 | 5);
+                    Case {
+                        data,
+                        cp: CParams {
+                            codec,
+                            codec_meta: 0,
+                            clevel,
+                            use_dict,
+                            typesize: ts,
+                            nthreads,
+                            blocksize: bmul * ts,
+                            splitmode,
+                            filters,
+                            filters_meta,
+                        },
+                    }
+                },
+            )
+    })
+}
+
+fn check_case(case: &Case) -> Result<(), TestCaseError> {
+    let Case { data, cp } = case;
+    let chunk = compress(data, cp).map_err(|e| TestCaseError::fail(format!("compress failed: {e} ({cp:?})")))?;
+    let one = DParams { nthreads: 1 };
+    prop_assert!(chunk.len() <= max_compressed_len(data.len()));
+    let (nbytes, cbytes, _) = cbuffer_sizes(&chunk).unwrap();
+    prop_assert_eq!(nbytes, data.len());
+    prop_assert_eq!(cbytes, chunk.len());
+
+    // serial == parallel bytes
+    for nt in [1, 2, 3] {
+        let other_cp = CParams { nthreads: nt, ..cp.clone() };
+        let other = compress(data, &other_cp).unwrap();
+        prop_assert!(other == chunk, "nthreads={} output differs from nthreads={}", nt, cp.nthreads);
+    }
+
+    // round trip (lossless) and thread-count independence of decoding (all pipelines)
+    let back = decompress(&chunk, &one).unwrap();
+    if lossless(cp) {
+        prop_assert!(back == *data, "round trip differs ({cp:?}, {} bytes)", data.len());
+    }
+    prop_assert_eq!(back.len(), data.len());
+    for nt in [2, 3] {
+        let again = decompress(&chunk, &DParams { nthreads: nt }).unwrap();
+        prop_assert!(again == back, "decoding with {} threads differs", nt);
+    }
+
+    // decompress_into: exact and larger dst; the tail past nbytes is untouched
+    let mut dst = vec![0xEEu8; data.len() + 7];
+    prop_assert_eq!(decompress_into(&chunk, &mut dst, &DParams { nthreads: cp.nthreads }).unwrap(), data.len());
+    prop_assert!(dst[..data.len()] == back[..]);
+    prop_assert!(dst[data.len()..].iter().all(|&b| b == 0xEE));
+    if !data.is_empty() {
+        let mut small = vec![0u8; data.len() - 1];
+        let err = decompress_into(&chunk, &mut small, &one).unwrap_err();
+        prop_assert!(matches!(err, Error::OutputTooSmall { .. }), "got {err:?}");
+    }
+
+    // getitem consistency (items of the header typesize)
+    let hts = if cp.typesize > 255 { 1 } else { cp.typesize };
+    let nitems = data.len() / hts;
+    let mut s = (data.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut ranges = vec![(0, nitems), (0, 0), (nitems, 0)];
+    for _ in 0..6 {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let start = if nitems == 0 { 0 } else { (s as usize) % (nitems + 1) };
+        let n = if nitems - start == 0 { 0 } else { ((s >> 32) as usize) % (nitems - start + 1) };
+        ranges.push((start, n));
+    }
+    for (start, n) in ranges {
+        let mut out = vec![0u8; n * hts];
+        let w = getitem(&chunk, start, n, &mut out)
+            .map_err(|e| TestCaseError::fail(format!("getitem({start},{n}): {e}")))?;
+        prop_assert_eq!(w, n * hts);
+        prop_assert!(out[..] == back[start * hts..(start + n) * hts], "getitem({}, {}) differs", start, n);
+    }
+    if nitems > 0 {
+        let mut out = vec![0u8; hts * 2];
+        let e = getitem(&chunk, nitems, 1, &mut out).unwrap_err();
+        prop_assert!(matches!(e, Error::OutOfRange { .. }), "got {e:?}");
+    }
+
+    // compress_into with a too-small destination
+    if !chunk.is_empty() {
+        for cap in [0, chunk.len() / 2, chunk.len() - 1] {
+            let mut dst = vec![0u8; cap];
+            match compress_into(data, &mut dst, cp) {
+                Err(Error::OutputTooSmall { .. }) => {}
+                // A different (smaller, still valid) encoding may fit, e.g. memcpy fallback paths.
+                Ok(n) => {
+                    prop_assert!(n <= cap);
+                    let again = decompress(&dst[..n], &one).unwrap();
+                    prop_assert!(again == back, "compress_into into {} bytes produced a different chunk", cap);
+                }
+                Err(e) => prop_assert!(false, "compress_into into {} bytes: unexpected error {:?}", cap, e),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn roundtrip_small_buffers() {
+    runner(128).run(&case_strategy(2_000), |c| check_case(&c)).unwrap();
+}
+
+#[test]
+fn roundtrip_multi_block() {
+    runner(96).run(&case_strategy(200_000), |c| check_case(&c)).unwrap();
+}
+
+/// Every codec x clevel x a fixed set of pipelines, on one multi-block buffer of each kind:
+/// a deterministic sweep complementing the random cases.
+#[test]
+fn sweep_codecs_clevels_pipelines() {
+    let pipelines: [[u8; 6]; 8] = [
+        [0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, SHUFFLE],
+        [BITSHUFFLE, 0, 0, 0, 0, 0],
+        [DELTA, 0, 0, 0, 0, 0],
+        [SHUFFLE, DELTA, 0, 0, 0, 0],
+        [BITSHUFFLE, DELTA, 0, 0, 0, 0],
+        [SHUFFLE, BYTEDELTA, 0, 0, 0, 0],
+        [SHUFFLE, DELTA, BITSHUFFLE, SHUFFLE, BYTEDELTA, SHUFFLE],
+    ];
+    let data: Vec<u8> = (0..60_001u32).flat_map(|i| ((i / 3) as u16 ^ (i as u16 % 7)).to_le_bytes()).collect();
+    for codec in CODECS {
+        for clevel in [0, 1, 5, 9] {
+            for filters in pipelines {
+                for (ts, bs) in [(2usize, 0usize), (8, 8 * 1000), (3, 3 * 555)] {
+                    let cp = CParams {
+                        codec,
+                        clevel,
+                        typesize: ts,
+                        blocksize: bs,
+                        filters,
+                        nthreads: 2,
+                        ..CParams::default()
+                    };
+                    let d = &data[..data.len() / ts * ts];
+                    let c = compress(d, &cp).unwrap();
+                    assert_eq!(decompress(&c, &DParams { nthreads: 2 }).unwrap(), d, "{cp:?}");
+                    assert_eq!(compress(d, &CParams { nthreads: 1, ..cp.clone() }).unwrap(), c, "{cp:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn delta_ragged_tail_is_preserved() {
+    // Pitfall 5: DELTA must write every byte, also a trailing partial word.
+    for ts in [2usize, 4, 8, 16] {
+        let data: Vec<u8> = (0..10_007u32).map(|i| (i * 31 % 251) as u8).collect();
+        for filters in [[DELTA, 0, 0, 0, 0, 0], [SHUFFLE, DELTA, 0, 0, 0, 0]] {
+            let cp = CParams { typesize: ts, filters, blocksize: ts * 100, nthreads: 1, ..CParams::default() };
+            let c = compress(&data, &cp).unwrap();
+            assert_eq!(decompress(&c, &DParams { nthreads: 3 }).unwrap(), data, "ts={ts} {filters:?}");
+        }
+    }
+}
+
+#[test]
+fn input_larger_than_limit_is_rejected_without_work() {
+    // Only checks the parameter path; does not allocate 2 GB.
+    let cp = CParams { typesize: 0, ..CParams::default() };
+    assert!(matches!(compress(b"abc", &cp), Err(Error::InvalidParam { .. })));
+    let cp = CParams { nthreads: 0, ..CParams::default() };
+    assert!(matches!(compress(b"abc", &cp), Err(Error::InvalidParam { .. })));
+    let cp = CParams { clevel: 10, ..CParams::default() };
+    assert!(matches!(compress(b"abc", &cp), Err(Error::InvalidParam { .. })));
+    let cp = CParams { codec: 3, ..CParams::default() };
+    // Bad parameters are InvalidParam; UnknownCodec/UnknownFilter are reserved for chunks.
+    assert!(matches!(compress(b"abc", &cp), Err(Error::InvalidParam { name: "codec", .. })));
+    let cp = CParams { filters: [0, 0, 0, 0, 0, 99], ..CParams::default() };
+    match compress(b"abc", &cp) {
+        Err(Error::InvalidParam { name: "filters", reason }) => assert!(reason.contains("slot 5 holds 99"), "{reason}"),
+        other => panic!("expected InvalidParam for filter 99, got {other:?}"),
+    }
+}

@@ -1,0 +1,29 @@
+"""Type stubs of the native module (see crates/oxblosc-python)."""
+
+from typing import Any
+
+__version__: str
+
+def compress2(
+    src: Any,
+    codec: int,
+    codec_meta: int,
+    clevel: int,
+    use_dict: bool,
+    typesize: int,
+    nthreads: int,
+    blocksize: int,
+    splitmode: int,
+    filters: list[int],
+    filters_meta: list[int],
+) -> bytes: ...
+def compress_blosc1(
+    src: Any, codec: int, clevel: int, typesize: int, nthreads: int, blocksize: int, shuffle: int
+) -> bytes: ...
+def decompress2(src: Any, nthreads: int) -> bytes: ...
+def decompress2_into(src: Any, dst: Any, nthreads: int) -> int: ...
+def get_cbuffer_sizes(src: Any) -> tuple[int, int, int]: ...
+def getitem(src: Any, start: int, nitems: int) -> bytes: ...
+def special_chunk(kind: int, nbytes: int, typesize: int, value: bytes | None = None) -> bytes: ...
+def chunk_info(src: Any) -> dict[str, Any]: ...
+def default_nthreads() -> int: ...
