@@ -10,8 +10,8 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use oxblosc_chunk::{
-    cbuffer_sizes, compress, compress_blosc1, compress_into, decompress, decompress_into, getitem,
-    max_compressed_len, CParams, ChunkHeader, DParams, Error, SplitMode,
+    cbuffer_sizes, compress, compress_blosc1, compress_into, decompress, decompress_into, getitem, max_compressed_len,
+    CParams, ChunkHeader, DParams, Error, SplitMode,
 };
 
 /// Largest `nbytes` a fuzz input may claim before we decode it.
@@ -27,10 +27,8 @@ pub const CODECS: [u8; 5] = [0, 1, 2, 4, 5];
 /// Filter ids the fuzzer picks from (0 = empty slot; 4 and 36 are lossy).
 pub const FILTERS: [u8; 8] = [0, 1, 2, 3, 35, 34, 4, 36];
 /// Forced block sizes (0 = automatic); small and odd values on purpose.
-pub const BLOCKSIZES: [usize; 24] = [
-    0, 0, 0, 0, 0, 0, 1, 2, 3, 7, 8, 16, 31, 64, 100, 128, 255, 256, 1000, 1024, 4096, 4097, 8192,
-    65536,
-];
+pub const BLOCKSIZES: [usize; 24] =
+    [0, 0, 0, 0, 0, 0, 1, 2, 3, 7, 8, 16, 31, 64, 100, 128, 255, 256, 1000, 1024, 4096, 4097, 8192, 65536];
 
 fn dp(nthreads: usize) -> DParams {
     DParams { nthreads }
@@ -44,24 +42,13 @@ fn dp(nthreads: usize) -> DParams {
 pub fn fuzz_decompress(data: &[u8]) {
     let parsed = ChunkHeader::parse(data);
     let sizes = cbuffer_sizes(data);
-    assert_eq!(
-        parsed.is_ok(),
-        sizes.is_ok(),
-        "ChunkHeader::parse and cbuffer_sizes disagree"
-    );
+    assert_eq!(parsed.is_ok(), sizes.is_ok(), "ChunkHeader::parse and cbuffer_sizes disagree");
     let Ok((nbytes, cbytes, _blocksize)) = sizes else {
         // Nothing is allocated when the header does not parse: decoding must fail too.
-        assert!(
-            decompress(data, &dp(1)).is_err(),
-            "decompress accepted a header that does not parse"
-        );
+        assert!(decompress(data, &dp(1)).is_err(), "decompress accepted a header that does not parse");
         return;
     };
-    assert!(
-        cbytes <= data.len(),
-        "cbuffer_sizes: cbytes {cbytes} beyond the buffer {}",
-        data.len()
-    );
+    assert!(cbytes <= data.len(), "cbuffer_sizes: cbytes {cbytes} beyond the buffer {}", data.len());
     if nbytes > MAX_FUZZ_NBYTES {
         return; // see MAX_FUZZ_NBYTES
     }
@@ -69,12 +56,7 @@ pub fn fuzz_decompress(data: &[u8]) {
     let two = decompress(data, &dp(2));
     match (&one, &two) {
         (Ok(a), Ok(b)) => {
-            assert_eq!(
-                a.len(),
-                nbytes,
-                "decompress returned {} bytes, header says {nbytes}",
-                a.len()
-            );
+            assert_eq!(a.len(), nbytes, "decompress returned {} bytes, header says {nbytes}", a.len());
             assert!(a == b, "1 and 2 threads decoded different bytes");
         }
         (Err(_), Err(_)) => {}
@@ -92,19 +74,12 @@ pub fn fuzz_decompress(data: &[u8]) {
             assert!(dst == *a, "decompress_into and decompress differ");
         }
         (Err(_), Err(_)) => {}
-        (r, _) => panic!(
-            "decompress_into ({:?}) and decompress ({:?}) disagree",
-            r,
-            one.as_ref().map(|v| v.len())
-        ),
+        (r, _) => panic!("decompress_into ({:?}) and decompress ({:?}) disagree", r, one.as_ref().map(|v| v.len())),
     }
     if nbytes > 0 {
         let mut short = vec![0u8; nbytes - 1];
         let r = decompress_into(data, &mut short, &dp(1));
-        assert!(
-            matches!(r, Err(Error::OutputTooSmall { .. })),
-            "short destination: {r:?}"
-        );
+        assert!(matches!(r, Err(Error::OutputTooSmall { .. })), "short destination: {r:?}");
     }
 }
 
@@ -138,7 +113,7 @@ pub struct RawParams {
 pub const RAW_PARAMS_LEN: usize = 28;
 
 /// Largest buffer the generator builds (keeps zstd -9 + dictionaries fast under ASan).
-pub const MAX_GEN_LEN: usize = 256 * 1024;
+pub const MAX_GEN_LEN: usize = 64 * 1024;
 /// Largest number of blocks a forced small block size may produce.
 pub const MAX_GEN_BLOCKS: usize = 4096;
 
@@ -156,8 +131,7 @@ impl RawParams {
             codec_meta: 0,
             clevel: self.clevel % 10,
             use_dict: self.use_dict & 1 == 1,
-            typesize: 1
-                + (usize::from(self.typesize_lo) | usize::from(self.typesize_hi) << 8) % 300,
+            typesize: 1 + (usize::from(self.typesize_lo) | usize::from(self.typesize_hi) << 8) % 300,
             nthreads: 1 + usize::from(self.nthreads % 3),
             blocksize: BLOCKSIZES[usize::from(self.blocksize) % BLOCKSIZES.len()],
             splitmode: SplitMode::from_id(1 + self.splitmode % 4).expect("1..=4 are valid"),
@@ -168,7 +142,7 @@ impl RawParams {
 
     /// The buffer to compress, from the rest of the input.
     pub fn data(&self, rest: &[u8], cp: &CParams) -> Vec<u8> {
-        let mut len = (usize::from(self.len_lo) | usize::from(self.len_hi) << 8) * 4;
+        let mut len = usize::from(self.len_lo) | usize::from(self.len_hi) << 8;
         if cp.blocksize > 0 {
             len = len.min(cp.blocksize * MAX_GEN_BLOCKS);
         }
@@ -188,15 +162,8 @@ impl RawParams {
             // the raw bytes XORed over its start.
             2 => {
                 let ts = cp.typesize;
-                let mut v: Vec<u8> = (0..len)
-                    .map(|j| {
-                        ((j / ts) as u64)
-                            .to_le_bytes()
-                            .get(j % ts)
-                            .copied()
-                            .unwrap_or(0)
-                    })
-                    .collect();
+                let mut v: Vec<u8> =
+                    (0..len).map(|j| ((j / ts) as u64).to_le_bytes().get(j % ts).copied().unwrap_or(0)).collect();
                 for (d, s) in v.iter_mut().zip(rest) {
                     *d ^= s;
                 }
@@ -269,41 +236,19 @@ pub fn roundtrip_check(cp: &CParams, src: &[u8]) {
     let chunk = match compress(src, cp) {
         Ok(c) => c,
         Err(e) => {
-            assert!(
-                valid.is_err(),
-                "compress failed on valid parameters {cp:?} ({} bytes): {e}",
-                src.len()
-            );
+            assert!(valid.is_err(), "compress failed on valid parameters {cp:?} ({} bytes): {e}", src.len());
             return;
         }
     };
-    assert!(
-        valid.is_ok(),
-        "compress accepted parameters validate() rejects: {cp:?}"
-    );
-    assert!(
-        chunk.len() <= max_compressed_len(src.len()),
-        "chunk of {} bytes exceeds max_compressed_len",
-        chunk.len()
-    );
+    assert!(valid.is_ok(), "compress accepted parameters validate() rejects: {cp:?}");
+    assert!(chunk.len() <= max_compressed_len(src.len()), "chunk of {} bytes exceeds max_compressed_len", chunk.len());
     check_chunk(&chunk, src, cp, "compress");
 
     // Threads must not change the bytes (blocks are written in order).
     for n in [1usize, 2] {
         if n != cp.nthreads {
-            let other = compress(
-                src,
-                &CParams {
-                    nthreads: n,
-                    ..cp.clone()
-                },
-            )
-            .expect("same parameters, other nthreads");
-            assert!(
-                other == chunk,
-                "compress with nthreads {n} differs from nthreads {} for {cp:?}",
-                cp.nthreads
-            );
+            let other = compress(src, &CParams { nthreads: n, ..cp.clone() }).expect("same parameters, other nthreads");
+            assert!(other == chunk, "compress with nthreads {n} differs from nthreads {} for {cp:?}", cp.nthreads);
         }
     }
 
@@ -329,14 +274,8 @@ pub fn roundtrip_check(cp: &CParams, src: &[u8]) {
             check_chunk(&c1, src, cp, "compress_blosc1");
             for n in [1usize, 2] {
                 if n != cp.nthreads {
-                    let other = compress_blosc1(
-                        src,
-                        &CParams {
-                            nthreads: n,
-                            ..cp.clone()
-                        },
-                    )
-                    .expect("blosc1, other nthreads");
+                    let other =
+                        compress_blosc1(src, &CParams { nthreads: n, ..cp.clone() }).expect("blosc1, other nthreads");
                     assert!(other == c1, "compress_blosc1 with nthreads {n} differs");
                 }
             }
@@ -347,22 +286,17 @@ pub fn roundtrip_check(cp: &CParams, src: &[u8]) {
 
 /// A chunk we wrote: sizes are right, it decodes (1 and 2 threads) to `src` when lossless.
 fn check_chunk(chunk: &[u8], src: &[u8], cp: &CParams, what: &str) {
-    let (nbytes, cbytes, _) =
-        cbuffer_sizes(chunk).unwrap_or_else(|e| panic!("{what}: header does not parse: {e}"));
+    let (nbytes, cbytes, _) = cbuffer_sizes(chunk).unwrap_or_else(|e| panic!("{what}: header does not parse: {e}"));
     assert_eq!(nbytes, src.len(), "{what}: nbytes");
     assert_eq!(cbytes, chunk.len(), "{what}: cbytes");
-    let one = decompress(chunk, &dp(1))
-        .unwrap_or_else(|e| panic!("{what}: our own chunk does not decode ({cp:?}): {e}"));
-    let two = decompress(chunk, &dp(2))
-        .unwrap_or_else(|e| panic!("{what}: does not decode with 2 threads: {e}"));
+    let one =
+        decompress(chunk, &dp(1)).unwrap_or_else(|e| panic!("{what}: our own chunk does not decode ({cp:?}): {e}"));
+    let two = decompress(chunk, &dp(2)).unwrap_or_else(|e| panic!("{what}: does not decode with 2 threads: {e}"));
     assert!(one == two, "{what}: 1 and 2 threads decode differently");
     assert_eq!(one.len(), src.len(), "{what}: decoded length");
     if is_lossless(cp) {
         if let Some(i) = one.iter().zip(src).position(|(a, b)| a != b) {
-            panic!(
-                "{what}: round trip differs at byte {i} of {} ({cp:?})",
-                src.len()
-            );
+            panic!("{what}: round trip differs at byte {i} of {} ({cp:?})", src.len());
         }
     }
 }
@@ -396,11 +330,7 @@ pub fn fuzz_getitem(data: &[u8]) {
     if is_lossless(&cp) {
         assert!(full == src, "round trip differs ({cp:?})");
     }
-    let ts = usize::from(
-        ChunkHeader::parse(&chunk)
-            .expect("our header parses")
-            .typesize,
-    );
+    let ts = usize::from(ChunkHeader::parse(&chunk).expect("our header parses").typesize);
     let nitems = full.len() / ts;
     let mut buf = Vec::new();
     for _ in 0..RANGES {
@@ -418,20 +348,11 @@ pub fn fuzz_getitem(data: &[u8]) {
     }
     // Out-of-range requests are errors, not panics.
     let mut one = vec![0u8; ts];
-    assert!(
-        getitem(&chunk, nitems, 1, &mut one).is_err(),
-        "getitem past the end succeeded"
-    );
-    assert!(
-        getitem(&chunk, usize::MAX, 2, &mut one).is_err(),
-        "getitem with overflowing range succeeded"
-    );
+    assert!(getitem(&chunk, nitems, 1, &mut one).is_err(), "getitem past the end succeeded");
+    assert!(getitem(&chunk, usize::MAX, 2, &mut one).is_err(), "getitem with overflowing range succeeded");
     if nitems > 0 {
         let mut short = vec![0u8; nitems * ts - 1];
-        assert!(
-            getitem(&chunk, 0, nitems, &mut short).is_err(),
-            "getitem into a short buffer succeeded"
-        );
+        assert!(getitem(&chunk, 0, nitems, &mut short).is_err(), "getitem into a short buffer succeeded");
     }
 
     // Mutate the chunk: flip bytes, rewrite header fields, truncate. Nothing may panic.
@@ -479,10 +400,7 @@ fn pick_range(rng: &mut Rng, nitems: usize) -> (usize, usize) {
 fn arbitrary_getitem(chunk: &[u8], rng: &mut Rng) {
     let Ok(h) = ChunkHeader::parse(chunk) else {
         let mut dst = [0u8; 16];
-        assert!(
-            getitem(chunk, 0, 1, &mut dst).is_err(),
-            "getitem accepted a header that does not parse"
-        );
+        assert!(getitem(chunk, 0, 1, &mut dst).is_err(), "getitem accepted a header that does not parse");
         return;
     };
     if h.nbytes > MAX_FUZZ_NBYTES {
@@ -498,14 +416,9 @@ fn arbitrary_getitem(chunk: &[u8], rng: &mut Rng) {
         buf.resize(n * ts, 0);
         let r = getitem(chunk, start, n, &mut buf);
         if let Some(full) = &full {
-            let got = r.unwrap_or_else(|e| {
-                panic!("getitem({start}, {n}) failed on a chunk that decompresses: {e}")
-            });
+            let got = r.unwrap_or_else(|e| panic!("getitem({start}, {n}) failed on a chunk that decompresses: {e}"));
             assert_eq!(got, n * ts);
-            assert!(
-                buf[..] == full[start * ts..(start + n) * ts],
-                "getitem({start}, {n}) differs from decompress"
-            );
+            assert!(buf[..] == full[start * ts..(start + n) * ts], "getitem({start}, {n}) differs from decompress");
         }
     }
 }
@@ -526,7 +439,7 @@ pub fn encode_params(
     nthreads: u8,
     use_dict: bool,
     data_mode: u8,
-    len_div4: u16,
+    len: u16,
     seed: u32,
 ) -> Vec<u8> {
     let mut v = vec![0u8; RAW_PARAMS_LEN];
@@ -543,7 +456,7 @@ pub fn encode_params(
     v[19] = nthreads - 1;
     v[20] = u8::from(use_dict);
     v[21] = data_mode;
-    v[22..24].copy_from_slice(&len_div4.to_le_bytes());
+    v[22..24].copy_from_slice(&len.to_le_bytes());
     v[24..28].copy_from_slice(&seed.to_le_bytes());
     v
 }
@@ -555,78 +468,25 @@ pub fn fidx(id: u8) -> u8 {
 
 /// Generated seeds: (target, file name, bytes).
 pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
-    let (sh, bs, de, bd, bd1, tp, it) = (
-        fidx(1),
-        fidx(2),
-        fidx(3),
-        fidx(35),
-        fidx(34),
-        fidx(4),
-        fidx(36),
-    );
+    let (sh, bs, de, bd, bd1, tp, it) = (fidx(1), fidx(2), fidx(3), fidx(35), fidx(34), fidx(4), fidx(36));
     // (name, params head, tail bytes)
     let pattern: Vec<u8> = (0u8..=200).map(|i| i.wrapping_mul(7) ^ (i >> 3)).collect();
     let heads: Vec<(&str, Vec<u8>)> = vec![
-        (
-            "blosclz-shuffle-i32",
-            encode_params(0, 5, 4, &[(sh, 0)], 4, 0, 1, false, 2, 4096, 1),
-        ),
-        (
-            "lz4-bitshuffle-f64",
-            encode_params(1, 9, 8, &[(bs, 0)], 3, 0, 2, false, 2, 8000, 2),
-        ),
-        (
-            "lz4hc-delta-shuffle",
-            encode_params(2, 6, 2, &[(de, 0), (sh, 0)], 1, 13, 1, false, 2, 3000, 3),
-        ),
-        (
-            "zlib-bytedelta",
-            encode_params(3, 3, 4, &[(sh, 0), (bd, 0)], 4, 17, 2, false, 1, 2000, 4),
-        ),
-        (
-            "zstd-dict",
-            encode_params(4, 5, 8, &[(sh, 0)], 4, 19, 3, true, 1, 20000, 5),
-        ),
-        (
-            "lz4-dict",
-            encode_params(1, 5, 4, &[(sh, 0)], 4, 17, 2, true, 1, 20000, 6),
-        ),
-        (
-            "zstd-trunc-prec",
-            encode_params(4, 1, 8, &[(tp, 20), (sh, 0)], 2, 0, 1, false, 2, 1000, 7),
-        ),
+        ("blosclz-shuffle-i32", encode_params(0, 5, 4, &[(sh, 0)], 4, 0, 1, false, 2, 4096, 1)),
+        ("lz4-bitshuffle-f64", encode_params(1, 9, 8, &[(bs, 0)], 3, 0, 2, false, 2, 8000, 2)),
+        ("lz4hc-delta-shuffle", encode_params(2, 6, 2, &[(de, 0), (sh, 0)], 1, 13, 1, false, 2, 3000, 3)),
+        ("zlib-bytedelta", encode_params(3, 3, 4, &[(sh, 0), (bd, 0)], 4, 17, 2, false, 1, 2000, 4)),
+        ("zstd-dict", encode_params(4, 5, 8, &[(sh, 0)], 4, 19, 3, true, 1, 20000, 5)),
+        ("lz4-dict", encode_params(1, 5, 4, &[(sh, 0)], 4, 17, 2, true, 1, 20000, 6)),
+        ("zstd-trunc-prec", encode_params(4, 1, 8, &[(tp, 20), (sh, 0)], 2, 0, 1, false, 2, 1000, 7)),
         (
             "blosclz-int-trunc-bytedelta-v1",
-            encode_params(
-                0,
-                9,
-                4,
-                &[(it, 3), (sh, 0), (bd1, 0)],
-                4,
-                0,
-                2,
-                false,
-                2,
-                1500,
-                8,
-            ),
+            encode_params(0, 9, 4, &[(it, 3), (sh, 0), (bd1, 0)], 4, 0, 2, false, 2, 1500, 8),
         ),
-        (
-            "zeros",
-            encode_params(0, 5, 8, &[(sh, 0)], 4, 0, 2, false, 3, 3000, 9),
-        ),
-        (
-            "tiny",
-            encode_params(1, 5, 3, &[(sh, 0)], 4, 0, 1, false, 0, 0, 10),
-        ),
-        (
-            "typesize-300",
-            encode_params(4, 5, 300, &[(sh, 0), (de, 0)], 1, 17, 2, false, 2, 3000, 11),
-        ),
-        (
-            "odd-blocksize",
-            encode_params(0, 5, 7, &[(sh, 7)], 1, 12, 2, false, 2, 700, 12),
-        ),
+        ("zeros", encode_params(0, 5, 8, &[(sh, 0)], 4, 0, 2, false, 3, 3000, 9)),
+        ("tiny", encode_params(1, 5, 3, &[(sh, 0)], 4, 0, 1, false, 0, 0, 10)),
+        ("typesize-300", encode_params(4, 5, 300, &[(sh, 0), (de, 0)], 1, 17, 2, false, 2, 3000, 11)),
+        ("odd-blocksize", encode_params(0, 5, 7, &[(sh, 7)], 1, 12, 2, false, 2, 700, 12)),
     ];
     let mut out = Vec::new();
     for (name, head) in &heads {
@@ -640,47 +500,24 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         let (raw, rest) = split_input(&rt);
         let cp = raw.cparams();
         let src = raw.data(rest, &cp);
-        for (kind, chunk) in [
-            ("", compress(&src, &cp)),
-            ("-blosc1", compress_blosc1(&src, &cp)),
-        ] {
+        for (kind, chunk) in [("", compress(&src, &cp)), ("-blosc1", compress_blosc1(&src, &cp))] {
             if let Ok(chunk) = chunk {
                 if chunk.len() <= 40 * 1024 {
                     out.push(("decompress", format!("seed-{name}{kind}"), chunk.clone()));
-                    out.push((
-                        "getitem",
-                        format!("seed-chunk-{name}{kind}"),
-                        getitem_arbitrary_input(&chunk, 77),
-                    ));
+                    out.push(("getitem", format!("seed-chunk-{name}{kind}"), getitem_arbitrary_input(&chunk, 77)));
                 }
             }
         }
     }
     for (name, kind, nbytes, ts, value) in [
-        (
-            "zeros",
-            oxblosc_chunk::SpecialKind::Zeros,
-            4000usize,
-            4usize,
-            None,
-        ),
+        ("zeros", oxblosc_chunk::SpecialKind::Zeros, 4000usize, 4usize, None),
         ("nan", oxblosc_chunk::SpecialKind::Nan, 800, 8, None),
         ("uninit", oxblosc_chunk::SpecialKind::Uninit, 96, 2, None),
-        (
-            "value",
-            oxblosc_chunk::SpecialKind::Value,
-            300,
-            3,
-            Some(&[1u8, 2, 3][..]),
-        ),
+        ("value", oxblosc_chunk::SpecialKind::Value, 300, 3, Some(&[1u8, 2, 3][..])),
     ] {
         let chunk = oxblosc_chunk::special_chunk(kind, nbytes, ts, value).expect("special chunk");
         out.push(("decompress", format!("seed-special-{name}"), chunk.clone()));
-        out.push((
-            "getitem",
-            format!("seed-special-{name}"),
-            getitem_arbitrary_input(&chunk, 5),
-        ));
+        out.push(("getitem", format!("seed-special-{name}"), getitem_arbitrary_input(&chunk, 5)));
     }
     out
 }

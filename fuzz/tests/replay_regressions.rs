@@ -23,11 +23,7 @@ fn replay(cases: Vec<(String, String, Vec<u8>)>) -> usize {
             failed.push(format!("{target}/{name}"));
         }
     }
-    assert!(
-        failed.is_empty(),
-        "{} of {n} inputs panic: {failed:?}",
-        failed.len()
-    );
+    assert!(failed.is_empty(), "{} of {n} inputs panic: {failed:?}", failed.len());
     n
 }
 
@@ -37,11 +33,7 @@ fn fuzz_dir() -> PathBuf {
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect(),
+        Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect(),
         Err(_) => Vec::new(),
     };
     v.sort();
@@ -66,40 +58,27 @@ fn regressions() {
 
 #[test]
 fn generated_seeds() {
-    let cases = oxblosc_fuzz::seeds()
-        .into_iter()
-        .map(|(t, n, d)| (t.to_string(), n, d))
-        .collect();
+    let cases = oxblosc_fuzz::seeds().into_iter().map(|(t, n, d)| (t.to_string(), n, d)).collect();
     replay(cases);
 }
 
 #[test]
 fn compat_vectors() {
-    let shared = std::env::var_os("OXBLOSC_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| fuzz_dir().join("../../shared"));
+    let shared =
+        std::env::var_os("OXBLOSC_SHARED").map(PathBuf::from).unwrap_or_else(|| fuzz_dir().join("../../shared"));
     let dir = shared.join("vectors/c-blosc2-compat");
     let mut cases = Vec::new();
     for p in files(&dir) {
-        if p.extension().is_none_or(|e| e != "cdata")
-            || std::fs::metadata(&p).unwrap().len() >= 40 * 1024
-        {
+        if p.extension().is_none_or(|e| e != "cdata") || std::fs::metadata(&p).unwrap().len() >= 40 * 1024 {
             continue;
         }
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
         let data = std::fs::read(&p).unwrap();
-        cases.push((
-            "getitem".to_string(),
-            name.clone(),
-            oxblosc_fuzz::getitem_arbitrary_input(&data, 42),
-        ));
+        cases.push(("getitem".to_string(), name.clone(), oxblosc_fuzz::getitem_arbitrary_input(&data, 42)));
         cases.push(("decompress".to_string(), name, data));
     }
     if cases.is_empty() {
-        eprintln!(
-            "no compat vectors under {} (set OXBLOSC_SHARED); skipped",
-            dir.display()
-        );
+        eprintln!("no compat vectors under {} (set OXBLOSC_SHARED); skipped", dir.display());
         return;
     }
     let n = replay(cases);
@@ -109,15 +88,11 @@ fn compat_vectors() {
 /// The seed writer and the fuzz bodies read the parameter head the same way.
 #[test]
 fn params_head_layout() {
-    let head =
-        oxblosc_fuzz::encode_params(4, 7, 300, &[(1, 0), (3, 9)], 2, 5, 3, true, 2, 1234, 99);
+    let head = oxblosc_fuzz::encode_params(4, 7, 300, &[(1, 0), (3, 9)], 2, 5, 3, true, 2, 1234, 99);
     let (raw, rest) = oxblosc_fuzz::split_input(&head);
     assert!(rest.is_empty());
     let cp = raw.cparams();
-    assert_eq!(
-        (cp.codec, cp.clevel, cp.typesize, cp.nthreads, cp.use_dict),
-        (5, 7, 300, 3, true)
-    );
+    assert_eq!((cp.codec, cp.clevel, cp.typesize, cp.nthreads, cp.use_dict), (5, 7, 300, 3, true));
     assert_eq!(cp.filters, [1, 3, 0, 0, 0, 0]);
     assert_eq!(cp.filters_meta, [0, 9, 0, 0, 0, 0]);
     assert_eq!(cp.splitmode, oxblosc_chunk::SplitMode::Never);
