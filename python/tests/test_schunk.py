@@ -16,14 +16,13 @@ import oxblosc
 
 VLMETA = {
     "int": 42,
-    "neg": -7,
     "big": 2**63 + 5,
     "float": 3.25,
     "str": "hello, wörld",
     "bytes": b"\x00\x01\xff",
     "none": None,
     "bool": True,
-    "list": [1, "two", 3.0, [4]],
+    "list": [1, "two", 3.0, [4], -7, -200, 70000, -(2**40), "x" * 300, b"y" * 300],
     "dict": {"a": 1, "b": [1, 2], "c": {"d": "e"}},
     "tuple": (1, "x", (2, 3)),
     "complex": 1.5 - 2j,
@@ -32,7 +31,6 @@ VLMETA = {
     "np_float": np.float32(0.5),
     "np_bool": np.bool_(True),
     "array": np.arange(6, dtype=np.int16).reshape(2, 3),
-    "long_str": "x" * 300,
 }
 
 
@@ -67,9 +65,11 @@ def assert_same_schunk(ours: oxblosc.SChunk, theirs) -> None:
     assert ours.typesize == theirs.typesize
     assert len(ours) == len(theirs)
     assert ours.chunksize == theirs.chunksize
-    assert ours[:] == theirs[:]
-    for i in range(ours.nchunks):
-        assert ours.decompress_chunk(i) == theirs.decompress_chunk(i)
+    chunks = [theirs.decompress_chunk(i) for i in range(theirs.nchunks)]
+    assert [ours.decompress_chunk(i) for i in range(ours.nchunks)] == chunks
+    assert ours[:] == b"".join(chunks)
+    if theirs.chunksize > 0:  # python-blosc2 4.14 dies (SIGFPE) slicing variable-size chunks
+        assert theirs[:] == ours[:]
     assert list(ours.meta.keys()) == list(theirs.meta.keys())
     for k in ours.meta.keys():
         assert same(ours.meta[k], theirs.meta[k])
@@ -178,7 +178,7 @@ def test_setitem_and_growth():
     assert s[:] == b.tobytes()
     # Growing: fills the short last chunk, then appends chunks of chunksize.
     extra = np.arange(3000, dtype=np.int32)
-    s[2400:5400] = np.concatenate([b[2400:], extra])
+    s[2400:5500] = np.concatenate([b[2400:], extra])
     want = np.concatenate([b, extra])
     assert s[:] == want.tobytes() and len(s) == 5500
     assert s.nchunks == 6 and s.chunksize == 4000
@@ -217,6 +217,9 @@ def test_meta_and_vlmeta_api():
         v["int"]
     with pytest.raises(KeyError):
         del v["int"]
+    for k in list(v):
+        del v[k]
+    assert len(v) == 0
     v[:] = {"p": 1, "q": 2}
     assert v["p"] == 1 and v["q"] == 2
     with pytest.raises(TypeError):
@@ -431,7 +434,9 @@ def test_read_blosc2(tmp_path, kind, ci):
     for i, (ours, theirs) in enumerate(zip(s.iterchunks_info(), b.iterchunks_info(), strict=True)):
         assert ours.nchunk == theirs.nchunk == i
         assert int(ours.special) == theirs.special.value and ours.cratio == pytest.approx(float(theirs.cratio))
-    assert s.get_slice(1234, 2345) == b.get_slice(1234, 2345)
+    # Against the whole decoded data: python-blosc2 4.14's own get_slice returns wrong items
+    # here for DELTA chunks (its partial decode).
+    assert s.get_slice(1234, 2345) == b"".join(b.decompress_chunk(i) for i in range(3))[1234 * 4 : 2345 * 4]
 
 
 @pytest.mark.parametrize("kind", ["file", "dir", "cframe"])
