@@ -369,12 +369,9 @@ class SChunk:
             if mode == "w":
                 remove_urlpath(urlpath)
             elif os.path.exists(urlpath):
-                raise FileExistsError(
-                    f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it"
-                )
-        self._n = _native.NativeSChunk.create(
-            _native_cparams(cparams), _checked("nthreads", dparams.nthreads, 1, 1 << 16), urlpath, self._contiguous, meta
-        )
+                raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
+        dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
+        self._n = _native.NativeSChunk.create(_native_cparams(cparams), dthreads, urlpath, self._contiguous, meta)
         self._chunksize_hint = chunksize
         self._dparams = dparams
         if data is not None and memoryview(data).nbytes > 0:

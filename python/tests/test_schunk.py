@@ -7,9 +7,8 @@ import os
 
 import blosc2
 import numpy as np
-import pytest
-
 import oxblosc
+import pytest
 
 # ---------------------------------------------------------------------------------------------
 # values stored in meta/vlmeta that both libraries must read back as the same Python objects
@@ -497,8 +496,8 @@ def ours_schunk(kind: str, tmp_path, cp: dict, n: int = 2500) -> oxblosc.SChunk:
 
 def theirs_from(kind: str, s: oxblosc.SChunk):
     if kind == "cframe":
-        return blosc2.schunk_from_cframe(s.to_cframe(), deserialize="full")
-    return blosc2.open(s.urlpath, deserialize="full")
+        return blosc2.schunk_from_cframe(s.to_cframe())
+    return blosc2.open(s.urlpath)
 
 
 @pytest.mark.parametrize("kind", ["file", "dir", "cframe"])
@@ -552,7 +551,7 @@ def test_blosc2_reads_ours_after_edits(tmp_path):
     w.vlmeta["note"] = ("v", 2)
     w.meta["shape"] = [3999]
     del w
-    b = blosc2.open(path, deserialize="full")
+    b = blosc2.open(path)
     want = np.concatenate([a[3000:], a[:1000], a[:1000], a[3000:]])
     assert b[:] == want.tobytes()
     assert b.vlmeta["note"] == ("v", 2) and b.meta["shape"] == [3999]
@@ -575,7 +574,6 @@ def test_blosc2_appends_to_ours(tmp_path):
 
 def test_msgpack_bytes_match_blosc2():
     from blosc2.msgpack_utils import msgpack_packb
-
     from oxblosc.schunk import packb, unpackb
 
     for k, v in VLMETA.items():
@@ -583,3 +581,21 @@ def test_msgpack_bytes_match_blosc2():
             continue  # dict/set ordering and dtype descr are Python-side; compared by value above
         assert packb(v) == msgpack_packb(v), k
         assert same(unpackb(msgpack_packb(v)), v), k
+
+
+def test_vlmeta_embedded_schunk_and_unknown_ext():
+    """Extension 42 (an embedded super-chunk) both ways; unknown extensions round-trip."""
+    from oxblosc.schunk import ExtType
+
+    inner = data_i4(300)
+    b = blosc2.SChunk(chunksize=1200, data=inner)
+    b.vlmeta["sub"] = blosc2.SChunk(chunksize=400, data=inner)
+    got = oxblosc.schunk_from_cframe(b.to_cframe()).vlmeta["sub"]
+    assert isinstance(got, oxblosc.SChunk) and got[:] == inner.tobytes() and got.nchunks == 3
+    s = oxblosc.SChunk(chunksize=1200, data=inner)
+    s.vlmeta["sub"] = oxblosc.SChunk(chunksize=400, data=inner)
+    s.vlmeta["ext"] = ExtType(99, b"opaque")
+    t = blosc2.schunk_from_cframe(s.to_cframe(), deserialize="full")
+    assert isinstance(t.vlmeta["sub"], blosc2.SChunk) and t.vlmeta["sub"][:] == inner.tobytes()
+    assert s.vlmeta["ext"] == ExtType(99, b"opaque")
+    assert t.vlmeta["ext"].code == 99 and t.vlmeta["ext"].data == b"opaque"

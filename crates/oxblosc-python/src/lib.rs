@@ -31,7 +31,10 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
 
 /// Chunk-layer errors that describe the caller's arguments rather than a malformed chunk.
 fn is_param_error(e: &Error) -> bool {
-    matches!(e, Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } | Error::OutputTooSmall { .. })
+    matches!(
+        e,
+        Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } | Error::OutputTooSmall { .. }
+    )
 }
 
 /// An `oxblosc.ChunkError` (malformed chunk or frame) with `msg`.

@@ -93,7 +93,13 @@ impl NativeSChunk {
     fn open(py: Python<'_>, urlpath: PathBuf, offset: u64, writable: bool) -> PyResult<Self> {
         let mode = if writable { Mode::Append } else { Mode::Read };
         let inner = py
-            .allow_threads(|| if offset > 0 { frame::open_at(&urlpath, offset, mode) } else { frame::open(&urlpath, mode) })
+            .allow_threads(|| {
+                if offset > 0 {
+                    frame::open_at(&urlpath, offset, mode)
+                } else {
+                    frame::open(&urlpath, mode)
+                }
+            })
             .map_err(|e| frame_err(py, e))?;
         Ok(NativeSChunk { inner, path: Some(urlpath) })
     }
@@ -291,7 +297,9 @@ impl NativeSChunk {
             (3, Some(v)) => SpecialValue::Value(v),
             (4, _) => SpecialValue::Uninit,
             (3, None) => return Err(PyValueError::new_err("value cannot be None when special_value is VALUE")),
-            (k, _) => return Err(PyValueError::new_err(format!("special value {k} is not ZERO, NAN, VALUE or UNINIT"))),
+            (k, _) => {
+                return Err(PyValueError::new_err(format!("special value {k} is not ZERO, NAN, VALUE or UNINIT")))
+            }
         };
         py.allow_threads(|| self.inner.fill_special(nitems, v, chunksize)).map_err(|e| frame_err(py, e))
     }
@@ -300,7 +308,8 @@ impl NativeSChunk {
 
     /// Chunk `nchunk` as stored (chunks kept as special offsets come back as 32-byte chunks).
     fn get_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let c = py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let c =
+            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
         Ok(PyBytes::new(py, &c))
     }
 
@@ -313,8 +322,10 @@ impl NativeSChunk {
         py: Python<'py>,
         nchunk: usize,
     ) -> PyResult<(usize, usize, u8, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>)> {
-        let c = py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
-        let chunk_err = |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
+        let c =
+            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let chunk_err =
+            |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
         let h = ChunkHeader::parse(&c).map_err(chunk_err)?;
         let special = h.special().map_err(chunk_err)?;
         let hlen = if h.is_extended() { 32 } else { 16 };
@@ -327,11 +338,15 @@ impl NativeSChunk {
     }
 
     fn decompress_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let c = py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
-        let chunk_err = |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
+        let c =
+            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let chunk_err =
+            |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
         let n = chunk::decompressed_len(&c).map_err(chunk_err)?;
         let dp = self.inner.dparams();
-        PyBytes::new_with(py, n, |buf| py.allow_threads(|| chunk::decompress_into(&c, buf, dp)).map(|_| ()).map_err(chunk_err))
+        PyBytes::new_with(py, n, |buf| {
+            py.allow_threads(|| chunk::decompress_into(&c, buf, dp)).map(|_| ()).map_err(chunk_err)
+        })
     }
 
     /// Decompress chunk `nchunk` into the writable buffer `dst`; returns its nbytes.
