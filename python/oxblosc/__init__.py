@@ -1,6 +1,6 @@
 """oxblosc: fast, memory-safe, Blosc2-compatible compression for numerical data.
 
-The chunk API mirrors python-blosc2 (``compress2``, ``decompress2``, ``CParams``, ...), so
+The chunk and super-chunk APIs mirror python-blosc2 (``compress2``, ``decompress2``, ``CParams``, ...), so
 code can switch by changing the import.
 """
 
@@ -31,6 +31,7 @@ from .core import (
     set_nthreads,
     special_chunk,
 )
+from .schunk import SChunk, open, remove_urlpath, schunk_from_cframe
 
 
 def __getattr__(name):
@@ -51,6 +52,7 @@ __all__ = [
     "Codec",
     "DParams",
     "Filter",
+    "SChunk",
     "SpecialValue",
     "SplitMode",
     "__version__",
@@ -62,6 +64,9 @@ __all__ = [
     "decompress2",
     "get_cbuffer_sizes",
     "getitem",
+    "open",
+    "remove_urlpath",
+    "schunk_from_cframe",
     "ncores",
     "set_nthreads",
     "special_chunk",

@@ -6,9 +6,12 @@
 #![deny(unsafe_code)]
 
 mod buffer;
+mod pack;
+mod schunk;
 
 use oxblosc::chunk::{self, CParams, DParams, Error, SpecialKind, SplitMode};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use oxblosc::frame;
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -47,13 +50,49 @@ fn compress_to_bytes<'py>(
 /// subclasses both `ValueError` and `RuntimeError`.
 fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
-    match e {
-        Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } => PyValueError::new_err(msg),
-        Error::OutputTooSmall { .. } => PyValueError::new_err(msg),
-        _ => match py.import("oxblosc._errors").and_then(|m| m.getattr("ChunkError")) {
-            Ok(cls) => PyErr::from_type(cls.downcast_into().expect("ChunkError is a type"), msg),
-            Err(_) => PyRuntimeError::new_err(msg),
+    if is_param_error(&e) {
+        PyValueError::new_err(msg)
+    } else {
+        chunk_error(py, msg)
+    }
+}
+
+/// Chunk-layer errors that describe the caller's arguments rather than a malformed chunk.
+fn is_param_error(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::InvalidParam { .. } | Error::InputTooLarge(_) | Error::OutOfRange { .. } | Error::OutputTooSmall { .. }
+    )
+}
+
+/// An `oxblosc.ChunkError` (malformed chunk or frame) with `msg`.
+fn chunk_error(py: Python<'_>, msg: String) -> PyErr {
+    match py.import("oxblosc._errors").and_then(|m| m.getattr("ChunkError")) {
+        Ok(cls) => PyErr::from_type(cls.downcast_into().expect("ChunkError is a type"), msg),
+        Err(_) => PyRuntimeError::new_err(msg),
+    }
+}
+
+/// Map a frame-layer error: I/O -> `OSError` (the errno picks `FileNotFoundError` & co, and
+/// `filename` names the file), missing metalayer -> `KeyError`, bad chunk index ->
+/// `IndexError`, bad argument or write to a read-only super-chunk -> `ValueError`, anything
+/// malformed -> `oxblosc.ChunkError`. The message always names the file when there is one.
+pub(crate) fn frame_err(py: Python<'_>, e: frame::Error) -> PyErr {
+    let msg = e.to_string();
+    let (root, path) = match &e {
+        frame::Error::File { path, source } => (source.as_ref(), Some(path.display().to_string())),
+        other => (other, None),
+    };
+    match root {
+        frame::Error::Io { source, .. } => match source.raw_os_error() {
+            Some(errno) => PyOSError::new_err((errno, root.to_string(), path)),
+            None => PyOSError::new_err(msg),
         },
+        frame::Error::NotFound { name, .. } => PyKeyError::new_err(name.clone()),
+        frame::Error::OutOfRange { .. } => PyIndexError::new_err(msg),
+        frame::Error::InvalidParam { .. } | frame::Error::ReadOnly => PyValueError::new_err(msg),
+        frame::Error::Chunk { source, .. } if is_param_error(source) => PyValueError::new_err(msg),
+        _ => chunk_error(py, msg),
     }
 }
 
@@ -67,7 +106,7 @@ fn filters6(list: Vec<u8>, what: &str) -> PyResult<[u8; 6]> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn cparams(
+pub(crate) fn cparams(
     codec: u8,
     codec_meta: u8,
     clevel: u8,
@@ -259,6 +298,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(special_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(chunk_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_nthreads, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::packb, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::unpackb, m)?)?;
+    m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;
+    m.add_class::<schunk::NativeSChunk>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

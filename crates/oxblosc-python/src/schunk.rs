@@ -1,0 +1,394 @@
+//! `oxblosc._native.NativeSChunk`: the frame layer's super-chunk seen from Python.
+//!
+//! Thin: argument conversion, buffer borrowing, the GIL released around everything that
+//! compresses, decompresses or does I/O, and error mapping ([`crate::frame_err`]). The
+//! python-blosc2-style class (`oxblosc.SChunk`: defaults, modes, `meta`/`vlmeta` mappings,
+//! slicing rules) is `python/oxblosc/schunk.py`.
+
+use std::path::PathBuf;
+
+use oxblosc::chunk::{self, ChunkHeader, DParams, SpecialKind};
+use oxblosc::frame::{self, ChunkId, Mode, SChunk, SpecialValue};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::buffer::ByteView;
+use crate::frame_err;
+
+/// The native form of a `CParams`: codec, codec_meta, clevel, use_dict, typesize, nthreads,
+/// blocksize, splitmode, filters, filters_meta (what `core._native_cparams` returns).
+type CParamsTuple = (u8, u8, u8, bool, usize, usize, usize, u8, Vec<u8>, Vec<u8>);
+
+fn to_cparams(t: CParamsTuple) -> PyResult<chunk::CParams> {
+    crate::cparams(t.0, t.1, t.2, t.3, t.4, t.5, t.6, t.7, t.8, t.9)
+}
+
+/// A super-chunk in memory, or backed by a frame file / sparse directory.
+#[pyclass(module = "oxblosc._native")]
+pub struct NativeSChunk {
+    inner: SChunk,
+    /// The file or directory it was opened from or is written to (names it in errors).
+    path: Option<PathBuf>,
+}
+
+impl NativeSChunk {
+    fn named(&self, e: frame::Error) -> frame::Error {
+        match (&self.path, e) {
+            (Some(p), e @ (frame::Error::Chunk { .. } | frame::Error::BadChunk { .. })) => e.in_file(p),
+            (_, e) => e,
+        }
+    }
+}
+
+fn bytes_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    Ok(ByteView::readable(obj)?.as_slice().to_vec())
+}
+
+#[pymethods]
+impl NativeSChunk {
+    /// A new, empty super-chunk; written to `urlpath` (replacing what is there) when given.
+    #[staticmethod]
+    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta))]
+    fn create(
+        py: Python<'_>,
+        cparams: CParamsTuple,
+        dthreads: usize,
+        urlpath: Option<PathBuf>,
+        contiguous: bool,
+        meta: Vec<(String, Vec<u8>)>,
+    ) -> PyResult<Self> {
+        let cp = to_cparams(cparams)?;
+        let dp = DParams { nthreads: dthreads.max(1) };
+        let inner = py
+            .allow_threads(|| -> frame::Result<SChunk> {
+                let mut s = match &urlpath {
+                    None => SChunk::new(cp.clone(), dp)?,
+                    Some(p) => {
+                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp)?;
+                        s.set_cparams(cp)?;
+                        s
+                    }
+                };
+                for (name, content) in &meta {
+                    s.add_meta(name, content)?;
+                }
+                Ok(s)
+            })
+            .map_err(|e| frame_err(py, e))?;
+        Ok(NativeSChunk { inner, path: urlpath })
+    }
+
+    /// A super-chunk read from an in-memory contiguous frame (copied once).
+    #[staticmethod]
+    fn from_cframe(py: Python<'_>, cframe: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let view = ByteView::readable(cframe)?;
+        let inner = py.allow_threads(|| SChunk::from_cframe(view.as_slice())).map_err(|e| frame_err(py, e))?;
+        Ok(NativeSChunk { inner, path: None })
+    }
+
+    /// Open a frame file (at `offset`) or sparse directory; every change is persisted when
+    /// `writable`.
+    #[staticmethod]
+    fn open(py: Python<'_>, urlpath: PathBuf, offset: u64, writable: bool) -> PyResult<Self> {
+        let mode = if writable { Mode::Append } else { Mode::Read };
+        let inner = py
+            .allow_threads(|| {
+                if offset > 0 {
+                    frame::open_at(&urlpath, offset, mode)
+                } else {
+                    frame::open(&urlpath, mode)
+                }
+            })
+            .map_err(|e| frame_err(py, e))?;
+        Ok(NativeSChunk { inner, path: Some(urlpath) })
+    }
+
+    /// An in-memory, writable copy (stored chunks are still read from the same backing).
+    fn copy(&self) -> Self {
+        NativeSChunk { inner: self.inner.clone(), path: self.path.clone() }
+    }
+
+    #[getter]
+    fn nchunks(&self) -> usize {
+        self.inner.nchunks()
+    }
+
+    #[getter]
+    fn nbytes(&self) -> u64 {
+        self.inner.nbytes()
+    }
+
+    #[getter]
+    fn cbytes(&self) -> u64 {
+        self.inner.cbytes()
+    }
+
+    /// -1 before the first chunk, 0 for variable-size chunks.
+    #[getter]
+    fn chunksize(&self) -> i64 {
+        self.inner.chunksize()
+    }
+
+    #[getter]
+    fn typesize(&self) -> usize {
+        self.inner.typesize()
+    }
+
+    #[getter]
+    fn blocksize(&self) -> usize {
+        self.inner.blocksize()
+    }
+
+    #[getter]
+    fn cparams(&self) -> CParamsTuple {
+        let c = self.inner.cparams();
+        (
+            c.codec,
+            c.codec_meta,
+            c.clevel,
+            c.use_dict,
+            c.typesize,
+            c.nthreads,
+            c.blocksize,
+            c.splitmode as u8,
+            c.filters.to_vec(),
+            c.filters_meta.to_vec(),
+        )
+    }
+
+    fn set_cparams(&mut self, py: Python<'_>, cparams: CParamsTuple) -> PyResult<()> {
+        let cp = to_cparams(cparams)?;
+        self.inner.set_cparams(cp).map_err(|e| frame_err(py, e))
+    }
+
+    #[getter]
+    fn dthreads(&self) -> usize {
+        self.inner.dparams().nthreads
+    }
+
+    fn set_dthreads(&mut self, nthreads: usize) {
+        self.inner.set_dparams(DParams { nthreads: nthreads.max(1) });
+    }
+
+    // ------------------------------------------------------------ metalayers
+
+    fn meta_names(&self) -> Vec<String> {
+        self.inner.meta_names().into_iter().map(String::from).collect()
+    }
+
+    fn meta_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        match self.inner.meta(name) {
+            Some(c) => Ok(PyBytes::new(py, c)),
+            None => Err(frame_err(py, frame::Error::NotFound { kind: "metalayer", name: name.to_string() })),
+        }
+    }
+
+    fn meta_update(&mut self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
+        let content = bytes_vec(content)?;
+        py.allow_threads(|| self.inner.update_meta(name, &content)).map_err(|e| frame_err(py, e))
+    }
+
+    fn vlmeta_names(&self) -> Vec<String> {
+        self.inner.vlmeta_names().into_iter().map(String::from).collect()
+    }
+
+    fn vlmeta_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        match self.inner.vlmeta(name) {
+            Some(c) => Ok(PyBytes::new(py, c)),
+            None => Err(frame_err(py, frame::Error::NotFound { kind: "vlmetalayer", name: name.to_string() })),
+        }
+    }
+
+    fn vlmeta_set(&mut self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
+        let content = bytes_vec(content)?;
+        py.allow_threads(|| self.inner.set_vlmeta(name, &content)).map_err(|e| frame_err(py, e))
+    }
+
+    fn vlmeta_del(&mut self, py: Python<'_>, name: &str) -> PyResult<()> {
+        py.allow_threads(|| self.inner.delete_vlmeta(name)).map_err(|e| frame_err(py, e))
+    }
+
+    // ------------------------------------------------------------ writing
+
+    fn append_data(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let view = ByteView::readable(data)?;
+        py.allow_threads(|| self.inner.append_data(view.as_slice())).map_err(|e| frame_err(py, e))
+    }
+
+    fn insert_data(&mut self, py: Python<'_>, nchunk: usize, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let view = ByteView::readable(data)?;
+        py.allow_threads(|| self.inner.insert_data(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+    }
+
+    fn update_data(&mut self, py: Python<'_>, nchunk: usize, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let view = ByteView::readable(data)?;
+        py.allow_threads(|| self.inner.update_data(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+    }
+
+    /// Append `data` as items: first fill a short last chunk up to the chunk size, then
+    /// append chunks of `chunksize` bytes (the super-chunk's own when it has a fixed one).
+    fn extend(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>, chunksize: usize) -> PyResult<usize> {
+        let view = ByteView::readable(data)?;
+        if chunksize == 0 {
+            return Err(PyValueError::new_err("chunksize must be positive"));
+        }
+        let s = &mut self.inner;
+        py.allow_threads(|| -> frame::Result<usize> {
+            let data = view.as_slice();
+            let mut pos = 0;
+            let cs = s.chunksize();
+            if s.nchunks() > 0 && cs > 0 && s.nbytes() % cs as u64 != 0 && !data.is_empty() {
+                let last = s.nchunks() - 1;
+                let mut buf = s.decompress_chunk(last)?;
+                let take = (cs as usize).saturating_sub(buf.len()).min(data.len());
+                buf.extend_from_slice(&data[..take]);
+                s.update_data(last, &buf)?;
+                pos = take;
+            }
+            let step = if cs > 0 { cs as usize } else { chunksize };
+            for piece in data[pos..].chunks(step) {
+                s.append_data(piece)?;
+            }
+            Ok(s.nchunks())
+        })
+        .map_err(|e| frame_err(py, e))
+    }
+
+    fn append_chunk(&mut self, py: Python<'_>, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let view = ByteView::readable(chunk)?;
+        py.allow_threads(|| self.inner.append_chunk(view.as_slice())).map_err(|e| frame_err(py, e))
+    }
+
+    fn insert_chunk(&mut self, py: Python<'_>, nchunk: usize, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let view = ByteView::readable(chunk)?;
+        py.allow_threads(|| self.inner.insert_chunk(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+    }
+
+    fn update_chunk(&mut self, py: Python<'_>, nchunk: usize, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let view = ByteView::readable(chunk)?;
+        py.allow_threads(|| self.inner.update_chunk(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+    }
+
+    fn delete_chunk(&mut self, py: Python<'_>, nchunk: usize) -> PyResult<usize> {
+        py.allow_threads(|| self.inner.delete_chunk(nchunk)).map_err(|e| frame_err(py, e))
+    }
+
+    /// Overwrite items from `start` with `data` (inside the existing items).
+    fn set_slice(&mut self, py: Python<'_>, start: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let view = ByteView::readable(data)?;
+        py.allow_threads(|| self.inner.set_slice(start, view.as_slice())).map_err(|e| frame_err(py, e))
+    }
+
+    /// Append `nitems` of a special value (kind 1 zeros, 2 NaN, 3 `value`, 4 uninitialized)
+    /// in chunks of the super-chunk's chunk size, or `chunksize` bytes when it has none yet.
+    #[pyo3(signature = (nitems, kind, value, chunksize))]
+    fn fill_special(
+        &mut self,
+        py: Python<'_>,
+        nitems: u64,
+        kind: u8,
+        value: Option<Vec<u8>>,
+        chunksize: Option<usize>,
+    ) -> PyResult<usize> {
+        let v = match (kind, value) {
+            (1, _) => SpecialValue::Zeros,
+            (2, _) => SpecialValue::Nan,
+            (3, Some(v)) => SpecialValue::Value(v),
+            (4, _) => SpecialValue::Uninit,
+            (3, None) => return Err(PyValueError::new_err("value cannot be None when special_value is VALUE")),
+            (k, _) => {
+                return Err(PyValueError::new_err(format!("special value {k} is not ZERO, NAN, VALUE or UNINIT")))
+            }
+        };
+        py.allow_threads(|| self.inner.fill_special(nitems, v, chunksize)).map_err(|e| frame_err(py, e))
+    }
+
+    // ------------------------------------------------------------ reading
+
+    /// Chunk `nchunk` as stored (chunks kept as special offsets come back as 32-byte chunks).
+    fn get_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let c =
+            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        Ok(PyBytes::new(py, &c))
+    }
+
+    /// `(nbytes, cbytes, special, repeated_value, lazychunk)` of a chunk, as python-blosc2's
+    /// `iterchunks_info` reports them: `lazychunk` is the 32-byte header (plus the value of a
+    /// repeated-value chunk); `repeated_value` is None unless special == 3.
+    #[allow(clippy::type_complexity)]
+    fn chunk_summary<'py>(
+        &self,
+        py: Python<'py>,
+        nchunk: usize,
+    ) -> PyResult<(usize, usize, u8, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>)> {
+        let c =
+            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let chunk_err =
+            |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
+        let h = ChunkHeader::parse(&c).map_err(chunk_err)?;
+        let special = h.special().map_err(chunk_err)?;
+        let hlen = if h.is_extended() { 32 } else { 16 };
+        let (value, lazy) = match special {
+            SpecialKind::None => (None, &c[..hlen.min(c.len())]),
+            SpecialKind::Value => (Some(PyBytes::new(py, &c[hlen.min(h.cbytes)..h.cbytes])), &c[..h.cbytes]),
+            _ => (None, &c[..h.cbytes]),
+        };
+        Ok((h.nbytes, h.cbytes, special as u8, value, PyBytes::new(py, lazy)))
+    }
+
+    fn decompress_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let c =
+            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let chunk_err =
+            |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
+        let n = chunk::decompressed_len(&c).map_err(chunk_err)?;
+        let dp = self.inner.dparams();
+        PyBytes::new_with(py, n, |buf| {
+            py.allow_threads(|| chunk::decompress_into(&c, buf, dp)).map(|_| ()).map_err(chunk_err)
+        })
+    }
+
+    /// Decompress chunk `nchunk` into the writable buffer `dst`; returns its nbytes.
+    fn decompress_chunk_into(&self, py: Python<'_>, nchunk: usize, dst: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut out = ByteView::writable(dst)?;
+        let buf = out.as_mut_slice();
+        py.allow_threads(|| self.inner.decompress_chunk_into(nchunk, buf)).map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    /// Items `[start, stop)` (already clamped by the caller) as bytes.
+    fn get_slice<'py>(&self, py: Python<'py>, start: u64, stop: u64) -> PyResult<Bound<'py, PyBytes>> {
+        let v = py.allow_threads(|| self.inner.get_slice(start, stop)).map_err(|e| frame_err(py, self.named(e)))?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    /// Items `[start, stop)` into the first bytes of the writable buffer `dst`.
+    fn get_slice_into(&self, py: Python<'_>, start: u64, stop: u64, dst: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut out = ByteView::writable(dst)?;
+        let buf = out.as_mut_slice();
+        py.allow_threads(|| -> frame::Result<()> {
+            let v = self.inner.get_slice(start, stop)?;
+            if buf.len() < v.len() {
+                return Err(frame::Error::InvalidParam {
+                    name: "out",
+                    reason: format!("holds {} bytes, the slice needs {}", buf.len(), v.len()),
+                });
+            }
+            buf[..v.len()].copy_from_slice(&v);
+            Ok(())
+        })
+        .map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    /// The whole super-chunk as an in-memory contiguous frame.
+    fn to_cframe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = py.allow_threads(|| self.inner.to_cframe()).map_err(|e| frame_err(py, self.named(e)))?;
+        Ok(PyBytes::new(py, &v))
+    }
+}
+
+/// Remove a frame file or sparse frame directory (nothing happens when it does not exist).
+#[pyfunction]
+pub fn remove_urlpath(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    py.allow_threads(|| frame::remove(&path)).map_err(|e| frame_err(py, e))
+}

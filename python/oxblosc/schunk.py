@@ -1,0 +1,728 @@
+"""Super-chunks with python-blosc2's names, defaults and semantics.
+
+``SChunk`` wraps the native super-chunk (``oxblosc._native.NativeSChunk``): chunks, frames,
+files and the msgpack encoding of ``meta``/``vlmeta`` values all live in Rust. This module
+applies python-blosc2's conventions (keyword arguments, modes, slicing rules, the mapping
+objects) so code written for ``blosc2.SChunk`` keeps working.
+
+What differs from python-blosc2 4.14 (on purpose or not yet done):
+
+* ``mmap_mode`` selects the access mode only ("r" read-only, "r+" append, "w+" create,
+  "c" copy-on-write in memory); files are read with positioned reads, never memory-mapped.
+* ``locking``, pre/postfilters, ``reorder_offsets``, ``update_special``, ``get_vlblock`` and
+  the ``deserialize`` policy are not implemented; embedded super-chunks in ``vlmeta`` (msgpack
+  extension 42) are always decoded.
+* Before the first chunk, ``chunksize`` reports the requested size (as python-blosc2 does);
+  from the first chunk on it is the engine's: a first chunk shorter than the requested size
+  sets the chunk size (python-blosc2 keeps the requested one and turns variable on the next).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+from collections import namedtuple
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+import numpy as np
+
+from . import _native
+from . import core as _core
+from .core import CParams, DParams, SpecialValue, _checked, _make_params, _native_cparams
+
+#: A msgpack extension value that oxblosc does not interpret (code, data).
+ExtType = namedtuple("ExtType", ["code", "data"])
+
+#: What ``iterchunks_info`` yields (the fields python-blosc2 yields).
+ChunkInfo = namedtuple("ChunkInfo", ["nchunk", "cratio", "special", "repeated_value", "lazychunk"])
+
+_EXT_SCHUNK = 42
+_EXT_NDARRAY = 46
+_MAX_CHUNKSIZE = 2**31 - 1
+_ALLOWED_KWARGS = {
+    "urlpath",
+    "contiguous",
+    "cparams",
+    "dparams",
+    "meta",
+    "mode",
+    "mmap_mode",
+    "initial_mapping_size",
+    "locking",
+    "storage",
+    "_native",
+}
+_MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
+
+
+# ---------------------------------------------------------------------------------------------
+# msgpack values (python-blosc2's conventions; the bytes are written and read in Rust)
+
+
+def _dtype_value(dtype: np.dtype) -> dict:
+    return {"descr": dtype.descr} if dtype.fields is not None else {"str": dtype.str}
+
+
+def _dtype_from_value(value: dict) -> np.dtype:
+    if "str" in value:
+        return np.dtype(value["str"])
+
+    def field(f):
+        name, spec, *shape = f
+        if isinstance(name, list):
+            name = tuple(name)
+        if isinstance(spec, list):
+            spec = [field(x) for x in spec]
+        return (name, spec, tuple(shape[0])) if shape else (name, spec)
+
+    return np.dtype([field(f) for f in value["descr"]])
+
+
+def _default(obj: Any) -> Any:
+    """Objects msgpack has no type for, converted as python-blosc2 does."""
+    if isinstance(obj, np.generic):
+        if isinstance(obj, np.integer):
+            return int(obj)
+        if isinstance(obj, np.floating):
+            return float(obj)
+        if isinstance(obj, np.bool_):
+            return bool(obj)
+        if isinstance(obj, np.complexfloating):
+            return complex(obj)
+        if isinstance(obj, np.bytes_):
+            return bytes(obj)
+        if isinstance(obj, np.str_):
+            return str(obj)
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            payload = {"values": obj.ravel().tolist(), "shape": list(obj.shape)}
+        else:
+            payload = {"dtype": _dtype_value(obj.dtype), "shape": list(obj.shape), "data": obj.tobytes()}
+        return ExtType(_EXT_NDARRAY, packb(payload))
+    if isinstance(obj, SChunk):
+        return ExtType(_EXT_SCHUNK, obj.to_cframe())
+    # Exact-type checks in Rust: subclasses of the builtins (str/int/float enums, ...) are
+    # refused like msgpack-python's strict_types does, except these plain conversions.
+    for base in (bool, int, float, str, bytes, list, dict, tuple):
+        if isinstance(obj, base) and not isinstance(obj, enum.Enum):
+            return base(obj)
+    return obj
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code == _EXT_NDARRAY:
+        payload = unpackb(data)
+        shape = payload["shape"]
+        if "values" in payload:
+            out = np.empty(shape, dtype=object)
+            out.reshape(-1)[:] = payload["values"]
+            return out
+        return np.frombuffer(payload["data"], dtype=_dtype_from_value(payload["dtype"])).reshape(shape)
+    if code == _EXT_SCHUNK:
+        return schunk_from_cframe(data, copy=True)
+    return ExtType(code, data)
+
+
+def packb(value: Any) -> bytes:
+    """Encode ``value`` as python-blosc2 encodes ``meta``/``vlmeta`` values."""
+    return _native.packb(value, _default, ExtType)
+
+
+def unpackb(data: Any) -> Any:
+    """Decode a ``meta``/``vlmeta`` value written by python-blosc2 or oxblosc."""
+    return _native.unpackb(data, _ext_hook)
+
+
+# ---------------------------------------------------------------------------------------------
+# meta and vlmeta
+
+
+class Meta(Mapping):
+    """Fixed-length metalayers of a super-chunk (python-blosc2's ``SChunk.meta``).
+
+    Values are msgpack-encoded; they can be replaced by values encoding to the same length.
+    """
+
+    def __init__(self, schunk: SChunk):
+        self.schunk = schunk
+
+    def __getitem__(self, key: str | slice) -> Any:
+        if isinstance(key, slice):
+            if key.start is None and key.stop is None and key.step is None:
+                return self.getall()
+            raise NotImplementedError("Slicing is not supported, unless [:]")
+        if key not in self:
+            raise KeyError(f"{key} not found")
+        return unpackb(self.schunk._n.meta_get(key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        content = packb(value)
+        if key not in self:
+            raise KeyError(f"{key} not found")
+        old = self.schunk._n.meta_get(key)
+        if len(old) != len(content):
+            raise ValueError("The length of the content in a metalayer cannot change.")
+        self.schunk._n.meta_update(key, content)
+
+    def __delitem__(self, key: str) -> None:
+        raise NotImplementedError("Cannot remove a metalayer")
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.schunk._n.meta_names()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def keys(self) -> list[str]:  # python-blosc2 returns a list
+        return self.schunk._n.meta_names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def getall(self) -> dict:
+        return {k: self[k] for k in self.keys()}
+
+    def __repr__(self) -> str:
+        return repr(self.getall())
+
+
+class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
+    """Variable-length metalayers of a super-chunk (python-blosc2's ``SChunk.vlmeta``).
+
+    Values are any msgpack-able Python objects, encoded like python-blosc2 does (tuples,
+    complex, sets, NumPy scalars and arrays included), so both read each other's values.
+    """
+
+    def __init__(self, schunk: SChunk):
+        self.schunk = schunk
+
+    def __setitem__(self, name: str | slice, content: Any) -> None:
+        if isinstance(name, slice):
+            if name.start is None and name.stop is None:
+                for k, v in content.items():
+                    self[k] = v
+                return
+            raise NotImplementedError("Slicing is not supported, unless [:]")
+        self.schunk._n.vlmeta_set(name, packb(content))
+
+    def __getitem__(self, name: str | slice) -> Any:
+        if isinstance(name, slice):
+            if name.start is None and name.stop is None and name.step is None:
+                return self.getall()
+            raise NotImplementedError("Slicing is not supported, unless [:]")
+        return unpackb(self.schunk._n.vlmeta_get(name))
+
+    def __delitem__(self, name: str) -> None:
+        self.schunk._n.vlmeta_del(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.schunk._n.vlmeta_names()
+
+    def __len__(self) -> int:
+        return len(self.schunk._n.vlmeta_names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.schunk._n.vlmeta_names())
+
+    def getall(self) -> dict:
+        return {name: self[name] for name in self}
+
+    def __repr__(self) -> str:
+        return repr(self.getall())
+
+
+# ---------------------------------------------------------------------------------------------
+# SChunk
+
+
+def _fspath(urlpath: Any) -> str | None:
+    if urlpath is None:
+        return None
+    if isinstance(urlpath, bytes):
+        return urlpath.decode()
+    return os.fspath(urlpath)
+
+
+def _cparams_from_native(t: tuple) -> CParams:
+    codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, meta = t
+    try:
+        codec = _core.Codec(codec)
+    except ValueError:
+        pass
+
+    def f(x):
+        try:
+            return _core.Filter(x)
+        except ValueError:
+            return x
+
+    return CParams(
+        codec=codec,
+        codec_meta=codec_meta,
+        clevel=clevel,
+        use_dict=use_dict,
+        typesize=typesize,
+        nthreads=nthreads,
+        blocksize=blocksize,
+        splitmode=_core.SplitMode(splitmode),
+        filters=[f(x) for x in filters],
+        filters_meta=[m - 256 if m > 127 else m for m in meta],
+    )
+
+
+def _to_cparams(value: Any) -> CParams:
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != "tuner"}
+    return _make_params(CParams, {"cparams": value}, "cparams")
+
+
+def _to_dparams(value: Any) -> DParams:
+    return _make_params(DParams, {"dparams": value}, "dparams")
+
+
+class SChunk:
+    """An ordered list of compressed chunks sharing compression parameters, metalayers
+    (``meta``) and variable-length metalayers (``vlmeta``), in memory or in a frame file
+    (``contiguous=True``) or sparse directory (``contiguous=False``).
+
+    Same constructor as ``blosc2.SChunk``: ``SChunk(chunksize=None, data=None, **kwargs)``
+    with ``cparams``, ``dparams``, ``urlpath``, ``contiguous``, ``mode`` ("r", "a", "w"),
+    ``mmap_mode``, ``meta`` (or ``storage`` holding the storage ones).
+    """
+
+    def __init__(self, chunksize: int | None = None, data: Any = None, **kwargs: Any) -> None:
+        for k in kwargs:
+            if k not in _ALLOWED_KWARGS:
+                raise ValueError(f"{k} is not supported as keyword argument")
+        storage = kwargs.pop("storage", None)
+        if storage is not None:
+            if any(k in kwargs for k in ("urlpath", "contiguous", "mode", "mmap_mode", "meta")):
+                raise AttributeError("Cannot pass both `storage` and other kwargs already included in Storage")
+            if dataclasses.is_dataclass(storage):
+                storage = dataclasses.asdict(storage)
+            kwargs.update({k: v for k, v in storage.items() if v is not None})
+        if kwargs.get("locking"):
+            raise NotImplementedError("oxblosc does not implement file locking (locking=True)")
+        native = kwargs.pop("_native", None)
+        urlpath = _fspath(kwargs.get("urlpath"))
+        mode = kwargs.get("mode") or "a"
+        mmap_mode = kwargs.get("mmap_mode")
+        if mmap_mode is not None:
+            if mmap_mode not in _MMAP_MODES:
+                raise ValueError(f"Invalid mmap_mode: {mmap_mode}")
+            mode = _MMAP_MODES[mmap_mode]
+        elif kwargs.get("initial_mapping_size") is not None:
+            raise ValueError("initial_mapping_size can only be used with mmap_mode")
+        if mode not in ("r", "a", "w"):
+            raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
+        self._mode = mode
+        self._mmap_mode = mmap_mode
+        self._urlpath = urlpath
+        self._contiguous = bool(kwargs.get("contiguous", urlpath is not None))
+
+        if native is not None:  # from open() / schunk_from_cframe()
+            self._n = native
+            self._chunksize_hint = None
+            self._dparams = DParams(nthreads=native.dthreads)
+            return
+
+        if mode == "r":
+            if urlpath is None:
+                raise ValueError(
+                    "Cannot open the SChunk in reading mode (mode or mmap_mode is 'r') because you "
+                    "did not specify a urlpath pointing to an existing file on-disk"
+                )
+            self._n = _native.NativeSChunk.open(urlpath, 0, False)
+            self._contiguous = not os.path.isdir(urlpath)
+            self._chunksize_hint = None
+            self._dparams = DParams(nthreads=self._n.dthreads)
+            if "dparams" in kwargs:
+                self.dparams = kwargs["dparams"]
+            return
+
+        itemsize = getattr(data, "itemsize", 1) if data is not None else 1
+        cp = kwargs.get("cparams")
+        if cp is None:
+            cp = CParams(typesize=itemsize)
+        elif isinstance(cp, dict) and "typesize" not in cp:
+            cp = {**cp, "typesize": itemsize}
+        cparams = _to_cparams(cp)
+        dparams = _to_dparams(kwargs.get("dparams") or DParams())
+        if chunksize is None:
+            chunksize = 2**24
+            if data is not None:
+                chunksize = memoryview(data).nbytes
+            chunksize = min(chunksize, 2**28)
+        chunksize = int(chunksize)
+        if chunksize > _MAX_CHUNKSIZE:
+            raise ValueError("Maximum chunksize allowed is 2^31 - 1")
+        meta = [(str(k), packb(v)) for k, v in (kwargs.get("meta") or {}).items()]
+        if urlpath is not None:
+            if mode == "w":
+                remove_urlpath(urlpath)
+            elif os.path.exists(urlpath):
+                raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
+        dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
+        self._n = _native.NativeSChunk.create(_native_cparams(cparams), dthreads, urlpath, self._contiguous, meta)
+        self._chunksize_hint = chunksize
+        self._dparams = dparams
+        if data is not None and memoryview(data).nbytes > 0:
+            if chunksize <= 0:
+                raise ValueError("chunksize must be positive to split data into chunks")
+            self._n.extend(data, chunksize)
+
+    # ------------------------------------------------------------------ context manager
+
+    def __enter__(self) -> SChunk:
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb) -> bool:
+        return False
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def cparams(self) -> CParams:
+        """Compression parameters of new chunks (settable with a CParams or a dict)."""
+        return _cparams_from_native(self._n.cparams)
+
+    @cparams.setter
+    def cparams(self, value: Any) -> None:
+        self._n.set_cparams(_native_cparams(_to_cparams(value)))
+
+    @property
+    def dparams(self) -> DParams:
+        """Decompression parameters (settable with a DParams or a dict)."""
+        return dataclasses.replace(self._dparams)
+
+    @dparams.setter
+    def dparams(self, value: Any) -> None:
+        dp = _to_dparams(value)
+        self._n.set_dthreads(_checked("nthreads", dp.nthreads, 1, 1 << 16))
+        self._dparams = dp
+
+    @property
+    def meta(self) -> Meta:
+        """Fixed-length metalayers (set at creation with ``meta={...}``)."""
+        return Meta(self)
+
+    @property
+    def vlmeta(self) -> vlmeta:
+        """Variable-length metalayers."""
+        return vlmeta(self)
+
+    @property
+    def attrs(self) -> vlmeta:
+        """Alias of :attr:`vlmeta`."""
+        return self.vlmeta
+
+    @property
+    def chunksize(self) -> int:
+        """Bytes per chunk (0 when chunk sizes vary; the last chunk may be shorter)."""
+        if self._n.nchunks == 0:
+            return self._chunksize_hint if self._chunksize_hint is not None else max(self._n.chunksize, 0)
+        return self._n.chunksize
+
+    @property
+    def chunkshape(self) -> int:
+        """Items per chunk."""
+        return self.chunksize // self.typesize
+
+    @property
+    def blocksize(self) -> int:
+        return self._n.blocksize
+
+    @property
+    def nchunks(self) -> int:
+        return self._n.nchunks
+
+    @property
+    def nbytes(self) -> int:
+        return self._n.nbytes
+
+    @property
+    def cbytes(self) -> int:
+        return self._n.cbytes
+
+    @property
+    def cratio(self) -> float:
+        cb = self.cbytes
+        return 0.0 if cb == 0 else self.nbytes / cb
+
+    @property
+    def typesize(self) -> int:
+        return self._n.typesize
+
+    @property
+    def urlpath(self) -> str | None:
+        return self._urlpath
+
+    @property
+    def contiguous(self) -> bool:
+        return self._contiguous
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def mmap_mode(self) -> str | None:
+        return self._mmap_mode
+
+    def __len__(self) -> int:
+        """Number of items."""
+        return self.nbytes // self.typesize
+
+    def __repr__(self) -> str:
+        where = f"urlpath={self._urlpath!r}" if self._urlpath else "in memory"
+        return f"<oxblosc.SChunk {where}, {self.nchunks} chunks, {self.nbytes} bytes, cratio {self.cratio:.2f}>"
+
+    # ------------------------------------------------------------------ chunks
+
+    def _writable(self) -> None:
+        if self._urlpath is not None and self._mode == "r":
+            raise ValueError("Cannot do this action with reading mode")
+
+    def _index(self, nchunk: int, end: bool = False) -> int:
+        n = self._n.nchunks
+        i = int(nchunk)
+        if i < 0 or i > n or (i == n and not end):
+            raise IndexError(f"chunk {nchunk} is out of range (super-chunk has {n})")
+        return i
+
+    def append_data(self, data: Any) -> int:
+        """Compress ``data`` and append it as a chunk; returns the number of chunks."""
+        self._writable()
+        return self._n.append_data(data)
+
+    def insert_data(self, nchunk: int, data: Any, copy: bool = True) -> int:
+        """Compress ``data`` and insert it as chunk ``nchunk``."""
+        self._writable()
+        return self._n.insert_data(self._index(nchunk, end=True), data)
+
+    def update_data(self, nchunk: int, data: Any, copy: bool = True) -> int:
+        """Compress ``data`` and replace chunk ``nchunk`` with it."""
+        self._writable()
+        if self._n.nchunks == 0:
+            return 0
+        return self._n.update_data(self._index(nchunk), data)
+
+    def append_chunk(self, chunk: Any) -> int:
+        """Append an already compressed chunk."""
+        self._writable()
+        return self._n.append_chunk(chunk)
+
+    def insert_chunk(self, nchunk: int, chunk: Any) -> int:
+        """Insert an already compressed chunk at ``nchunk``."""
+        self._writable()
+        return self._n.insert_chunk(self._index(nchunk, end=True), chunk)
+
+    def update_chunk(self, nchunk: int, chunk: Any) -> int:
+        """Replace chunk ``nchunk`` with an already compressed chunk."""
+        self._writable()
+        return self._n.update_chunk(self._index(nchunk), chunk)
+
+    def delete_chunk(self, nchunk: int) -> int:
+        """Remove chunk ``nchunk``; returns the number of chunks left."""
+        self._writable()
+        return self._n.delete_chunk(self._index(nchunk))
+
+    def get_chunk(self, nchunk: int) -> bytes:
+        """Chunk ``nchunk`` as stored (compressed)."""
+        return self._n.get_chunk(self._index(nchunk))
+
+    def get_lazychunk(self, nchunk: int) -> bytes:
+        """The header of chunk ``nchunk`` (whole for special chunks), as python-blosc2 gives it."""
+        return self._n.chunk_summary(self._index(nchunk))[4]
+
+    def decompress_chunk(self, nchunk: int, dst: Any = None) -> bytes | None:
+        """Decompress chunk ``nchunk``; into ``dst`` (returning None) when given."""
+        i = self._index(nchunk)
+        if dst is None:
+            return self._n.decompress_chunk(i)
+        if memoryview(dst).nbytes == 0:
+            raise ValueError("dst must not be empty")
+        self._n.decompress_chunk_into(i, dst)
+        return None
+
+    def fill_special(self, nitems: int, special_value: Any, value: Any = None) -> int:
+        """Append ``nitems`` items of a special value without compressing data:
+        ``SpecialValue.ZERO``, ``NAN``, ``UNINIT`` or ``VALUE`` (repeating ``value``)."""
+        self._writable()
+        if not isinstance(special_value, enum.Enum) or type(special_value).__name__ != "SpecialValue":
+            raise TypeError("special_value must be a SpecialValue instance other than NOT_SPECIAL")
+        kind = SpecialValue(special_value.value)
+        if kind == SpecialValue.NOT_SPECIAL:
+            raise TypeError("special_value must be a SpecialValue instance other than NOT_SPECIAL")
+        nitems = _checked("nitems", nitems, 0, 2**62)
+        raw = None
+        if kind == SpecialValue.VALUE:
+            if value is None:
+                raise ValueError("value cannot be None when special_value is VALUE")
+            if nitems == 0:
+                return 0
+            if self.nbytes > 0:
+                raise RuntimeError("Filling with special values only works on empty SChunks")
+            arr = np.array([value])
+            if arr.dtype.itemsize != self.typesize:
+                if isinstance(value, int) and not isinstance(value, bool):
+                    arr = np.array([value], dtype=f"i{self.typesize}")
+                elif isinstance(value, float):
+                    arr = np.array([value], dtype=f"f{self.typesize}")
+                else:
+                    raise ValueError("value size in bytes must match with typesize")
+            raw = arr.tobytes()
+        cs = self.chunksize if self.chunksize > 0 else self._chunksize_hint
+        return self._n.fill_special(nitems, int(kind), raw, cs)
+
+    # ------------------------------------------------------------------ items
+
+    def get_slice(self, start: int | None = 0, stop: int | None = None, out: Any = None) -> bytes | None:
+        """Items ``[start, stop)`` as bytes, or into ``out`` (returning None)."""
+        start, stop, _ = slice(start, stop, 1).indices(len(self))
+        if start >= stop:
+            return b""
+        if out is None:
+            return self._n.get_slice(start, stop)
+        if memoryview(out).nbytes < (stop - start) * self.typesize:
+            raise ValueError("Not enough space for writing the slice in out")
+        self._n.get_slice_into(start, stop, out)
+        return None
+
+    def __getitem__(self, item: int | slice) -> bytes:
+        if isinstance(item, slice):
+            if item.step is not None and item.step != 1:
+                raise IndexError("`step` must be 1")
+            return self.get_slice(item.start, item.stop)
+        item = int(item)
+        if item == -1:
+            return self.get_slice(item)
+        return self.get_slice(item, item + 1)
+
+    def __setitem__(self, key: int | slice, value: Any) -> None:
+        """Overwrite items ``key`` with the bytes of ``value``; a slice ending past the last
+        item appends (filling a short last chunk first, then chunks of ``chunksize``)."""
+        if not isinstance(key, slice):
+            key = slice(int(key), int(key) + 1)
+        if key.step is not None and key.step != 1:
+            raise IndexError("`step` must be 1")
+        self._writable()
+        n = len(self)
+        start = 0 if key.start is None else key.start + n if key.start < 0 else key.start
+        stop = n if key.stop is None else key.stop + n if key.stop < 0 else key.stop
+        if stop - start <= 0:
+            raise ValueError("`stop` mut be greater than `start`")
+        if start > n:
+            raise ValueError("`start` cannot be greater than the SChunk nitems")
+        ts = self.typesize
+        mv = memoryview(value)
+        if not mv.c_contiguous:
+            raise ValueError("value must be C-contiguous")
+        mv = mv.cast("B")
+        nbytes = (stop - start) * ts
+        if mv.nbytes < nbytes:
+            raise ValueError("Not enough data for writing the slice")
+        mv = mv[:nbytes]
+        if stop <= n:
+            self._n.set_slice(start, mv)
+            return
+        inside = (n - start) * ts
+        if inside > 0:
+            self._n.set_slice(start, mv[:inside])
+        cs = self.chunksize if self.chunksize > 0 else self._chunksize_hint or nbytes - inside
+        self._n.extend(mv[inside:], cs)
+
+    def iterchunks(self, dtype: Any) -> Iterator[np.ndarray]:
+        """Decompressed chunks as NumPy arrays of ``dtype`` (one new array per chunk, sized
+        to the chunk: the last may be shorter)."""
+        dtype = np.dtype(dtype)
+        for i in range(self.nchunks):
+            yield np.frombuffer(self._n.decompress_chunk(i), dtype=dtype)
+
+    def iterchunks_info(self) -> Iterator[ChunkInfo]:
+        """Per chunk: ``ChunkInfo(nchunk, cratio, special, repeated_value, lazychunk)``."""
+        for i in range(self.nchunks):
+            nbytes, cbytes, special, value, lazy = self._n.chunk_summary(i)
+            yield ChunkInfo(i, nbytes / cbytes if cbytes else 0.0, SpecialValue(special), value, lazy)
+
+    def to_cframe(self) -> bytes:
+        """The super-chunk as an in-memory contiguous frame (what python-blosc2 reads with
+        ``blosc2.schunk_from_cframe``)."""
+        return self._n.to_cframe()
+
+
+# ---------------------------------------------------------------------------------------------
+# module functions
+
+
+def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs: Any) -> SChunk:  # noqa: A001
+    """Open a frame file or sparse frame directory written by oxblosc or python-blosc2.
+
+    ``mode`` is "r" (read-only, the default as in python-blosc2 4.x), "a" (every change is
+    written back) or "w" (replace it with an empty super-chunk of the same parameters).
+    ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode`` "r", "r+"
+    or "c" selects the access mode (no memory mapping is done); ``cparams``/``dparams``
+    apply to the opened super-chunk.
+    """
+    path = _fspath(urlpath)
+    unknown = set(kwargs) - {"cparams", "dparams", "mmap_mode", "initial_mapping_size", "locking", "deserialize"}
+    if unknown:
+        raise ValueError(f"{sorted(unknown)[0]} is not supported as keyword argument")
+    if kwargs.get("locking"):
+        raise NotImplementedError("oxblosc does not implement file locking (locking=True)")
+    mmap_mode = kwargs.get("mmap_mode")
+    if mmap_mode is not None:
+        if mmap_mode == "w+":
+            raise ValueError("w+ mmap_mode cannot be used to open an existing file")
+        if mmap_mode not in _MMAP_MODES:
+            raise ValueError(f"Invalid mmap_mode: {mmap_mode}")
+        mode = _MMAP_MODES[mmap_mode]
+    if mode not in ("r", "a", "w"):
+        raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
+    offset = _checked("offset", offset, 0, 2**63 - 1)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    contiguous = not os.path.isdir(path)
+    copy_on_write = mmap_mode == "c"
+    native = _native.NativeSChunk.open(path, offset, mode == "a" and not copy_on_write)
+    if copy_on_write:
+        native = native.copy()
+    if mode == "w":
+        cp = native.cparams
+        remove_urlpath(path)
+        native = _native.NativeSChunk.create(cp, native.dthreads, path, contiguous, [])
+    s = SChunk(_native=native, urlpath=path, mode=mode, mmap_mode=mmap_mode, contiguous=contiguous)
+    cp = kwargs.get("cparams")
+    s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
+    s.dparams = kwargs.get("dparams") or DParams()
+    return s
+
+
+def schunk_from_cframe(cframe: Any, copy: bool = False) -> SChunk:
+    """A super-chunk from an in-memory contiguous frame (``SChunk.to_cframe`` or
+    ``blosc2.SChunk.to_cframe`` output). The bytes are copied once whatever ``copy`` says."""
+    native = _native.NativeSChunk.from_cframe(cframe)
+    s = SChunk(_native=native, contiguous=True, mode="a")
+    s.cparams = dataclasses.replace(s.cparams, nthreads=_core.nthreads)
+    return s
+
+
+def remove_urlpath(path: str | os.PathLike | None) -> None:
+    """Remove a frame file or a sparse frame directory; nothing happens if it does not exist.
+
+    Unlike python-blosc2, a directory is only removed when it is a sparse frame (holds
+    ``chunks.b2frame``)."""
+    if path is None:
+        return
+    _native.remove_urlpath(_fspath(path))
+
+
+__all__ = ["ChunkInfo", "ExtType", "Meta", "SChunk", "open", "packb", "remove_urlpath", "schunk_from_cframe", "unpackb"]
