@@ -75,8 +75,7 @@ bench: develop-release
 FUZZ_SECONDS ?= 600
 fuzz:
 	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
-	cd fuzz && for t in $$(RUSTC_BOOTSTRAP=1 cargo fuzz list); do \
-	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -malloc_limit_mb=3000 || exit 1; done
+	for t in decompress roundtrip getitem; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
 
 clean:
 	$(CARGO) clean
