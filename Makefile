@@ -42,7 +42,7 @@ test: test-rust test-python
 # The frame interop test runs python-blosc2 from the venv (both directions).
 test-rust: $(STAMP)
 	OXBLOSC_INTEROP_PY=$(abspath $(PY)) $(CARGO) test --workspace --exclude oxblosc-python --quiet
-	$(CARGO) test --manifest-path fuzz/Cargo.toml --quiet --test replay_regressions
+	$(CARGO) test --manifest-path fuzz/Cargo.toml --target-dir target --quiet --test replay_regressions
 
 test-python: develop
 	$(PY) -m pytest -q python/tests
