@@ -135,11 +135,14 @@ pub(crate) struct Contig {
     file_end: u64,
     /// Index entries of the committed state.
     nentries: usize,
-    /// Chunk bytes ever written to the file (cbytes at opening + appended), and bytes of
-    /// abandoned index regions and reserves: together with the live bytes they give the dead
-    /// space that triggers a compacting rewrite.
-    written: u64,
-    abandoned: u64,
+    /// Live chunk bytes = `live_base` + (`stored_cbytes` now - `stored_base`): estimated at
+    /// opening (chunk headers read, sampled beyond 4096 chunks), exact after a rewrite.
+    live_base: u64,
+    stored_base: u64,
+    /// Average stored chunk size seen (sizes the chunk reserve of new extents).
+    avg_chunk: u64,
+    /// Free chunk space found at opening: [start, end) below the committed index.
+    recover: Option<(u64, u64)>,
 }
 
 impl Contig {
@@ -157,8 +160,10 @@ impl Contig {
             frame_len,
             file_end: frame_len,
             nentries: 0,
-            written: index_at.saturating_sub(hlen),
-            abandoned: frame_len - index_at,
+            live_base: index_at.saturating_sub(hlen),
+            stored_base: index_at.saturating_sub(hlen),
+            avg_chunk: 0,
+            recover: None,
         }
     }
 }
@@ -167,21 +172,25 @@ impl Contig {
 const COMPACT_MIN: u64 = 1 << 20;
 
 /// Allocate a new extent at the end of the file: a chunk area of at least `data` bytes (plus
-/// a reserve of 1/8 of the live bytes, 256 KiB..1 GiB) and two index slots with room for
-/// `index` bytes (index chunk + trailer) and growth. The current extent is abandoned.
-fn new_extent(c: &mut Contig, data: u64, live: u64, index: u64) -> Extent {
-    if let Some(old) = &c.ext {
-        c.abandoned += (old.area_end - old.data_end) + old.slots.iter().map(|s| s.cap).sum::<u64>();
-    }
-    let start = c.file_end.div_ceil(4096) * 4096;
-    let reserve = data.max((live / 8).clamp(256 << 10, 1 << 30));
+/// a reserve of 1/8 of the estimated live bytes, 256 KiB..1 GiB) and two index slots with room
+/// for `index` bytes (index chunk + trailer) and growth. The current extent is abandoned.
+/// With `area` = Some(free range below the committed index), that range is the chunk area.
+fn new_extent(c: &mut Contig, data: u64, nchunks: usize, index: u64, area: Option<(u64, u64)>) -> Extent {
     let cached: u64 = c.cache.iter().map(|b| b.as_ref().map_or(1024, |b| b.bytes.len() as u64)).sum();
     let need = index.max(32 + 8 * c.cache.len() as u64 + cached + 4096);
     let cap = (2 * need + (64 << 10)).div_ceil(4096) * 4096;
-    let area_end = start + reserve;
-    let slot = |k: u64| IndexSlot { start: area_end + k * cap, cap, ..IndexSlot::default() };
-    c.file_end = area_end + 2 * cap;
-    Extent { data_end: start, area_end, slots: [slot(0), slot(1)], active: None }
+    let (data_end, area_end, slots_at) = match area {
+        Some((a, b)) => (a, b, c.file_end),
+        None => {
+            let start = c.file_end.div_ceil(4096) * 4096;
+            let live = nchunks as u64 * c.avg_chunk;
+            let reserve = data.max((live / 8).clamp(256 << 10, 1 << 30));
+            (start, start + reserve, start + reserve)
+        }
+    };
+    let slot = |k: u64| IndexSlot { start: slots_at + k * cap, cap, ..IndexSlot::default() };
+    c.file_end = slots_at + 2 * cap;
+    Extent { data_end, area_end, slots: [slot(0), slot(1)], active: None }
 }
 
 /// Bytes of an index chunk laid out compactly with room for `bcap` bstarts.
@@ -335,6 +344,19 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode) -> Result<SChunk> {
             let mut header = vec![0u8; hlen as usize];
             crate::storage::read_exact_at(&file, &mut header, 0).map_err(io_at(path, Some(0)))?;
             s.slots.set_tracking(true);
+            let mut contig = Contig::new(header, frame_len, hlen + p_cbytes);
+            // Free space between the last stored chunk and the index (the unused reserve and
+            // spare index slot of an earlier session) is reused for new chunks.
+            if let Some((i, pos)) = s.last_stored() {
+                let end = pos + s.stored_len(i, pos).map_err(|e| e.in_file(path))?;
+                if end <= hlen + p_cbytes {
+                    contig.recover = Some((end, hlen + p_cbytes));
+                }
+            } else {
+                contig.recover = Some((hlen, hlen + p_cbytes));
+            }
+            contig.live_base = s.estimate_live().map_err(|e| e.in_file(path))?;
+            contig.stored_base = s.stored_cbytes;
             s.writer = Some(Writer {
                 path: path.to_path_buf(),
                 contiguous: true,
@@ -343,7 +365,7 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode) -> Result<SChunk> {
                 next_id: 0,
                 retired: Vec::new(),
                 sync_mode: SyncMode::None,
-                contig: Some(Contig::new(header, frame_len, hlen + p_cbytes)),
+                contig: Some(contig),
             });
         }
     }
@@ -408,6 +430,17 @@ impl SChunk {
     /// Where this super-chunk is persisted, if it was opened writable.
     pub fn urlpath(&self) -> Option<&Path> {
         self.writer.as_ref().map(|w| w.path.as_path())
+    }
+
+    /// Rewrite a contiguous frame file opened writable without dead space (written to a
+    /// temporary file, then renamed over the frame: a crash leaves the old or the new file).
+    /// Done automatically when the dead space written by this session exceeds the live bytes.
+    pub fn compact(&mut self) -> Result<()> {
+        let Some(mut w) = self.writer.take() else { return Ok(()) };
+        let r = if w.contiguous { self.rewrite_contiguous(&mut w) } else { Ok(()) };
+        let path = w.path.clone();
+        self.writer = Some(w);
+        r.map_err(|e| e.in_file(path))
     }
 
     /// Whether writes to the file are fsynced before the index that points to them.
@@ -538,8 +571,8 @@ impl SChunk {
         r?;
         // Bound dead space: rewrite compactly (new file + rename) once it exceeds the live bytes.
         let c = w.contig.as_ref().expect("contiguous writer state");
-        let live = self.stored_cbytes;
-        if c.written.saturating_sub(live) + c.abandoned > live.max(COMPACT_MIN) {
+        let live = (c.live_base + self.stored_cbytes).saturating_sub(c.stored_base);
+        if self.section_end.saturating_sub(hlen).saturating_sub(live) > live.max(COMPACT_MIN) {
             self.rewrite_contiguous(w)?;
         }
         Ok(())
@@ -579,10 +612,17 @@ impl SChunk {
             }
         }
         let total: u64 = pending.iter().map(|(_, b)| b.len() as u64).sum();
-        c.written += total;
+        if !pending.is_empty() {
+            c.avg_chunk = total / pending.len() as u64;
+        }
+        if c.ext.is_none() {
+            if let Some(area) = c.recover.take() {
+                c.ext = Some(new_extent(c, 0, n, 0, Some(area)));
+            }
+        }
         let room = c.ext.as_ref().is_some_and(|e| e.data_end + total <= e.area_end);
         if !room && total > 0 {
-            c.ext = Some(new_extent(c, total, self.stored_cbytes, 0));
+            c.ext = Some(new_extent(c, total, n, 0, None));
         }
         if total > 0 {
             let e = c.ext.as_mut().expect("extent");
@@ -632,7 +672,7 @@ impl SChunk {
         let mut target = target.unwrap_or(0);
         if plan.is_none() {
             let need = compact_index_len(&blocks, blocks.len().max(32) * 2) + trailer.len() as u64;
-            c.ext = Some(new_extent(c, 0, self.stored_cbytes, need));
+            c.ext = Some(new_extent(c, 0, n, need, None));
             target = 0;
             plan = plan_slot(&c.ext.as_ref().expect("extent").slots[0], &blocks, trailer.len() as u64);
         }
@@ -723,7 +763,10 @@ impl SChunk {
         self.backing = Backing::File { file: file.clone(), path: path.clone() };
         w.file = Some(file);
         w.header_len = hlen;
-        w.contig = Some(Contig::new(header, len, hlen + p.header.cbytes as u64));
+        let mut c = Contig::new(header, len, hlen + p.header.cbytes as u64);
+        c.recover = Some((self.section_end, self.section_end));
+        c.stored_base = self.stored_cbytes;
+        w.contig = Some(c);
         self.starts = OnceLock::new();
         Ok(())
     }

@@ -352,6 +352,37 @@ impl SChunk {
         }
     }
 
+    /// The stored chunk at the highest position (index, position), if any.
+    pub(crate) fn last_stored(&self) -> Option<(usize, u64)> {
+        (0..self.slots.len())
+            .filter_map(|i| match self.slots.get(i) {
+                Slot::Stored(p) => Some((i, p)),
+                _ => None,
+            })
+            .max_by_key(|&(_, p)| p)
+    }
+
+    /// Live stored chunk bytes: every chunk header read up to 4096 stored chunks, else an
+    /// estimate from 4096 evenly spaced ones (the frame's cbytes may include dead space).
+    pub(crate) fn estimate_live(&self) -> Result<u64> {
+        let count = self.slots.len() - self.slots.count_special();
+        let step = count.div_ceil(4096).max(1);
+        let (mut sum, mut k, mut seen) = (0u64, 0u64, 0usize);
+        for i in 0..self.slots.len() {
+            if self.slots.is_special(i) {
+                continue;
+            }
+            if seen % step == 0 {
+                if let Slot::Stored(p) = self.slots.get(i) {
+                    sum += self.stored_len(i, p)?;
+                    k += 1;
+                }
+            }
+            seen += 1;
+        }
+        Ok((sum * count as u64).checked_div(k).unwrap_or(0))
+    }
+
     /// Stored length of chunk `i` at `pos` (reads its 16-byte header only, sparse: file size).
     pub(crate) fn stored_len(&self, i: usize, pos: u64) -> Result<u64> {
         match &self.backing {

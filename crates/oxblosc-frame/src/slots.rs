@@ -153,10 +153,8 @@ impl Slots {
 
     fn touch(&mut self, i: usize) {
         let b = i / BLOCK_ENTRIES;
-        if self.track && !matches!(self.dirty.from, Some(f) if b >= f) {
-            if self.dirty.blocks.last() != Some(&b) {
-                self.dirty.blocks.push(b);
-            }
+        if self.track && !matches!(self.dirty.from, Some(f) if b >= f) && self.dirty.blocks.last() != Some(&b) {
+            self.dirty.blocks.push(b);
         }
     }
 
