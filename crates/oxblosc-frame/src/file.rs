@@ -281,22 +281,32 @@ fn finalize(c: &Contig, f: &File, hlen: u64, sync: SyncMode) -> std::io::Result<
         }
     }
     out.extend_from_slice(&c.trailer);
-    let at = e.data_end;
-    if at + out.len() as u64 > e.slots[a].start || c.header.len() < FIXED_LEN {
+    if c.header.len() < FIXED_LEN {
         return Ok(());
     }
-    write_all_at(f, &out, at)?;
-    if sync == SyncMode::Full {
-        f.sync_data()?;
+    // Index + trailer at `at`, then the header patch that makes them current.
+    let put_tail = |at: u64| -> std::io::Result<u64> {
+        write_all_at(f, &out, at)?;
+        if sync == SyncMode::Full {
+            f.sync_data()?;
+        }
+        let frame_len = at + out.len() as u64;
+        let mut patch = c.header[16..47].to_vec();
+        patch[..8].copy_from_slice(&frame_len.to_be_bytes());
+        patch[23..31].copy_from_slice(&((at - hlen) as i64).to_be_bytes());
+        write_all_at(f, &patch, 16)?;
+        if sync == SyncMode::Full {
+            f.sync_data()?;
+        }
+        Ok(frame_len)
+    };
+    let at = e.data_end;
+    if at + out.len() as u64 > e.slots[a].start {
+        // No room below the current index: first move it past everything, which frees the
+        // whole area after the last chunk.
+        put_tail(c.file_end.max(c.frame_len))?;
     }
-    let frame_len = at + out.len() as u64;
-    let mut patch = c.header[16..47].to_vec();
-    patch[..8].copy_from_slice(&frame_len.to_be_bytes());
-    patch[23..31].copy_from_slice(&((at - hlen) as i64).to_be_bytes());
-    write_all_at(f, &patch, 16)?;
-    if sync == SyncMode::Full {
-        f.sync_data()?;
-    }
+    let frame_len = put_tail(at)?;
     f.set_len(frame_len)
 }
 
@@ -570,9 +580,16 @@ impl SChunk {
         w.contig = Some(c);
         r?;
         // Bound dead space: rewrite compactly (new file + rename) once it exceeds the live bytes.
+        // Dead = chunk space below the current extent's free area that holds no live chunk
+        // (replaced/deleted chunks, abandoned index regions); the current extent's reserve
+        // and index slots are bounded by the live bytes and the index size and not counted.
         let c = w.contig.as_ref().expect("contiguous writer state");
         let live = (c.live_base + self.stored_cbytes).saturating_sub(c.stored_base);
-        if self.section_end.saturating_sub(hlen).saturating_sub(live) > live.max(COMPACT_MIN) {
+        let (data_end, index_len) = c.ext.as_ref().map_or((self.section_end, 0), |e| {
+            (e.data_end.min(self.section_end), e.active.map_or(0, |a| e.slots[a].used))
+        });
+        let dead = data_end.saturating_sub(hlen).saturating_sub(live);
+        if dead > live.max(COMPACT_MIN) + 4 * index_len {
             self.rewrite_contiguous(w)?;
         }
         Ok(())

@@ -225,3 +225,46 @@ fn sigkill_during_writes() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// A cleanly closed file has the usual compact tail: frame_len = file length, so it also loads
+/// as an in-memory frame, and python-blosc2 reads it.
+#[test]
+fn closed_file_is_compact_and_appendable() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-close-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("closed.b2frame");
+    let mut seeds: Vec<u32> = Vec::new();
+    for session in 0..3u32 {
+        let mut s = if session == 0 {
+            SChunk::create(&path, true, cparams(), DParams::default()).unwrap()
+        } else {
+            open(&path, Mode::Append).unwrap()
+        };
+        for k in 0..3000u32 {
+            let seed = session * 10_000 + k + 1;
+            s.append_data(&chunk_data(seed)).unwrap();
+            seeds.push(seed);
+            if k % 97 == 0 {
+                let i = (k as usize * 31) % seeds.len();
+                s.update_data(i, &chunk_data(seed + 5000)).unwrap();
+                seeds[i] = seed + 5000;
+            }
+        }
+        s.set_vlmeta("session", &[session as u8]).unwrap();
+        drop(s);
+        let bytes = std::fs::read(&path).unwrap();
+        let frame_len = u64::from_be_bytes(bytes[16..24].try_into().unwrap());
+        assert_eq!(frame_len, bytes.len() as u64, "session {session}: closed file is not compact");
+        let m = SChunk::from_cframe(&bytes).unwrap();
+        assert_eq!(read_seeds(&m).unwrap(), seeds);
+        assert_eq!(m.vlmeta("session"), Some(&[session as u8][..]));
+    }
+    if let Some(py) = std::env::var_os("OXBLOSC_INTEROP_PY") {
+        let out = Command::new(py).arg("-c").arg(PY_CHECK).arg(&path).output().unwrap();
+        assert!(out.status.success(), "python-blosc2: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let f: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!((f[0].parse::<usize>().unwrap(), f[1].parse::<u64>().unwrap()), (seeds.len(), hash(&seeds)));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
