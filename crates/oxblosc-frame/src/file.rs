@@ -5,27 +5,54 @@
 //! chunk is read with a positioned read when asked for. A frame may start at an offset inside a
 //! larger file ([`open_at`]; read-only).
 //!
-//! ## Write order and durability (what is done now, what is left)
+//! ## Write order and durability
 //!
-//! The rule is *write new data before anything that points to it*:
+//! The rule: *never overwrite a byte the committed header references; commit by patching the
+//! header last*. A process killed at any point leaves the old or the new state (checked by
+//! `tests/crash.rs`, which SIGKILLs a writer in a loop and also reads crashed files with
+//! python-blosc2). Against power loss, [`SyncMode::Full`] adds fsync at the two barriers.
 //!
 //! * Sparse frames (directory): a new or updated chunk goes to a **new** `%08X.chunk` file
 //!   (id = largest id ever used + 1), never over an existing one. Then the index frame is
 //!   written to `chunks.b2frame.tmp` and renamed over `chunks.b2frame` (atomic on POSIX), and
-//!   only after that are the files of replaced or deleted chunks removed. A crash at any point
-//!   leaves either the old or the new index, both pointing at complete chunk files (at worst an
-//!   orphan chunk file remains). This holds without fsync against process kills; against power
-//!   loss the file contents must be synced before the rename ([`SyncMode::Full`] does this).
-//! * Contiguous files: like C-Blosc2, new chunks are written at the end of the chunks section
-//!   (over the old offsets index and trailer), then the new index and trailer, then the header
-//!   fields (`frame_len`, `cbytes`, `nbytes`, `chunksize`) are patched. Chunks already stored
-//!   are never rewritten (updates write the new chunk at the end and repoint the index; the old
-//!   bytes stay as dead space inside the chunks section, which readers ignore). **Crash window:**
-//!   between the chunk write and the header patch the header still names the old index
-//!   position, now overwritten. Closing it (next step) = append the new chunk + index + trailer
-//!   *after* the current trailer and patch the header last, then compact the dead tail on the
-//!   following append; or keep a copy of the previous tail in a side journal.
-//!   Per-append cost is O(nchunks) today because the whole index is recompressed and written.
+//!   only after that are the files of replaced or deleted chunks removed (at worst an orphan
+//!   chunk file remains).
+//! * Contiguous files. A frame is `header | chunks section (cbytes) | index | trailer`; readers
+//!   (ours, C-Blosc2/python-blosc2) accept dead bytes inside the chunks section, gaps between an
+//!   index chunk's bstarts and its blocks, and a file longer than `frame_len` (checked with
+//!   python-blosc2 4.14). The writer allocates *extents* past everything the committed state
+//!   uses: a chunk area (room for the pending chunks plus a reserve of 1/8 of the estimated live
+//!   bytes, 256 KiB..1 GiB) followed by two index slots. Each change:
+//!   1. writes the new chunks at the free end of the chunk area (unreferenced bytes);
+//!   2. writes the new offsets index + trailer into the index slot the header does **not**
+//!      point to (the other one holds the committed state), blocks first, then the trailer,
+//!      then the 32-byte index chunk header + bstarts; `fsync` with `SyncMode::Full`;
+//!   3. commits by patching the header bytes that changed (`frame_len`, `cbytes`, `nbytes`,
+//!      `chunksize`, flags: one write of at most 46 bytes in the first page); `fsync`.
+//!
+//!   A crash before 3 leaves the old header pointing at the old, intact index and trailer; the
+//!   file may then be longer than `frame_len`, which every reader accepts and which opening
+//!   with [`Mode::Append`] truncates (recovery). The old index becomes dead space inside the
+//!   chunks section. The slots ping-pong, so an append rewrites only what changed: the index is
+//!   assembled from independently encoded 16 KiB blocks (2048 entries); a slot keeps the blocks
+//!   it already holds and only the changed ones (for an append: the last) are re-encoded and
+//!   written, plus the bstarts (4 bytes per 2048 chunks). Per-append cost is therefore flat
+//!   (inserts and deletes in the middle shift the index and stay O(nchunks), as in C). When the
+//!   chunk area or a slot is full a new extent is allocated at the end of the file (one full
+//!   index write, amortised by the geometric reserve).
+//! * Reopening for append reuses the free space between the last stored chunk and the
+//!   committed index as the first chunk area.
+//! * Dead space (replaced or deleted chunks, abandoned index slots) is bounded: when it exceeds
+//!   the live bytes (and 1 MiB plus 4x the index), the frame is rewritten compactly to
+//!   `<file>.oxtmp` and renamed over the file (atomic), as [`SChunk::compact`] does on demand.
+//!   Live bytes of a reopened frame are estimated from (up to 4096 sampled) chunk headers.
+//! * Closing (dropping the super-chunk) moves the index and trailer right after the last chunk
+//!   (via a copy past everything when there is no room below the committed index), patches the
+//!   header and truncates: a cleanly closed file has the usual compact tail (`frame_len` = file
+//!   length) and loads as an in-memory frame too.
+//! * Only one writer at a time: there is no lock file yet; readers in other processes may see
+//!   an older state but never a torn one (except that the header patch itself is not atomic
+//!   for readers on NFS or through a stale mmap).
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
