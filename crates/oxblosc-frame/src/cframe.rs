@@ -17,7 +17,8 @@ use oxblosc_chunk::{CParams, DParams, SplitMode};
 use crate::error::ChunkId;
 use crate::header::{self, gflags, FrameHeader, FIXED_LEN, FRAME_CONTIGUOUS};
 use crate::offsets::{self, Offset};
-use crate::schunk::{SChunk, Slot};
+use crate::schunk::SChunk;
+use crate::slots::Slots;
 use crate::storage::{Backing, Source};
 use crate::{trailer, Error, Result};
 
@@ -153,9 +154,10 @@ pub(crate) fn build(p: Parsed, backing: Backing, base: u64, sparse: bool) -> Res
     };
     let hlen = u64::from(h.header_len);
     let n = p.offsets.len();
-    let mut slots = Vec::with_capacity(n);
-    for (i, &o) in p.offsets.iter().enumerate() {
-        slots.push(match Offset::decode(o, i)? {
+    let mut offsets = p.offsets;
+    // Converted in place: opening 10^7 chunks holds one 80 MB vector, not two.
+    for (i, o) in offsets.iter_mut().enumerate() {
+        let v = match Offset::decode(*o, i)? {
             Offset::Special(kind) => {
                 if h.chunksize <= 0 {
                     return Err(Error::BadChunk {
@@ -167,9 +169,9 @@ pub(crate) fn build(p: Parsed, backing: Backing, base: u64, sparse: bool) -> Res
                 let cs = h.chunksize as u64;
                 let rem = h.nbytes as u64 % cs;
                 let nbytes = if i + 1 == n && rem != 0 { rem } else { cs } as usize;
-                Slot::Special { kind, nbytes }
+                Slots::special(kind, nbytes)
             }
-            Offset::Stored(o) if sparse => Slot::Stored(o),
+            Offset::Stored(o) if sparse => Slots::stored(o),
             Offset::Stored(o) => {
                 if o.saturating_add(16) > h.cbytes as u64 {
                     return Err(Error::BadChunk {
@@ -178,10 +180,12 @@ pub(crate) fn build(p: Parsed, backing: Backing, base: u64, sparse: bool) -> Res
                         reason: format!("offset {o} is outside the chunks section ({} bytes)", h.cbytes),
                     });
                 }
-                Slot::Stored(base + hlen + o)
+                Slots::stored(base + hlen + o)
             }
-        });
+        };
+        *o = v as i64;
     }
+    let slots = Slots::from_values(offsets.into_iter().map(|v| v as u64).collect());
     Ok(SChunk {
         cparams,
         dparams: DParams::default(),

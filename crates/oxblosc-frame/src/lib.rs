@@ -18,6 +18,7 @@ pub mod header;
 pub mod msgpack;
 pub mod offsets;
 pub mod schunk;
+mod slots;
 mod storage;
 pub mod trailer;
 

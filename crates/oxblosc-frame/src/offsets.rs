@@ -75,6 +75,59 @@ pub fn encode_index(offsets: &[i64]) -> Result<Vec<u8>> {
     oxblosc_chunk::compress(&raw, &index_cparams()).map_err(|source| Error::Chunk { chunk: ChunkId::Index, source })
 }
 
+/// Raw bytes of one index block (up to 2048 entries).
+pub(crate) const INDEX_BLOCKSIZE: usize = 16 * 1024;
+
+/// Encode one block of index entries (`raw` = up to 16 KiB of little-endian i64) as it sits
+/// inside an index chunk: `i32 csize` + stream (NEVER_SPLIT: one stream per block). Blocks of
+/// a Blosc2 chunk are independent, so an index chunk can be assembled from blocks encoded at
+/// different times ([`index_chunk_header`] + bstarts + these bytes).
+pub(crate) fn encode_index_block(raw: &[u8]) -> Result<Vec<u8>> {
+    debug_assert!(raw.len() % 8 == 0 && !raw.is_empty() && raw.len() <= INDEX_BLOCKSIZE);
+    let wrap = |source| Error::Chunk { chunk: ChunkId::Index, source };
+    let c = oxblosc_chunk::compress(raw, &index_cparams()).map_err(wrap)?;
+    let h = oxblosc_chunk::ChunkHeader::parse(&c).map_err(wrap)?;
+    let normal = !h.is_memcpyed()
+        && h.special().map_err(wrap)? == SpecialKind::None
+        && h.nblocks() == 1
+        && h.blocksize == raw.len()
+        && c[2] == template()[2];
+    if normal {
+        let b0 = i32::from_le_bytes(c[32..36].try_into().expect("4 bytes")) as usize;
+        if b0 == 36 && b0 < h.cbytes {
+            return Ok(c[b0..h.cbytes].to_vec());
+        }
+    }
+    // Stored uncompressed: a stream whose size equals the block size holds the filtered
+    // (shuffled) bytes as they are.
+    let mut out = Vec::with_capacity(4 + raw.len());
+    out.extend_from_slice(&(raw.len() as i32).to_le_bytes());
+    let mut sh = vec![0u8; raw.len()];
+    oxblosc_chunk::filter::shuffle::shuffle(8, raw, &mut sh);
+    out.extend_from_slice(&sh);
+    Ok(out)
+}
+
+/// Header of an index chunk compressed with [`index_cparams`] (a full 16 KiB block).
+fn template() -> &'static [u8; 32] {
+    static T: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let raw: Vec<u8> = (0..2048i64).flat_map(|i| (i * 4099 + i % 7).to_le_bytes()).collect();
+        let c = oxblosc_chunk::compress(&raw, &index_cparams()).expect("index template compresses");
+        c[..32].try_into().expect("32-byte header")
+    })
+}
+
+/// The 32-byte header of an index chunk of `nbytes` (entries x 8) and `cbytes` assembled from
+/// [`encode_index_block`] blocks.
+pub(crate) fn index_chunk_header(nbytes: usize, cbytes: usize) -> [u8; 32] {
+    let mut h = *template();
+    h[4..8].copy_from_slice(&(nbytes as i32).to_le_bytes());
+    h[8..12].copy_from_slice(&(nbytes.min(INDEX_BLOCKSIZE) as i32).to_le_bytes());
+    h[12..16].copy_from_slice(&(cbytes as i32).to_le_bytes());
+    h
+}
+
 /// Decode an index chunk holding at least `nchunks` entries (C reads the first `nchunks`).
 pub fn decode_index(chunk: &[u8], nchunks: usize) -> Result<Vec<i64>> {
     let wrap = |source| Error::Chunk { chunk: ChunkId::Index, source };
@@ -89,14 +142,24 @@ pub fn decode_index(chunk: &[u8], nchunks: usize) -> Result<Vec<i64>> {
     // Decode only the entries needed: C-Blosc2's fill_special writes the index as a
     // repeated-value chunk, which may claim more entries than the frame uses.
     let h = oxblosc_chunk::ChunkHeader::parse(chunk).map_err(wrap)?;
-    let raw = if h.typesize == 8 && !h.is_vlblocks() {
-        let mut raw = vec![0u8; nchunks * 8];
-        oxblosc_chunk::getitem(chunk, 0, nchunks, &mut raw).map_err(wrap)?;
-        raw
+    let to_i64 = |b: &[u8]| i64::from_le_bytes(b.try_into().expect("8 bytes"));
+    if h.typesize == 8 && !h.is_vlblocks() {
+        // Block by block, so the only large allocation is the result.
+        let step = (h.blocksize / 8).max(1);
+        let mut out = Vec::with_capacity(nchunks);
+        let mut raw = vec![0u8; step.min(nchunks) * 8];
+        let mut i = 0;
+        while i < nchunks {
+            let k = step.min(nchunks - i);
+            oxblosc_chunk::getitem(chunk, i, k, &mut raw[..k * 8]).map_err(wrap)?;
+            out.extend(raw[..k * 8].chunks_exact(8).map(to_i64));
+            i += k;
+        }
+        Ok(out)
     } else {
-        oxblosc_chunk::decompress(chunk, &DParams { nthreads: 1 }).map_err(wrap)?
-    };
-    Ok(raw.chunks_exact(8).take(nchunks).map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes"))).collect())
+        let raw = oxblosc_chunk::decompress(chunk, &DParams { nthreads: 1 }).map_err(wrap)?;
+        Ok(raw.chunks_exact(8).take(nchunks).map(to_i64).collect())
+    }
 }
 
 /// Number of index entries the index chunk itself holds (for variable-size frames).
@@ -117,5 +180,33 @@ mod tests {
         let idx = encode_index(&[0, 100, special_offset(SpecialKind::Uninit)]).unwrap();
         assert_eq!(decode_index(&idx, 3).unwrap()[2], special_offset(SpecialKind::Uninit));
         assert!(decode_index(&idx, 4).is_err());
+    }
+
+    #[test]
+    fn assembled_index_decodes() {
+        for n in [1usize, 2, 5, 2047, 2048, 2049, 5000, 6144] {
+            let offs: Vec<i64> = (0..n as i64)
+                .map(|i| if i % 5 == 3 { special_offset(SpecialKind::Zeros) } else { i * 4100 + i % 13 })
+                .collect();
+            let raw: Vec<u8> = offs.iter().flat_map(|o| o.to_le_bytes()).collect();
+            let blocks: Vec<Vec<u8>> = raw.chunks(INDEX_BLOCKSIZE).map(|b| encode_index_block(b).unwrap()).collect();
+            // Leave a gap after bstarts, as the frame writer does.
+            let nb = blocks.len();
+            let data0 = 32 + 4 * (nb + 3);
+            let total = data0 + blocks.iter().map(Vec::len).sum::<usize>();
+            let mut c = index_chunk_header(raw.len(), total).to_vec();
+            let mut pos = data0;
+            for b in &blocks {
+                c.extend_from_slice(&(pos as i32).to_le_bytes());
+                pos += b.len();
+            }
+            c.resize(data0, 0);
+            for b in &blocks {
+                c.extend_from_slice(b);
+            }
+            assert_eq!(decode_index(&c, n).unwrap(), offs, "n = {n}");
+            let all = oxblosc_chunk::decompress(&c, &DParams { nthreads: 1 }).unwrap();
+            assert_eq!(all, raw);
+        }
     }
 }

@@ -23,22 +23,12 @@ use oxblosc_chunk::{CParams, ChunkHeader, DParams, SpecialKind};
 use crate::error::ChunkId;
 use crate::file::Writer;
 use crate::header::{check_name, MAX_METALAYERS};
+use crate::slots::{Slot, Slots};
 use crate::storage::Backing;
 use crate::{Error, Result};
 
 /// Largest chunk (bytes) the chunk format allows, header included.
 pub(crate) const MAX_CHUNK_LEN: u64 = i32::MAX as u64;
-
-/// One chunk of a super-chunk.
-#[derive(Debug, Clone)]
-pub(crate) enum Slot {
-    /// A complete chunk in memory.
-    Mem(Arc<[u8]>),
-    /// Zeros, NaN or uninitialised items, not stored.
-    Special { kind: SpecialKind, nbytes: usize },
-    /// In the backing: absolute position (buffer/file) or chunk id (sparse directory).
-    Stored(u64),
-}
 
 /// A special value to fill chunks with ([`SChunk::fill_special`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +63,7 @@ pub struct SChunk {
     pub(crate) meta: Vec<(String, Vec<u8>)>,
     /// Raw (uncompressed) user bytes.
     pub(crate) vlmeta: Vec<(String, Vec<u8>)>,
-    pub(crate) slots: Vec<Slot>,
+    pub(crate) slots: Slots,
     pub(crate) backing: Backing,
     /// Remembered block size (0: none yet), written as the frame header's `blocksize`.
     pub(crate) blocksize: usize,
@@ -131,7 +121,7 @@ impl SChunk {
             stored_cbytes: 0,
             meta: Vec::new(),
             vlmeta: Vec::new(),
-            slots: Vec::new(),
+            slots: Slots::default(),
             backing: Backing::None,
             vlblocks: false,
             threads: (0, 1),
@@ -155,11 +145,7 @@ impl SChunk {
 
     /// Stored chunk bytes (what a frame's chunks section holds; special offsets count 0).
     pub fn cbytes(&self) -> u64 {
-        let nspecial = if self.chunksize > 0 {
-            0
-        } else {
-            self.slots.iter().filter(|s| matches!(s, Slot::Special { .. })).count() as u64
-        };
+        let nspecial = if self.chunksize > 0 { 0 } else { self.slots.count_special() as u64 };
         self.stored_cbytes + 32 * nspecial
     }
 
@@ -313,7 +299,7 @@ impl SChunk {
 
     /// The special kind of chunk `i` if it is kept as a special offset.
     pub(crate) fn slot_special(&self, i: usize) -> Option<(SpecialKind, usize)> {
-        match self.slots[i] {
+        match self.slots.get(i) {
             Slot::Special { kind, nbytes } => Some((kind, nbytes)),
             _ => None,
         }
@@ -322,17 +308,20 @@ impl SChunk {
     /// Chunk `i` as stored (special offsets materialised as 32-byte special chunks).
     pub fn get_chunk(&self, i: usize) -> Result<Cow<'_, [u8]>> {
         self.check_index(i)?;
-        match &self.slots[i] {
-            Slot::Mem(b) => Ok(Cow::Borrowed(b)),
+        if let Some(b) = self.slots.mem(i) {
+            return Ok(Cow::Borrowed(b));
+        }
+        match self.slots.get(i) {
+            Slot::Mem(b) => Ok(Cow::Owned(b.to_vec())),
             Slot::Special { kind, nbytes } => {
                 let ts = self.typesize();
                 // A special chunk's header typesize must divide nbytes; fall back to 1 when a
                 // foreign frame's chunk size is not a whole number of items.
-                let ts = if *nbytes % ts == 0 { ts } else { 1 };
-                let kind = if *kind == SpecialKind::Nan && ts != 4 && ts != 8 { SpecialKind::Zeros } else { *kind };
-                oxblosc_chunk::special_chunk(kind, *nbytes, ts, None).map(Cow::Owned).map_err(chunk_err(i))
+                let ts = if nbytes % ts == 0 { ts } else { 1 };
+                let kind = if kind == SpecialKind::Nan && ts != 4 && ts != 8 { SpecialKind::Zeros } else { kind };
+                oxblosc_chunk::special_chunk(kind, nbytes, ts, None).map(Cow::Owned).map_err(chunk_err(i))
             }
-            Slot::Stored(pos) => self.read_stored(i, *pos).map_err(|e| self.in_backing_file(e)),
+            Slot::Stored(pos) => self.read_stored(i, pos).map_err(|e| self.in_backing_file(e)),
         }
     }
 
@@ -363,6 +352,54 @@ impl SChunk {
         }
     }
 
+    /// The stored chunk at the highest position (index, position), if any.
+    pub(crate) fn last_stored(&self) -> Option<(usize, u64)> {
+        (0..self.slots.len())
+            .filter_map(|i| match self.slots.get(i) {
+                Slot::Stored(p) => Some((i, p)),
+                _ => None,
+            })
+            .max_by_key(|&(_, p)| p)
+    }
+
+    /// Live stored chunk bytes: every chunk header read up to 4096 stored chunks, else an
+    /// estimate from 4096 evenly spaced ones (the frame's cbytes may include dead space).
+    pub(crate) fn estimate_live(&self) -> Result<u64> {
+        let count = self.slots.len() - self.slots.count_special();
+        let step = count.div_ceil(4096).max(1);
+        let (mut sum, mut k, mut seen) = (0u64, 0u64, 0usize);
+        for i in 0..self.slots.len() {
+            if self.slots.is_special(i) {
+                continue;
+            }
+            if seen % step == 0 {
+                if let Slot::Stored(p) = self.slots.get(i) {
+                    sum += self.stored_len(i, p)?;
+                    k += 1;
+                }
+            }
+            seen += 1;
+        }
+        Ok((sum * count as u64).checked_div(k).unwrap_or(0))
+    }
+
+    /// Stored length of chunk `i` at `pos` (reads its 16-byte header only, sparse: file size).
+    pub(crate) fn stored_len(&self, i: usize, pos: u64) -> Result<u64> {
+        match &self.backing {
+            Backing::Sparse { dir } => {
+                let p = dir.join(crate::storage::chunk_file_name(pos));
+                Ok(std::fs::metadata(&p).map_err(|e| Error::io(None, e).in_file(&p))?.len())
+            }
+            b => {
+                let end = self.section_end();
+                let head = b
+                    .read_at(pos, 16.min(end.saturating_sub(pos)), "chunk header")
+                    .map_err(|e| self.in_backing_file(at_chunk(e, i)))?;
+                check_chunk_len(i, pos, &head, end.saturating_sub(pos)).map(|n| n as u64)
+            }
+        }
+    }
+
     /// Absolute end of the stored chunks section (buffer/file backings).
     pub(crate) fn section_end(&self) -> u64 {
         self.section_end
@@ -374,13 +411,13 @@ impl SChunk {
             let cs = self.chunksize as u64;
             return Ok(if i + 1 == self.slots.len() { (self.nbytes - cs * i as u64) as usize } else { cs as usize });
         }
-        match &self.slots[i] {
-            Slot::Special { nbytes, .. } => Ok(*nbytes),
-            Slot::Mem(b) => Ok(ChunkHeader::parse(b).map_err(chunk_err(i))?.nbytes),
+        match self.slots.get(i) {
+            Slot::Special { nbytes, .. } => Ok(nbytes),
+            Slot::Mem(b) => Ok(ChunkHeader::parse(&b).map_err(chunk_err(i))?.nbytes),
             Slot::Stored(pos) => {
                 let head: Cow<[u8]> = match &self.backing {
-                    Backing::Sparse { .. } => self.read_stored(i, *pos)?,
-                    b => b.read_at(*pos, 16, "chunk header").map_err(|e| at_chunk(e, i))?,
+                    Backing::Sparse { .. } => self.read_stored(i, pos)?,
+                    b => b.read_at(pos, 16, "chunk header").map_err(|e| at_chunk(e, i))?,
                 };
                 Ok(i32::from_le_bytes([head[4], head[5], head[6], head[7]]).max(0) as usize)
             }
@@ -603,10 +640,10 @@ impl SChunk {
     }
 
     fn slot_cbytes(&self, i: usize) -> Result<u64> {
-        match &self.slots[i] {
+        match self.slots.get(i) {
             Slot::Special { .. } => Ok(0),
             Slot::Mem(b) => Ok(b.len() as u64),
-            Slot::Stored(_) => Ok(self.get_chunk(i)?.len() as u64),
+            Slot::Stored(pos) => self.stored_len(i, pos),
         }
     }
 
@@ -667,7 +704,7 @@ impl SChunk {
         }
         self.vlblocks = (self.slots.len() == 1 || self.vlblocks) && vl;
         self.retire(i);
-        self.slots[i] = slot;
+        self.slots.set(i, slot);
         self.stored_cbytes = self.stored_cbytes.saturating_sub(old_cb);
         self.nbytes = self.nbytes - old_nb as u64 + nb as u64;
         self.after_chunk_change()?;
@@ -693,8 +730,8 @@ impl SChunk {
 
     /// Chunk `i` is about to be dropped: a sparse frame removes its file after the next sync.
     fn retire(&mut self, i: usize) {
-        if let (Some(w), Slot::Stored(id)) = (&mut self.writer, &self.slots[i]) {
-            w.retire(*id);
+        if let (Some(w), Slot::Stored(id)) = (&mut self.writer, self.slots.get(i)) {
+            w.retire(id);
         }
     }
 

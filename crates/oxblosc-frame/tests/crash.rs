@@ -1,0 +1,270 @@
+//! Crash safety of contiguous frame files: a child process appends, inserts, updates and
+//! deletes chunks in a loop and is SIGKILLed at random moments; after every kill the file must
+//! reopen as the last state the child committed or the one it was writing, never unreadable
+//! and never with lost chunks.
+//!
+//! The child is this test binary re-executed with `OXBLOSC_CRASH_CHILD` set. Before each
+//! operation it logs `I <nchunks> <hash>` (the state it is about to write), after the
+//! operation returns `C <nchunks> <hash>`. Chunk `k` holds 1024 u32 derived from a seed, and
+//! the hash is over the seeds in order, so a reopened file is checked chunk by chunk.
+//!
+//! With `OXBLOSC_INTEROP_PY` pointing to a python with blosc2, some crashed files (before our
+//! writer reopens and trims them) are also read with python-blosc2.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use oxblosc_frame::{open, CParams, DParams, Mode, SChunk};
+
+const ITEMS: usize = 1024;
+
+fn chunk_data(seed: u32) -> Vec<u8> {
+    (0..ITEMS as u32)
+        .flat_map(|k| {
+            let v = if k % 4 == 0 { seed.wrapping_mul(2_654_435_761).wrapping_add(k) } else { seed };
+            v.to_le_bytes()
+        })
+        .collect()
+}
+
+fn hash(seeds: &[u32]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for s in seeds {
+        for b in s.to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Read every chunk back; the seeds in order, or an error description.
+fn read_seeds(s: &SChunk) -> Result<Vec<u32>, String> {
+    let mut seeds = Vec::with_capacity(s.nchunks());
+    for i in 0..s.nchunks() {
+        let d = s.decompress_chunk(i).map_err(|e| format!("chunk {i}: {e}"))?;
+        let seed = u32::from_le_bytes(d[4..8].try_into().unwrap());
+        if d != chunk_data(seed) {
+            return Err(format!("chunk {i} does not hold seed {seed}'s data"));
+        }
+        seeds.push(seed);
+    }
+    Ok(seeds)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn cparams() -> CParams {
+    CParams { typesize: 4, clevel: 1, ..CParams::default() }
+}
+
+/// The writing child: runs until killed.
+fn child(path: &Path, log: &Path, seed: u64) {
+    let mut s = if path.exists() {
+        open(path, Mode::Append).expect("child reopens the frame")
+    } else {
+        SChunk::create(path, true, cparams(), DParams::default()).expect("create")
+    };
+    let mut seeds = read_seeds(&s).expect("child reads the frame");
+    let mut log = std::fs::File::create(log).unwrap();
+    log.write_all(format!("C {} {}\n", seeds.len(), hash(&seeds)).as_bytes()).unwrap();
+    let mut rng = Rng(seed | 1);
+    loop {
+        let n = seeds.len() as u64;
+        let op = rng.below(100);
+        let new_seed = rng.next() as u32 | 1;
+        let mut next = seeds.clone();
+        let act: Box<dyn FnOnce(&mut SChunk)> = if n < 4 || (op < 60 && n < 400) {
+            next.push(new_seed);
+            Box::new(move |s| {
+                s.append_data(&chunk_data(new_seed)).unwrap();
+            })
+        } else if op < 80 {
+            let i = rng.below(n) as usize;
+            next[i] = new_seed;
+            Box::new(move |s| {
+                s.update_data(i, &chunk_data(new_seed)).unwrap();
+            })
+        } else if op < 93 {
+            let i = rng.below(n) as usize;
+            next.remove(i);
+            Box::new(move |s| {
+                s.delete_chunk(i).unwrap();
+            })
+        } else {
+            let i = rng.below(n) as usize;
+            next.insert(i, new_seed);
+            Box::new(move |s| {
+                s.insert_data(i, &chunk_data(new_seed)).unwrap();
+            })
+        };
+        log.write_all(format!("I {} {}\n", next.len(), hash(&next)).as_bytes()).unwrap();
+        act(&mut s);
+        seeds = next;
+        log.write_all(format!("C {} {}\n", seeds.len(), hash(&seeds)).as_bytes()).unwrap();
+    }
+}
+
+/// Accepted states after a kill: the last committed one and, if logged after it, the one
+/// being written.
+fn accepted(log: &Path) -> Vec<(usize, u64)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut last_c = None;
+    let mut last_i = None;
+    // Each line is written with one write call; a line without its newline is torn.
+    for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')).map(str::trim_end) {
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.len() != 3 {
+            continue; // torn last line
+        }
+        let st = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        if f[0] == "C" {
+            last_c = Some(st);
+            last_i = None;
+        } else {
+            last_i = Some(st);
+        }
+    }
+    last_c.into_iter().chain(last_i).collect()
+}
+
+const PY_CHECK: &str = r#"
+import sys, blosc2, numpy as np
+s = blosc2.open(sys.argv[1], mode="r")
+h = 0xcbf29ce484222325
+for i in range(s.nchunks):
+    d = np.frombuffer(s.decompress_chunk(i), dtype=np.uint32)
+    seed = int(d[1])
+    k = np.arange(1024, dtype=np.uint32)
+    exp = np.where(k % 4 == 0, (np.uint32(seed) * np.uint32(2654435761) + k).astype(np.uint32), np.uint32(seed))
+    assert (d == exp).all(), f"chunk {i}"
+    for b in seed.to_bytes(4, "little"):
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+print(s.nchunks, h)
+"#;
+
+#[test]
+fn crash_child_entry() {
+    // Only does something when re-executed by `sigkill_during_writes`.
+    if let (Ok(path), Ok(log), Ok(seed)) =
+        (std::env::var("OXBLOSC_CRASH_CHILD"), std::env::var("OXBLOSC_CRASH_LOG"), std::env::var("OXBLOSC_CRASH_SEED"))
+    {
+        child(Path::new(&path), Path::new(&log), seed.parse().unwrap());
+    }
+}
+
+#[test]
+fn sigkill_during_writes() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("crash.b2frame");
+    let log = dir.join("log.txt");
+    let py: Option<PathBuf> = std::env::var_os("OXBLOSC_INTEROP_PY").map(PathBuf::from);
+    let kills: usize = std::env::var("OXBLOSC_CRASH_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id()));
+    let t0 = Instant::now();
+    let (mut killed_mid_op, mut max_chunks, mut py_checked) = (0, 0, 0);
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    for round in 0..kills {
+        let mut ch = Command::new(&exe)
+            .args(["crash_child_entry", "--exact", "--nocapture", "--test-threads=1"])
+            .env("OXBLOSC_CRASH_CHILD", &path)
+            .env("OXBLOSC_CRASH_LOG", &log)
+            .env("OXBLOSC_CRASH_SEED", rng.next().to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Let it start (open + first ops), then kill at a random moment.
+        std::thread::sleep(Duration::from_millis(30 + rng.below(120)));
+        ch.kill().unwrap(); // SIGKILL on Unix
+        let status = ch.wait().unwrap();
+        assert!(!status.success(), "round {round}: the child exited by itself: {status:?}");
+        let ok = accepted(&log);
+        assert!(!ok.is_empty(), "round {round}: the child committed nothing (too slow to start?)");
+        if ok.len() == 2 {
+            killed_mid_op += 1;
+        }
+        if let Some(py) = py.as_ref().filter(|_| round % 6 == 0) {
+            let out = Command::new(py).arg("-c").arg(PY_CHECK).arg(&path).output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let f: Vec<&str> = text.split_whitespace().collect();
+            assert!(out.status.success(), "round {round}: python-blosc2: {}", String::from_utf8_lossy(&out.stderr));
+            let st = (f[0].parse::<usize>().unwrap(), f[1].parse::<u64>().unwrap());
+            assert!(ok.contains(&st), "round {round}: python-blosc2 reads {st:?}, accepted {ok:?}");
+            py_checked += 1;
+        }
+        let s = open(&path, Mode::Read).unwrap_or_else(|e| panic!("round {round}: unreadable after kill: {e}"));
+        let seeds = read_seeds(&s).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let st = (seeds.len(), hash(&seeds));
+        let which = ok.iter().position(|x| *x == st);
+        assert!(which.is_some(), "round {round}: file holds {st:?}, accepted {ok:?}");
+        *seen.entry(if which == Some(0) { "old state" } else { "new state" }).or_default() += 1;
+        max_chunks = max_chunks.max(seeds.len());
+    }
+    let len = std::fs::metadata(&path).unwrap().len();
+    eprintln!(
+        "crash test: {kills} kills in {:.1} s, {killed_mid_op} during an operation, outcomes {seen:?}, \
+         up to {max_chunks} chunks, final file {len} bytes, {py_checked} crashed files read by python-blosc2",
+        t0.elapsed().as_secs_f64()
+    );
+    if std::env::var_os("OXBLOSC_CRASH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A cleanly closed file has the usual compact tail: frame_len = file length, so it also loads
+/// as an in-memory frame, and python-blosc2 reads it.
+#[test]
+fn closed_file_is_compact_and_appendable() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-close-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("closed.b2frame");
+    let mut seeds: Vec<u32> = Vec::new();
+    for session in 0..3u32 {
+        let mut s = if session == 0 {
+            SChunk::create(&path, true, cparams(), DParams::default()).unwrap()
+        } else {
+            open(&path, Mode::Append).unwrap()
+        };
+        for k in 0..3000u32 {
+            let seed = session * 10_000 + k + 1;
+            s.append_data(&chunk_data(seed)).unwrap();
+            seeds.push(seed);
+            if k % 97 == 0 {
+                let i = (k as usize * 31) % seeds.len();
+                s.update_data(i, &chunk_data(seed + 5000)).unwrap();
+                seeds[i] = seed + 5000;
+            }
+        }
+        s.set_vlmeta("session", &[session as u8]).unwrap();
+        drop(s);
+        let bytes = std::fs::read(&path).unwrap();
+        let frame_len = u64::from_be_bytes(bytes[16..24].try_into().unwrap());
+        assert_eq!(frame_len, bytes.len() as u64, "session {session}: closed file is not compact");
+        let m = SChunk::from_cframe(&bytes).unwrap();
+        assert_eq!(read_seeds(&m).unwrap(), seeds);
+        assert_eq!(m.vlmeta("session"), Some(&[session as u8][..]));
+    }
+    if let Some(py) = std::env::var_os("OXBLOSC_INTEROP_PY") {
+        let out = Command::new(py).arg("-c").arg(PY_CHECK).arg(&path).output().unwrap();
+        assert!(out.status.success(), "python-blosc2: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let f: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!((f[0].parse::<usize>().unwrap(), f[1].parse::<u64>().unwrap()), (seeds.len(), hash(&seeds)));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
