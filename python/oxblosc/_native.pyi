@@ -20,6 +20,20 @@ def compress2(
 def compress_blosc1(
     src: Any, codec: int, clevel: int, typesize: int, nthreads: int, blocksize: int, shuffle: int
 ) -> bytes: ...
+def compress_vlblocks(
+    blocks: list[Any],
+    codec: int,
+    codec_meta: int,
+    clevel: int,
+    use_dict: bool,
+    typesize: int,
+    nthreads: int,
+    blocksize: int,
+    splitmode: int,
+    filters: list[int],
+    filters_meta: list[int],
+) -> bytes: ...
+def decompress_vlblocks(src: Any, nthreads: int) -> list[bytes]: ...
 def decompress2(src: Any, nthreads: int) -> bytes: ...
 def decompress2_into(src: Any, dst: Any, nthreads: int) -> int: ...
 def get_cbuffer_sizes(src: Any) -> tuple[int, int, int]: ...

@@ -190,6 +190,22 @@ def compress2(src: Any, **kwargs) -> bytes:
     return _native.compress2(src, *args)
 
 
+def compress_vlblocks(blocks: Any, **kwargs) -> bytes:
+    """Compress a sequence of buffers (each non-empty) into one chunk with variable-length
+    blocks (format version 6), as python-blosc2's BatchArray stores batches. Takes the same
+    keywords as :func:`compress2`."""
+    return _native.compress_vlblocks(list(blocks), *_cached_native_args(kwargs))
+
+
+def decompress_vlblocks(src: Any, **kwargs) -> list[bytes]:
+    """Decode each block of a variable-length-block chunk into its own ``bytes``."""
+    if not kwargs:
+        n = nthreads
+    else:
+        n = _checked("nthreads", _make_params(DParams, dict(kwargs), "dparams").nthreads, 1, 1 << 16)
+    return _native.decompress_vlblocks(src, n)
+
+
 def decompress2(src: Any, dst: Any = None, **kwargs) -> bytes | None:
     """Decompress a chunk; into ``dst`` (returning None) when given, else into new bytes."""
     if not kwargs:

@@ -469,3 +469,31 @@ fn fill_pattern(out: &mut [u8], pattern: &[u8], phase: usize) {
         *b = pattern[(phase + k) % w];
     }
 }
+
+/// Decode blocks of a VL-block chunk separately: all of them, or only block `only`.
+pub(crate) fn decompress_vl(chunk: &[u8], only: Option<usize>, nthreads: usize) -> Result<Vec<Vec<u8>>> {
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    if !d.h.is_vlblocks() {
+        return Err(Error::InvalidHeader {
+            field: "blosc2_flags2",
+            value: d.h.flags2.into(),
+            reason: "not a VL-block chunk",
+        });
+    }
+    let indices: Vec<usize> = match only {
+        Some(i) if i >= d.vl.len() => return Err(Error::OutOfRange { start: i, end: i + 1, nitems: d.vl.len() }),
+        Some(i) => vec![i],
+        None => (0..d.vl.len()).collect(),
+    };
+    let one = |i: usize| -> Result<Vec<u8>> {
+        let mut out = vec![0u8; d.vl[i].1];
+        with_scratch(|s| d.decode_block(i, &mut out, &[], s))?;
+        Ok(out)
+    };
+    let nthreads = nthreads.clamp(1, indices.len().max(1));
+    if nthreads == 1 {
+        indices.into_iter().map(one).collect()
+    } else {
+        pool(nthreads).install(|| indices.into_par_iter().map(one).collect())
+    }
+}

@@ -18,9 +18,11 @@ pub mod format;
 pub mod parallel;
 pub mod params;
 mod pipeline;
+pub mod vlblocks;
 
 pub use compress::{compress, compress_blosc1, compress_into, max_compressed_len, special_chunk};
 pub use decompress::{cbuffer_sizes, decompress, decompress_into, decompressed_len, getitem};
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};
 pub use params::{CParams, DParams, SplitMode};
+pub use vlblocks::{compress_vlblocks, decompress_vlblocks, vlblock};

@@ -191,3 +191,38 @@ fn tiny_lz4_chunk_claiming_gigabytes_is_refused_before_allocating() {
     assert!(err.to_string().contains("cannot decode to"), "{err}");
     assert!(decompress(&c, &DParams { nthreads: 2 }).is_err());
 }
+
+#[test]
+fn vl_block_chunks_round_trip_and_read_c_written_blocks() {
+    use oxblosc_chunk::{compress_vlblocks, decompress_vlblocks, vlblock, CParams};
+    let blocks: Vec<Vec<u8>> =
+        (1..=7usize).map(|k| (0..k * 997).map(|i| ((i / (k + 3)) % 251) as u8).collect()).collect();
+    let refs: Vec<&[u8]> = blocks.iter().map(Vec::as_slice).collect();
+    for codec in [0u8, 1, 2, 4, 5] {
+        for nthreads in [1, 3] {
+            let cp = CParams { codec, typesize: 4, nthreads, ..CParams::default() };
+            let c = compress_vlblocks(&refs, &cp).unwrap();
+            let h = ChunkHeader::parse(&c).unwrap();
+            assert!(h.is_vlblocks() && h.version == 6 && h.dont_split() && h.nblocks() == 7);
+            assert_eq!(decompress_vlblocks(&c, &DParams { nthreads }).unwrap(), blocks);
+            assert_eq!(decompress(&c, &DParams { nthreads: 2 }).unwrap(), blocks.concat());
+            assert_eq!(vlblock(&c, 3).unwrap(), blocks[3]);
+            assert!(vlblock(&c, 7).is_err());
+            // Serial and parallel output are the same bytes.
+            let c1 = compress_vlblocks(&refs, &CParams { nthreads: 1, ..cp.clone() }).unwrap();
+            assert_eq!(c, c1);
+        }
+    }
+    let cp = CParams::default();
+    assert!(compress_vlblocks(&[], &cp).is_err());
+    assert!(compress_vlblocks(&[b"ab", b""], &cp).is_err());
+    assert!(compress_vlblocks(&[b"ab"], &CParams { filters: [3, 0, 0, 0, 0, 0], ..cp }).is_err());
+    // Blocks of the C-Blosc2 3.0.0 VL vectors, one at a time.
+    for chunk in frame_chunks("vlblocks-lz4-variable-3.0.0.b2frame") {
+        let all = decompress_vlblocks(&chunk, &DParams { nthreads: 2 }).unwrap();
+        assert!(all.iter().all(|b| b.len() == 500));
+        for (i, b) in all.iter().enumerate() {
+            assert_text_pattern(b, &format!("VL block {i}"));
+        }
+    }
+}

@@ -177,6 +177,46 @@ fn compress_blosc1<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
+/// Compress a list of buffers into one chunk with variable-length blocks (format version 6).
+#[pyfunction]
+#[pyo3(signature = (blocks, codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta))]
+#[allow(clippy::too_many_arguments)]
+fn compress_vlblocks<'py>(
+    py: Python<'py>,
+    blocks: Vec<Bound<'py, PyAny>>,
+    codec: u8,
+    codec_meta: u8,
+    clevel: u8,
+    use_dict: bool,
+    typesize: usize,
+    nthreads: usize,
+    blocksize: usize,
+    splitmode: u8,
+    filters: Vec<u8>,
+    filters_meta: Vec<u8>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let cp =
+        cparams(codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)?;
+    let views = blocks.iter().map(ByteView::readable).collect::<PyResult<Vec<_>>>()?;
+    let slices: Vec<&[u8]> = views.iter().map(ByteView::as_slice).collect();
+    let out = py.allow_threads(|| chunk::compress_vlblocks(&slices, &cp)).map_err(|e| to_py(py, e))?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Decode each block of a VL-block chunk into its own bytes.
+#[pyfunction]
+fn decompress_vlblocks<'py>(
+    py: Python<'py>,
+    src: &Bound<'py, PyAny>,
+    nthreads: usize,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let view = ByteView::readable(src)?;
+    let data = view.as_slice();
+    let dp = DParams { nthreads: nthreads.max(1) };
+    let blocks = py.allow_threads(|| chunk::decompress_vlblocks(data, &dp)).map_err(|e| to_py(py, e))?;
+    Ok(blocks.iter().map(|b| PyBytes::new(py, b)).collect())
+}
+
 /// Decompress a chunk into new bytes.
 #[pyfunction]
 fn decompress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, nthreads: usize) -> PyResult<Bound<'py, PyBytes>> {
@@ -292,6 +332,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress2, m)?)?;
     m.add_function(wrap_pyfunction!(compress_blosc1, m)?)?;
     m.add_function(wrap_pyfunction!(decompress2, m)?)?;
+    m.add_function(wrap_pyfunction!(compress_vlblocks, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_vlblocks, m)?)?;
     m.add_function(wrap_pyfunction!(decompress2_into, m)?)?;
     m.add_function(wrap_pyfunction!(get_cbuffer_sizes, m)?)?;
     m.add_function(wrap_pyfunction!(getitem, m)?)?;
