@@ -31,7 +31,6 @@ import csv
 import gc
 import math
 import os
-import platform
 import statistics
 import sys
 import time
@@ -50,6 +49,7 @@ import _datasets  # noqa: E402
 import blosc2  # noqa: E402
 import oxblosc  # noqa: E402
 import realdata  # noqa: E402
+from _benchutil import cpu_busy, log, machine_info  # noqa: E402  (bench/ is on sys.path)
 
 MiB = 1 << 20
 GB = 1e9
@@ -64,10 +64,6 @@ SYNTHETIC = list(_datasets.DATASETS)
 REAL = ["de405/moon", "dicom/cr_radiograph_rg3", "islp/nci60_expression"]
 QUICK_DATASETS = ["climate_f4", "genotype_i1", "dicom/cr_radiograph_rg3"]
 LIBS = {"ox": oxblosc, "b2": blosc2}
-
-
-def log(*a) -> None:
-    print(*a, file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------ data
@@ -364,39 +360,6 @@ def full_table(rows: list[dict]) -> str:
         "size ratio `=` means byte-identical chunks; cratio = uncompressed / compressed (python-blosc2).\n\n"
         + md_table(tab, cols)
     )
-
-
-def machine_info() -> dict:
-    cpu, flags = "?", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and cpu == "?":
-                    cpu = line.split(":", 1)[1].strip()
-                elif line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    simd = " ".join(x for x in ("sse2", "avx2", "avx512f") if x in flags)
-    return {
-        "cpu": cpu,
-        "simd": simd,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "oxblosc": getattr(oxblosc, "__version__", "?"),
-        "blosc2": blosc2.__version__,
-        "c-blosc2": blosc2.blosclib_version.split()[0],
-        "numpy": np.__version__,
-        "kernel": platform.release(),
-    }
-
-
-def cpu_busy() -> tuple[float, float]:
-    """(wall time, busy CPU-seconds of the whole machine) from /proc/stat."""
-    hz = os.sysconf("SC_CLK_TCK")
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return time.time(), (v[0] + v[1] + v[2] + v[5] + v[6]) / hz
 
 
 def header(args, info: dict, load0, load1, other_cores: float, wall: float, ncells: int) -> str:

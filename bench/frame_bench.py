@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -41,16 +40,13 @@ from pathlib import Path
 import blosc2
 import numpy as np
 import oxblosc
+from _benchutil import cpu_busy, log, machine_info  # noqa: E402  (bench/ is on sys.path)
 
 KiB = 1 << 10
 MiB = 1 << 20
 GB = 1e9
 LIBS = {"ox": oxblosc, "b2": blosc2}
 NAMES = {"ox": "oxblosc", "b2": "python-blosc2"}
-
-
-def log(*a) -> None:
-    print(*a, file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------ data
@@ -338,37 +334,6 @@ def tables(results: list[dict], marks: list[int]) -> str:
         "totals include creating and closing the frame.\n\n"
     )
     return note + md_table(rows, ["chunks", "measure", "N", "oxblosc", "python-blosc2", "ratio"])
-
-
-def machine_info() -> dict:
-    cpu, flags = "?", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and cpu == "?":
-                    cpu = line.split(":", 1)[1].strip()
-                elif line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "simd": " ".join(x for x in ("sse2", "avx2", "avx512f") if x in flags),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "oxblosc": getattr(oxblosc, "__version__", "?"),
-        "blosc2": blosc2.__version__,
-        "c-blosc2": blosc2.blosclib_version.split()[0],
-        "numpy": np.__version__,
-        "kernel": platform.release(),
-    }
-
-
-def cpu_busy() -> tuple[float, float]:
-    hz = os.sysconf("SC_CLK_TCK")
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return time.time(), (v[0] + v[1] + v[2] + v[5] + v[6]) / hz
 
 
 def fs_of(path: Path) -> str:
