@@ -755,6 +755,7 @@ pub fn fuzz_frame_ops(data: &[u8]) {
     }
     let frame = s.to_cframe().unwrap_or_else(|e| panic!("final to_cframe: {e}"));
     let s2 = SChunk::from_cframe(&frame).unwrap_or_else(|e| panic!("final from_cframe: {e}"));
+    empty_frame_drops_chunks(&s2, &mut m);
     check_model(&s2, &m, "final to_cframe -> from_cframe");
 }
 
@@ -900,8 +901,19 @@ fn apply_op(s: &mut SChunk, m: &mut Model, b: &mut Bytes, rng: &mut Rng, op: u8,
         _ => {
             let frame = s.to_cframe().unwrap_or_else(|e| panic!("to_cframe: {e}"));
             *s = SChunk::from_cframe(&frame).unwrap_or_else(|e| panic!("from_cframe of our own frame: {e}"));
+            empty_frame_drops_chunks(s, m);
             format!("to_cframe/from_cframe ({} bytes)", frame.len())
         }
+    }
+}
+
+/// A frame whose chunks are all empty (total nbytes 0) has no offsets index (`to_cframe`
+/// writes one only when nbytes > 0, and readers derive nchunks from it), so its empty chunks
+/// do not survive a round trip (regressions/frame_ops/empty-chunks-lost-in-cframe). Empty
+/// chunks mixed with non-empty ones must survive.
+fn empty_frame_drops_chunks(reopened: &SChunk, m: &mut Model) {
+    if reopened.nchunks() == 0 && m.chunks.iter().all(Vec::is_empty) {
+        m.chunks.clear();
     }
 }
 
