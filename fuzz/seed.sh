@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Regenerate the fuzz seed corpora in fuzz/corpus/<target>/ (git-ignored):
 #   - small chunks made by oxblosc itself (examples/make_seeds.rs), and
-#   - copies of the C-Blosc2 compat vectors (*.cdata) smaller than 40 KB.
+#   - copies of the C-Blosc2 compat vectors (*.cdata) smaller than 40 KB,
+#   - frame_open: the compat frames (*.b2frame), tests/fuzz/corpus/*.b2frame and the frame
+#     crate's golden frames (crates/oxblosc-frame/tests/data/golden, files only).
 # Usage: fuzz/seed.sh   (SHARED=/path/to/shared overrides ../shared)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,3 +25,14 @@ if [ -d "$vec" ]; then
 else
   echo "no vectors at $vec (set SHARED=...)" >&2
 fi
+
+# Frames for frame_open (missing directories are skipped).
+mkdir -p corpus/frame_open corpus/frame_ops
+n=0
+for f in "$vec"/*.b2frame "$here"/../tests/fuzz/corpus/*.b2frame "$here"/../crates/oxblosc-frame/tests/data/golden/*; do
+  [ -f "$f" ] || continue
+  case "$f" in *.txt) continue ;; esac
+  cp "$f" "corpus/frame_open/frame-$(basename "$f")"
+  n=$((n + 1))
+done
+echo "copied $n frames into corpus/frame_open"

@@ -13,6 +13,7 @@ use oxblosc_chunk::{
     cbuffer_sizes, compress, compress_blosc1, compress_into, decompress, decompress_into, getitem, max_compressed_len,
     CParams, ChunkHeader, DParams, Error, SplitMode,
 };
+use oxblosc_frame::{SChunk, SpecialValue};
 
 /// Largest `nbytes` a fuzz input may claim before we decode it.
 ///
@@ -519,6 +520,34 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         out.push(("decompress", format!("seed-special-{name}"), chunk.clone()));
         out.push(("getitem", format!("seed-special-{name}"), getitem_arbitrary_input(&chunk, 5)));
     }
+    // frame_ops: head (codec, clevel, typesize index, filters/blocksize) + ops (see apply_op).
+    let ops: Vec<u8> = vec![
+        8, 0, 3, 1, 2, 3, // add_meta m0 = [1, 2, 3]
+        0, 64, 0, // append 64 items (counter)
+        0, 64, 1, // append 64 items (random)
+        2, 1, 64, 2, 7, // insert 64 items of 7 at 1
+        3, 0, 64, 3, // update chunk 0 with zeros
+        5, 40, 0, 50, 0, // set_slice at 40, 50 items
+        7, 1, 4, 9, 8, 7, 6, // set_vlmeta v1
+        9, // to_cframe -> from_cframe
+        6, 100, 0, 63, // fill_special 100 zeros
+        6, 64, 3, 0, 1, 2, 3, 4, 5, 6, 7, 8, // fill_special value
+        4, 2, // delete chunk 2
+        0, 10, 0, // short chunk (variable sizes from now on)
+        2, 0, 5, 1, // insert short chunk at 0
+        9, 5, 3, 1, 90, 0, 7, 1, 2, 1, 2, 9,
+    ];
+    for (name, head) in [
+        ("blosclz-i32", [0u8, 5, 2, 1]),
+        ("lz4-f64-bitshuffle-bs64", [1, 5, 3, 2 | 4 << 3]),
+        ("zstd-u8-delta", [4, 3, 0, 3 | 4]),
+        ("zlib-ts3-bs16", [3, 1, 4, 1 | 3 << 3]),
+        ("lz4hc-u16-nan-less", [2, 9, 1, 0]),
+    ] {
+        let mut v = head.to_vec();
+        v.extend_from_slice(&ops);
+        out.push(("frame_ops", format!("seed-{name}"), v));
+    }
     out
 }
 
@@ -530,4 +559,394 @@ pub fn getitem_arbitrary_input(chunk: &[u8], seed: u32) -> Vec<u8> {
     v.extend_from_slice(&head);
     v.extend_from_slice(chunk);
     v
+}
+
+// ---------------------------------------------------------------------------------------
+// frame_open: arbitrary bytes as a contiguous frame
+// ---------------------------------------------------------------------------------------
+
+/// Largest total `nbytes` (and largest single chunk) a fuzzed frame may claim before we
+/// decode it. A 100-byte frame can legally claim 2^63 bytes of special zero chunks (special
+/// offsets cost 8 bytes in the index, nothing in the chunks section) or a chunk of 2 GiB;
+/// decoding those would hit libFuzzer's -rss_limit_mb / -malloc_limit_mb and report an OOM
+/// that is not a bug. Such frames are only opened and walked (sizes, meta), not decoded.
+pub const MAX_FUZZ_FRAME_NBYTES: u64 = 64 << 20;
+
+/// Offsets tried for `from_cframe_at` (junk prefix length).
+const FRAME_OFFSETS: [usize; 4] = [1, 3, 8, 17];
+
+/// Arbitrary bytes as a cframe: opening never panics; when it opens, every chunk, the
+/// metalayers and a few slices are read; what decodes is consistent (chunk vs slice vs the
+/// same frame embedded at an offset vs a `to_cframe` round trip).
+pub fn fuzz_frame_open(data: &[u8]) {
+    let direct = SChunk::from_cframe(data);
+    // The same bytes behind a junk prefix: from_cframe_at is more lenient (the frame may
+    // end before the buffer), so it must open whatever from_cframe opens.
+    let off = FRAME_OFFSETS[data.len() % FRAME_OFFSETS.len()];
+    let mut buf = vec![0xEEu8; off];
+    buf.extend_from_slice(data);
+    let at = SChunk::from_cframe_at(&buf, off);
+    if direct.is_ok() {
+        assert!(at.is_ok(), "from_cframe opens but from_cframe_at({off}) fails: {:?}", at.as_ref().err());
+    }
+    // Also out-of-range offsets: errors, not panics.
+    let _ = SChunk::from_cframe_at(data, data.len());
+    let _ = SChunk::from_cframe_at(data, data.len() + 1);
+    let _ = SChunk::from_cframe_at(data, usize::MAX);
+
+    let a = direct.ok().map(|s| walk_frame(&s));
+    let b = at.ok().map(|s| walk_frame(&s));
+    if let (Some(Some(a)), Some(Some(b))) = (&a, &b) {
+        assert!(a == b, "from_cframe and from_cframe_at({off}) decode different chunks");
+    }
+    // Re-serialise what decoded completely: it must reopen to the same content.
+    if let Some(Some(chunks)) = &a {
+        let s = SChunk::from_cframe(data).expect("opened once already");
+        if let Ok(frame) = s.to_cframe() {
+            let s2 = SChunk::from_cframe(&frame)
+                .unwrap_or_else(|e| panic!("to_cframe of an opened frame does not reopen: {e}"));
+            assert_eq!(s2.nchunks(), chunks.len(), "to_cframe round trip: nchunks");
+            for (i, c) in chunks.iter().enumerate() {
+                let d = s2.decompress_chunk(i).unwrap_or_else(|e| panic!("to_cframe round trip: chunk {i}: {e}"));
+                assert!(d == *c, "to_cframe round trip: chunk {i} differs");
+            }
+            assert!(s2.meta_names() == s.meta_names(), "to_cframe round trip: meta names");
+            assert!(s2.vlmeta_names() == s.vlmeta_names(), "to_cframe round trip: vlmeta names");
+        }
+    }
+}
+
+/// Read everything from an opened frame; the decoded chunks when all of them decode.
+fn walk_frame(s: &SChunk) -> Option<Vec<Vec<u8>>> {
+    let _ = (s.nbytes(), s.cbytes(), s.cratio(), s.typesize(), s.chunksize(), s.nitems(), s.blocksize());
+    for name in s.meta_names() {
+        assert!(s.meta(name).is_some(), "meta name {name:?} listed but not found");
+    }
+    for name in s.vlmeta_names() {
+        assert!(s.vlmeta(name).is_some(), "vlmeta name {name:?} listed but not found");
+    }
+    let _ = s.meta("");
+    let _ = s.vlmeta("missing");
+    let n = s.nchunks();
+    let _ = s.get_chunk(n);
+    let _ = s.decompress_chunk(n);
+    if s.nbytes() > MAX_FUZZ_FRAME_NBYTES {
+        return None; // see MAX_FUZZ_FRAME_NBYTES
+    }
+    let mut all = Some(Vec::new());
+    let mut decoded = 0u64;
+    for i in 0..n {
+        let _ = s.chunk_info(i);
+        let chunk = s.get_chunk(i);
+        let Ok(chunk) = chunk else {
+            all = None;
+            let _ = s.decompress_chunk(i);
+            continue;
+        };
+        let claimed = oxblosc_chunk::cbuffer_sizes(&chunk).map(|(nb, _, _)| nb as u64).unwrap_or(0);
+        decoded += claimed;
+        if claimed > MAX_FUZZ_FRAME_NBYTES || decoded > MAX_FUZZ_FRAME_NBYTES {
+            return None; // see MAX_FUZZ_FRAME_NBYTES (chunks may claim more than the frame)
+        }
+        match s.decompress_chunk(i) {
+            Ok(d) => {
+                let direct = decompress(&chunk, &dp(1));
+                if let Ok(direct) = direct {
+                    assert!(direct == d, "decompress_chunk({i}) differs from decompressing get_chunk({i})");
+                }
+                if let Some(v) = all.as_mut() {
+                    v.push(d);
+                }
+            }
+            Err(_) => all = None,
+        }
+    }
+    // Slices: the whole range, the halves, one item, empty and out of range.
+    let ni = s.nitems();
+    let full = s.get_slice(0, ni);
+    for (a, b) in [(0, ni / 2), (ni / 2, ni), (ni / 3, ni / 3 + 1), (ni, ni), (1, 0), (0, ni + 1), (ni, u64::MAX)] {
+        if let (Ok(part), Ok(full)) = (s.get_slice(a, b), &full) {
+            let ts = s.typesize() as u64;
+            assert!(
+                part[..] == full[(a * ts) as usize..(b * ts) as usize],
+                "get_slice({a}, {b}) differs from the full slice"
+            );
+        }
+    }
+    if let (Some(chunks), Ok(full)) = (&all, &full) {
+        let cat: Vec<u8> = chunks.concat();
+        if cat.len() == full.len() {
+            assert!(cat == *full, "get_slice(0, nitems) differs from the decoded chunks");
+        }
+    }
+    all
+}
+
+// ---------------------------------------------------------------------------------------
+// frame_ops: a sequence of super-chunk operations checked against a model
+// ---------------------------------------------------------------------------------------
+
+/// At most this many operations per input.
+pub const MAX_FRAME_OPS: usize = 48;
+/// At most this many items per appended/inserted/updated chunk or slice.
+pub const MAX_FRAME_ITEMS: usize = 96;
+
+const FRAME_TYPESIZES: [usize; 5] = [1, 2, 4, 8, 3];
+const FRAME_BLOCKSIZES: [usize; 6] = [0, 0, 0, 16, 64, 256];
+
+/// The model: chunks as plain bytes, plus vlmeta and meta.
+#[derive(Default, Debug)]
+struct Model {
+    chunks: Vec<Vec<u8>>,
+    vlmeta: Vec<(String, Vec<u8>)>,
+    meta: Vec<(String, Vec<u8>)>,
+}
+
+/// Reads bytes of the op stream; 0 when exhausted.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+    fn u16(&mut self) -> u16 {
+        u16::from(self.u8()) | u16::from(self.u8()) << 8
+    }
+}
+
+/// Byte 0-3: codec, clevel, typesize, filters/blocksize; then ops of one opcode byte and
+/// its arguments. Every op is applied to an `SChunk` and to `Model`; after each the
+/// super-chunk's decoded content must equal the model's. Failed ops must change nothing.
+pub fn fuzz_frame_ops(data: &[u8]) {
+    let mut b = Bytes(data);
+    let (codec, clevel, tsb, fb) = (b.u8(), b.u8(), b.u8(), b.u8());
+    let ts = FRAME_TYPESIZES[usize::from(tsb) % FRAME_TYPESIZES.len()];
+    let mut filters = [0u8; 6];
+    filters[0] = [0u8, 1, 2, 3][usize::from(fb & 3)];
+    if fb & 4 != 0 {
+        filters[1] = 1;
+    }
+    let cp = CParams {
+        codec: CODECS[usize::from(codec) % CODECS.len()],
+        clevel: clevel % 10,
+        typesize: ts,
+        nthreads: 1,
+        blocksize: FRAME_BLOCKSIZES[usize::from(fb >> 3) % FRAME_BLOCKSIZES.len()],
+        filters,
+        ..CParams::default()
+    };
+    let mut s = SChunk::new(cp.clone(), dp(1)).unwrap_or_else(|e| panic!("SChunk::new({cp:?}): {e}"));
+    let mut m = Model::default();
+    let mut rng = Rng::new(u64::from(tsb) << 8 | u64::from(fb) | 0x5151_0000);
+    for step in 0..MAX_FRAME_OPS {
+        if b.0.is_empty() {
+            break;
+        }
+        let op = b.u8();
+        let n = m.chunks.len();
+        let desc = apply_op(&mut s, &mut m, &mut b, &mut rng, op, ts, n);
+        check_model(&s, &m, &format!("step {step}: {desc}"));
+    }
+    let frame = s.to_cframe().unwrap_or_else(|e| panic!("final to_cframe: {e}"));
+    let s2 = SChunk::from_cframe(&frame).unwrap_or_else(|e| panic!("final from_cframe: {e}"));
+    empty_frame_drops_chunks(&s2, &mut m);
+    check_model(&s2, &m, "final to_cframe -> from_cframe");
+}
+
+/// Chunk data of `nitems` items: a counter, raw stream bytes, a constant or zeros.
+fn gen_data(b: &mut Bytes, rng: &mut Rng, nitems: usize, ts: usize) -> Vec<u8> {
+    let len = nitems * ts;
+    match b.u8() % 4 {
+        0 => (0..len).map(|j| (j / ts) as u8 ^ (j % ts) as u8).collect(),
+        1 => (0..len).map(|_| rng.next_u64() as u8).collect(),
+        2 => vec![b.u8(); len],
+        _ => vec![0; len],
+    }
+}
+
+fn apply_op(s: &mut SChunk, m: &mut Model, b: &mut Bytes, rng: &mut Rng, op: u8, ts: usize, n: usize) -> String {
+    match op % 10 {
+        0 | 1 => {
+            let items = usize::from(b.u8()) % (MAX_FRAME_ITEMS + 1);
+            let d = gen_data(b, rng, items, ts);
+            let r = s.append_data(&d);
+            if r.is_ok() {
+                m.chunks.push(d);
+            }
+            format!("append {items} items -> {:?}", r.map_err(|e| e.to_string()))
+        }
+        2 => {
+            let i = usize::from(b.u8()) % (n + 1);
+            let items = usize::from(b.u8()) % (MAX_FRAME_ITEMS + 1);
+            let d = gen_data(b, rng, items, ts);
+            let r = s.insert_data(i, &d);
+            if r.is_ok() {
+                m.chunks.insert(i, d);
+            }
+            format!("insert {items} items at {i} -> {:?}", r.map_err(|e| e.to_string()))
+        }
+        3 => {
+            let i = usize::from(b.u8()) % n.max(1);
+            let items = usize::from(b.u8()) % (MAX_FRAME_ITEMS + 1);
+            let d = gen_data(b, rng, items, ts);
+            let r = s.update_data(i, &d);
+            if r.is_ok() {
+                m.chunks[i] = d;
+            } else {
+                assert!(n == 0, "update_data({i}) of {n} with {items} items failed: {r:?}");
+            }
+            format!("update {i} with {items} items -> {:?}", r.map_err(|e| e.to_string()))
+        }
+        4 => {
+            let i = usize::from(b.u8()) % n.max(1);
+            let r = s.delete_chunk(i);
+            if n > 0 {
+                assert!(r.is_ok(), "delete_chunk({i}) of {n} failed: {r:?}");
+                m.chunks.remove(i);
+            } else {
+                assert!(r.is_err(), "delete_chunk on an empty super-chunk succeeded");
+            }
+            format!("delete {i}")
+        }
+        5 => {
+            let total: usize = m.chunks.iter().map(Vec::len).sum();
+            let nitems = total / ts;
+            let start = usize::from(b.u16()) % (nitems + 1);
+            let len = usize::from(b.u8()) % (nitems - start + 1).min(MAX_FRAME_ITEMS + 1);
+            let d = gen_data(b, rng, len, ts);
+            let r = s.set_slice(start as u64, &d);
+            if r.is_ok() {
+                let mut flat: Vec<u8> = m.chunks.concat();
+                flat[start * ts..(start + len) * ts].copy_from_slice(&d);
+                let mut at = 0;
+                for c in &mut m.chunks {
+                    let l = c.len();
+                    c.copy_from_slice(&flat[at..at + l]);
+                    at += l;
+                }
+            } else if total % ts == 0 {
+                panic!("set_slice({start}, {len} items) of {nitems} failed: {r:?}");
+            }
+            format!("set_slice {start} +{len} -> {:?}", r.map_err(|e| e.to_string()))
+        }
+        6 => {
+            let nitems = u64::from(b.u8() % 200);
+            let kind = b.u8();
+            let cs = (1 + usize::from(b.u8() % 64)) * ts;
+            let value = match kind % 4 {
+                0 => SpecialValue::Zeros,
+                1 => SpecialValue::Nan,
+                2 => SpecialValue::Uninit,
+                _ => SpecialValue::Value((0..ts).map(|_| b.u8()).collect()),
+            };
+            let before = s.nchunks();
+            let r = s.fill_special(nitems, value.clone(), Some(cs));
+            if r.is_ok() {
+                for i in before..s.nchunks() {
+                    let d = s.decompress_chunk(i).unwrap_or_else(|e| panic!("fill_special chunk {i}: {e}"));
+                    match &value {
+                        SpecialValue::Zeros => assert!(d.iter().all(|&x| x == 0), "zeros chunk {i} not zero"),
+                        SpecialValue::Nan if ts == 4 => assert!(
+                            d.chunks_exact(4).all(|x| f32::from_le_bytes(x.try_into().unwrap()).is_nan()),
+                            "NaN chunk {i}"
+                        ),
+                        SpecialValue::Nan => assert!(
+                            d.chunks_exact(8).all(|x| f64::from_le_bytes(x.try_into().unwrap()).is_nan()),
+                            "NaN chunk {i}"
+                        ),
+                        SpecialValue::Value(v) => {
+                            assert!(d.chunks_exact(ts).all(|x| x == &v[..]), "value chunk {i}")
+                        }
+                        SpecialValue::Uninit => {}
+                    }
+                    m.chunks.push(d);
+                }
+                let added: usize = m.chunks[before..].iter().map(Vec::len).sum();
+                assert_eq!(added as u64, nitems * ts as u64, "fill_special({nitems}) added {added} bytes");
+            }
+            format!("fill_special {nitems} {value:?} cs {cs} -> {:?}", r.map_err(|e| e.to_string()))
+        }
+        7 => {
+            let name = format!("v{}", b.u8() % 4);
+            let len = usize::from(b.u8() % 40);
+            let content: Vec<u8> = (0..len).map(|_| b.u8()).collect();
+            let r = s.set_vlmeta(&name, &content);
+            assert!(r.is_ok(), "set_vlmeta({name:?}): {r:?}");
+            match m.vlmeta.iter_mut().find(|(k, _)| *k == name) {
+                Some(slot) => slot.1 = content,
+                None => m.vlmeta.push((name.clone(), content)),
+            }
+            format!("set_vlmeta {name}")
+        }
+        8 => {
+            let name = format!("m{}", b.u8() % 3);
+            let len = usize::from(b.u8() % 24);
+            let content: Vec<u8> = (0..len).map(|_| b.u8()).collect();
+            let exists = m.meta.iter().any(|(k, _)| *k == name);
+            let r = s.add_meta(&name, &content);
+            if n == 0 && !exists {
+                assert!(r.is_ok(), "add_meta({name:?}) before any chunk: {r:?}");
+                m.meta.push((name.clone(), content));
+            } else {
+                assert!(r.is_err(), "add_meta({name:?}) succeeded with {n} chunks / existing name");
+            }
+            format!("add_meta {name}")
+        }
+        _ => {
+            let frame = s.to_cframe().unwrap_or_else(|e| panic!("to_cframe: {e}"));
+            *s = SChunk::from_cframe(&frame).unwrap_or_else(|e| panic!("from_cframe of our own frame: {e}"));
+            empty_frame_drops_chunks(s, m);
+            format!("to_cframe/from_cframe ({} bytes)", frame.len())
+        }
+    }
+}
+
+/// Trailing empty chunks do not survive a frame round trip (known, not fixed; the frame
+/// format shares it with C-Blosc2): with a fixed chunk size a reader derives nchunks as
+/// ceil(nbytes / chunksize) (regressions/frame_ops/trailing-empty-chunk-lost-fixed-chunksize),
+/// and a frame with nbytes 0 has no offsets index at all (`to_cframe` writes one only when
+/// nbytes > 0; regressions/frame_ops/empty-chunks-lost-in-cframe). Drop exactly those from
+/// the model; anything else lost is still a failure.
+fn empty_frame_drops_chunks(reopened: &SChunk, m: &mut Model) {
+    while m.chunks.len() > reopened.nchunks() && m.chunks.last().is_some_and(Vec::is_empty) {
+        m.chunks.pop();
+    }
+}
+
+fn check_model(s: &SChunk, m: &Model, when: &str) {
+    assert_eq!(s.nchunks(), m.chunks.len(), "{when}: nchunks");
+    let total: usize = m.chunks.iter().map(Vec::len).sum();
+    assert_eq!(s.nbytes(), total as u64, "{when}: nbytes");
+    for (i, c) in m.chunks.iter().enumerate() {
+        let d = s.decompress_chunk(i).unwrap_or_else(|e| panic!("{when}: decompress_chunk({i}): {e}"));
+        assert!(d == *c, "{when}: chunk {i} differs from the model ({} vs {} bytes)", d.len(), c.len());
+        let raw = s.get_chunk(i).unwrap_or_else(|e| panic!("{when}: get_chunk({i}): {e}"));
+        let d2 = decompress(&raw, &dp(1)).unwrap_or_else(|e| panic!("{when}: get_chunk({i}) does not decode: {e}"));
+        assert!(d2 == *c, "{when}: get_chunk({i}) decodes differently");
+    }
+    let ts = s.typesize();
+    if total % ts == 0 {
+        let ni = (total / ts) as u64;
+        let full = s.get_slice(0, ni).unwrap_or_else(|e| panic!("{when}: get_slice(0, {ni}): {e}"));
+        assert!(full == m.chunks.concat(), "{when}: get_slice differs from the model");
+        if ni > 2 {
+            let (a, z) = (ni / 3, ni - ni / 4);
+            let part = s.get_slice(a, z).unwrap_or_else(|e| panic!("{when}: get_slice({a}, {z}): {e}"));
+            assert!(part[..] == full[a as usize * ts..z as usize * ts], "{when}: get_slice({a}, {z})");
+        }
+    }
+    assert!(s.meta_names() == m.meta.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "{when}: meta names");
+    for (k, v) in &m.meta {
+        assert!(s.meta(k) == Some(&v[..]), "{when}: meta {k}");
+    }
+    assert!(s.vlmeta_names() == m.vlmeta.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "{when}: vlmeta names");
+    for (k, v) in &m.vlmeta {
+        assert!(s.vlmeta(k) == Some(&v[..]), "{when}: vlmeta {k}");
+    }
 }

@@ -9,6 +9,8 @@ fn run(target: &str, data: &[u8]) {
         "decompress" => oxblosc_fuzz::fuzz_decompress(data),
         "roundtrip" => oxblosc_fuzz::fuzz_roundtrip(data),
         "getitem" => oxblosc_fuzz::fuzz_getitem(data),
+        "frame_open" => oxblosc_fuzz::fuzz_frame_open(data),
+        "frame_ops" => oxblosc_fuzz::fuzz_frame_ops(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
 }
@@ -43,7 +45,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn regressions() {
     let mut cases = Vec::new();
-    for target in ["decompress", "roundtrip", "getitem"] {
+    for target in ["decompress", "roundtrip", "getitem", "frame_open", "frame_ops"] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             if name.starts_with('.') || name.ends_with(".md") {
@@ -83,6 +85,35 @@ fn compat_vectors() {
     }
     let n = replay(cases);
     eprintln!("replayed {n} vector inputs");
+}
+
+/// Frame vectors (C-Blosc2 compat `*.b2frame`, `tests/fuzz/corpus/*.b2frame`, the frame
+/// crate's golden files) through `frame_open`; each is also a `frame_ops` input (the bytes
+/// read as an op stream: nothing in particular, but a fixed, varied sample).
+#[test]
+fn frame_vectors() {
+    let shared =
+        std::env::var_os("OXBLOSC_SHARED").map(PathBuf::from).unwrap_or_else(|| fuzz_dir().join("../../shared"));
+    let root = fuzz_dir().join("..");
+    let mut cases = Vec::new();
+    for (dir, ext) in [
+        (shared.join("vectors/c-blosc2-compat"), Some("b2frame")),
+        (root.join("tests/fuzz/corpus"), Some("b2frame")),
+        (root.join("crates/oxblosc-frame/tests/data/golden"), None),
+    ] {
+        for p in files(&dir) {
+            if ext.is_some_and(|x| p.extension().is_none_or(|e| e != x)) || p.extension().is_some_and(|e| e == "txt") {
+                continue;
+            }
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let data = std::fs::read(&p).unwrap();
+            cases.push(("frame_ops".to_string(), name.clone(), data.clone()));
+            cases.push(("frame_open".to_string(), name, data));
+        }
+    }
+    assert!(cases.len() >= 2 * 9, "the frame crate's golden files are missing ({} cases)", cases.len());
+    let n = replay(cases);
+    eprintln!("replayed {n} frame inputs");
 }
 
 /// The seed writer and the fuzz bodies read the parameter head the same way.

@@ -756,7 +756,13 @@ impl SChunk {
         if cs % ts != 0 {
             return Err(Error::param("chunksize", format!("{cs} is not a multiple of typesize {ts}")));
         }
-        if self.chunksize > 0 && !self.slots.is_empty() && self.nbytes % self.chunksize as u64 != 0 {
+        // Check the last chunk itself: nbytes % chunksize misses a short last chunk when the
+        // total happens to be a multiple (e.g. an empty last chunk).
+        if self.chunksize > 0
+            && !self.slots.is_empty()
+            && (self.nbytes % self.chunksize as u64 != 0
+                || self.chunk_nbytes(self.slots.len() - 1)? as i64 != self.chunksize)
+        {
             return Err(Error::param("fill_special", "the last chunk is not full"));
         }
         if value == SpecialValue::Nan && ts != 4 && ts != 8 {
