@@ -8,6 +8,22 @@ use crate::params::SplitMode;
 
 const L1: usize = 32 * 1024;
 
+/// The clevel-scaled starting block size shared by the Blosc2 and Blosc1 tuners (buffers of
+/// at least 32 KiB): L1, doubled for the high-compression-ratio codecs, scaled by clevel.
+fn base_blocksize(codec: u8, clevel: u8) -> usize {
+    let hcr = matches!(codec, codec_id::LZ4HC | codec_id::ZLIB | codec_id::ZSTD);
+    let bs = L1 * if hcr { 2 } else { 1 };
+    match clevel {
+        0 => bs / 4,
+        1 => bs / 2,
+        2 => bs,
+        3 => bs * 2,
+        4 | 5 => bs * 4,
+        6..=8 => bs * 8,
+        _ => bs * 8 * if hcr { 2 } else { 1 },
+    }
+}
+
 /// Will blocks of `blocksize` bytes be split into `typesize` streams? (C-Blosc2 3.x rule)
 pub fn split_block(
     codec: u8,
@@ -44,21 +60,8 @@ pub fn compute_blocksize(
     if forced > 0 {
         bs = forced;
     } else {
-        let hcr = matches!(codec, codec_id::LZ4HC | codec_id::ZLIB | codec_id::ZSTD);
         if nbytes >= L1 {
-            bs = L1;
-            if hcr {
-                bs *= 2;
-            }
-            bs = match clevel {
-                0 => bs / 4,
-                1 => bs / 2,
-                2 => bs,
-                3 => bs * 2,
-                4 | 5 => bs * 4,
-                6..=8 => bs * 8,
-                _ => bs * 8 * if hcr { 2 } else { 1 },
-            };
+            bs = base_blocksize(codec, clevel);
         }
         if clevel > 0 && split_for_whole {
             bs = match clevel {
@@ -94,18 +97,8 @@ pub fn compute_blocksize_blosc1(
     if forced > 0 {
         bs = forced.clamp(128, 715_827_542);
     } else {
-        let hcr = matches!(codec, codec_id::LZ4HC | codec_id::ZLIB | codec_id::ZSTD);
         if nbytes >= L1 {
-            bs = L1 * if hcr { 2 } else { 1 };
-            bs = match clevel {
-                0 => bs / 4,
-                1 => bs / 2,
-                2 => bs,
-                3 => bs * 2,
-                4 | 5 => bs * 4,
-                6..=8 => bs * 8,
-                _ => bs * 8 * if hcr { 2 } else { 1 },
-            };
+            bs = base_blocksize(codec, clevel);
         }
         if clevel > 0 && split {
             bs = (bs.min(256 * 1024) * typesize).clamp(64 * 1024, 1024 * 1024);
