@@ -9,9 +9,12 @@
 //!   [`SChunk::from_cframe_at`] for a frame embedded in a larger buffer).
 //! * Files: [`open`] / [`open_at`] (contiguous file or sparse directory, chunks read on
 //!   demand), [`SChunk::save`], [`SChunk::create`] (writable, every change persisted).
+//! * Per-chunk checksums (opt-in, [`SChunk::enable_checksums`]) in a vlmetalayer other
+//!   readers ignore, checked by [`SChunk::verify_chunk`] or on every read.
 #![forbid(unsafe_code)]
 
 pub mod cframe;
+pub mod checksum;
 pub mod error;
 pub mod file;
 pub mod header;
@@ -22,6 +25,7 @@ mod slots;
 mod storage;
 pub mod trailer;
 
+pub use checksum::{Status as ChecksumStatus, Verdict};
 pub use error::{ChunkId, Error, Result};
 pub use file::{open, open_at, remove, Mode, SyncMode, SPARSE_INDEX};
 pub use msgpack::Value;
