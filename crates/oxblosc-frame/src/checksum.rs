@@ -194,9 +194,7 @@ impl SChunk {
         if let Status::Unreadable(reason) = self.checksums() {
             return Err(self.in_backing_file(Error::param("checksums", reason)));
         }
-        oxblosc_chunk::decompress(&c, self.dparams())
-            .map_err(Error::chunk(i))
-            .map_err(|e| self.in_backing_file(e))?;
+        oxblosc_chunk::decompress(&c, self.dparams()).map_err(Error::chunk(i)).map_err(|e| self.in_backing_file(e))?;
         Ok(verdict)
     }
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use oxblosc_frame::checksum::{chunk_checksum, VLMETA_NAME};
-use oxblosc_frame::{open, ChecksumStatus, CParams, DParams, Error, Mode, SChunk, SpecialValue, Verdict};
+use oxblosc_frame::{open, CParams, ChecksumStatus, DParams, Error, Mode, SChunk, SpecialValue, Verdict};
 
 fn tmp(tag: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("oxblosc-frame-cksum-{tag}-{}", std::process::id()));
@@ -19,7 +19,9 @@ fn cparams() -> CParams {
 }
 
 fn data(seed: u32, n: usize) -> Vec<u8> {
-    (0..n as u32).flat_map(|i| (i.wrapping_mul(2654435761).wrapping_shr(7) ^ seed.wrapping_mul(0x9E37)).to_le_bytes()).collect()
+    (0..n as u32)
+        .flat_map(|i| (i.wrapping_mul(2654435761).wrapping_shr(7) ^ seed.wrapping_mul(0x9E37)).to_le_bytes())
+        .collect()
 }
 
 /// Every chunk's stored hash equals the hash of what `get_chunk` returns.
