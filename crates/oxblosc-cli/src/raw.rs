@@ -125,10 +125,18 @@ fn write_frame(
         s.append_data(&buf).map_err(|e| CliError::frame(e, &name))?;
         progress.add(buf.len() as u64);
     }
+    if contiguous && s.cbytes() < COMPACT_BELOW {
+        // A live-written file starts its chunks at a 4 KiB boundary and may hold abandoned
+        // index slots; small outputs are rewritten compactly (cheap), large ones keep < 1%.
+        s.compact().map_err(|e| CliError::frame(e, path))?;
+    }
     drop(s);
     progress.finish();
     Ok(())
 }
+
+/// Contiguous outputs with fewer stored bytes are compacted after writing.
+const COMPACT_BELOW: u64 = 64 << 20;
 
 /// Open a frame (or a copy of stdin) for reading.
 pub fn open_frame(arg: &str) -> Result<(SChunk, PathBuf, Option<Scratch>)> {
