@@ -8,7 +8,7 @@ SHARED ?= $(abspath ../shared)
 export OXBLOSC_SHARED := $(SHARED)
 CARGO ?= cargo
 
-.PHONY: all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench fuzz fuzz-quick clean venv
+.PHONY: all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean venv
 
 all: test
 
@@ -69,7 +69,15 @@ bench-quick: develop-release
 
 bench: develop-release
 	$(PIP) install -q --no-deps -r bench/demo-requirements.txt
+	$(PIP) install -q -r bench/requirements.txt
 	$(PY) bench/chunk_bench.py
+	$(PY) bench/frame_bench.py
+	$(PY) bench/nd_bench.py
+
+## bench-nd: the 4-d slicing benchmark vs python-blosc2, zarr, h5py (ND_ARGS=--quick for a small one)
+bench-nd: develop-release
+	$(PIP) install -q -r bench/requirements.txt
+	$(PY) bench/nd_bench.py $(ND_ARGS)
 
 ## fuzz: every fuzz target for FUZZ_SECONDS each (needs cargo-fuzz; installs it)
 FUZZ_SECONDS ?= 600

@@ -4,35 +4,14 @@ from typing import Any
 
 __version__: str
 
-def compress2(
-    src: Any,
-    codec: int,
-    codec_meta: int,
-    clevel: int,
-    use_dict: bool,
-    typesize: int,
-    nthreads: int,
-    blocksize: int,
-    splitmode: int,
-    filters: list[int],
-    filters_meta: list[int],
-) -> bytes: ...
+# (codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)
+_CParamsTuple = tuple[int, int, int, bool, int, int, int, int, list[int], list[int]]
+
+def compress2(src: Any, cparams: _CParamsTuple) -> bytes: ...
 def compress_blosc1(
     src: Any, codec: int, clevel: int, typesize: int, nthreads: int, blocksize: int, shuffle: int
 ) -> bytes: ...
-def compress_vlblocks(
-    blocks: list[Any],
-    codec: int,
-    codec_meta: int,
-    clevel: int,
-    use_dict: bool,
-    typesize: int,
-    nthreads: int,
-    blocksize: int,
-    splitmode: int,
-    filters: list[int],
-    filters_meta: list[int],
-) -> bytes: ...
+def compress_vlblocks(blocks: list[Any], cparams: _CParamsTuple) -> bytes: ...
 def decompress_vlblocks(src: Any, nthreads: int) -> list[bytes]: ...
 def decompress2(src: Any, nthreads: int) -> bytes: ...
 def decompress2_into(src: Any, dst: Any, nthreads: int) -> int: ...
@@ -46,8 +25,6 @@ def default_nthreads() -> int: ...
 def packb(obj: Any, default: Any = None, ext_type: Any = None) -> bytes: ...
 def unpackb(data: Any, ext_hook: Any = None) -> Any: ...
 def remove_urlpath(path: str) -> None: ...
-
-_CParamsTuple = tuple[int, int, int, bool, int, int, int, int, list[int], list[int]]
 
 class NativeSChunk:
     @staticmethod

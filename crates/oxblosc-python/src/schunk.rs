@@ -14,15 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::buffer::ByteView;
+use crate::cparams::CParamsArg;
 use crate::frame_err;
-
-/// The native form of a `CParams`: codec, codec_meta, clevel, use_dict, typesize, nthreads,
-/// blocksize, splitmode, filters, filters_meta (what `core._native_cparams` returns).
-type CParamsTuple = (u8, u8, u8, bool, usize, usize, usize, u8, Vec<u8>, Vec<u8>);
-
-fn to_cparams(t: CParamsTuple) -> PyResult<chunk::CParams> {
-    crate::cparams(t.0, t.1, t.2, t.3, t.4, t.5, t.6, t.7, t.8, t.9)
-}
 
 /// A super-chunk in memory, or backed by a frame file / sparse directory.
 #[pyclass(module = "oxblosc._native")]
@@ -52,13 +45,13 @@ impl NativeSChunk {
     #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta))]
     fn create(
         py: Python<'_>,
-        cparams: CParamsTuple,
+        cparams: CParamsArg,
         dthreads: usize,
         urlpath: Option<PathBuf>,
         contiguous: bool,
         meta: Vec<(String, Vec<u8>)>,
     ) -> PyResult<Self> {
-        let cp = to_cparams(cparams)?;
+        let cp = cparams.into_cparams()?;
         let dp = DParams { nthreads: dthreads.max(1) };
         let inner = py
             .allow_threads(|| -> frame::Result<SChunk> {
@@ -141,24 +134,12 @@ impl NativeSChunk {
     }
 
     #[getter]
-    fn cparams(&self) -> CParamsTuple {
-        let c = self.inner.cparams();
-        (
-            c.codec,
-            c.codec_meta,
-            c.clevel,
-            c.use_dict,
-            c.typesize,
-            c.nthreads,
-            c.blocksize,
-            c.splitmode as u8,
-            c.filters.to_vec(),
-            c.filters_meta.to_vec(),
-        )
+    fn cparams(&self) -> CParamsArg {
+        CParamsArg::from_cparams(self.inner.cparams())
     }
 
-    fn set_cparams(&mut self, py: Python<'_>, cparams: CParamsTuple) -> PyResult<()> {
-        let cp = to_cparams(cparams)?;
+    fn set_cparams(&mut self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {
+        let cp = cparams.into_cparams()?;
         self.inner.set_cparams(cp).map_err(|e| frame_err(py, e))
     }
 
