@@ -746,6 +746,10 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
     s.dparams = kwargs.get("dparams") or DParams()
     s.verify_checksums = bool(kwargs.get("verify_checksums", False))
+    if {"b2nd", "caterva"} & set(s.meta.keys()):
+        from .ndarray import _from_schunk  # b2nd frames open as arrays, as in python-blosc2
+
+        return _from_schunk(s)
     return s
 
 

@@ -7,6 +7,7 @@
 
 mod buffer;
 mod cparams;
+mod ndarray;
 mod pack;
 mod schunk;
 
@@ -284,6 +285,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pack::unpackb, m)?)?;
     m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
+    m.add_class::<ndarray::NativeNDArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

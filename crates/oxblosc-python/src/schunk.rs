@@ -20,9 +20,9 @@ use crate::frame_err;
 /// A super-chunk in memory, or backed by a frame file / sparse directory.
 #[pyclass(module = "oxblosc._native")]
 pub struct NativeSChunk {
-    inner: SChunk,
+    pub(crate) inner: SChunk,
     /// The file or directory it was opened from or is written to (names it in errors).
-    path: Option<PathBuf>,
+    pub(crate) path: Option<PathBuf>,
 }
 
 impl NativeSChunk {
