@@ -139,7 +139,11 @@ fn frame_node(s: &SChunk, path: &Path) -> Result<Node> {
     m.push(("checksums".into(), checks));
     let meta = s.meta_names().into_iter().map(|n| (n.to_string(), decoded(s.meta(n).unwrap_or_default()))).collect();
     m.push(("metalayers".into(), Node::Map(meta)));
-    let vl = s.vlmeta_names().into_iter().map(|n| (n.to_string(), decoded(s.vlmeta(n).unwrap_or_default()))).collect();
+    let vl = s
+        .vlmeta_names()
+        .into_iter()
+        .map(|n| (n.to_string(), vlmeta_node(n, s.vlmeta(n).unwrap_or_default())))
+        .collect();
     m.push(("vlmeta".into(), Node::Map(vl)));
     Ok(Node::Map(m))
 }
@@ -159,11 +163,35 @@ fn decoded(raw: &[u8]) -> Node {
     }
 }
 
-/// The b2nd metalayer: `[version, ndim, shape, chunkshape, blockshape, dtype_format, dtype]`.
+/// The b2nd metalayer, decoded by the n-d layer.
 fn b2nd_node(raw: &[u8]) -> Node {
-    let Ok(msgpack::Value::Array(v)) = msgpack::decode(raw) else { return decoded(raw) };
-    let names = ["version", "ndim", "shape", "chunks", "blocks", "dtype_format", "dtype"];
-    Node::Map(names.iter().zip(&v).map(|(n, v)| (n.to_string(), node::from_msgpack(v))).collect())
+    match oxblosc::nd::Meta::decode(raw) {
+        Ok(m) => Node::Map(vec![
+            ("ndim".into(), m.ndim().into()),
+            ("shape".into(), Node::List(m.shape.iter().map(|&v| Node::Int(v)).collect())),
+            ("chunks".into(), Node::List(m.chunkshape.iter().map(|&v| Node::Int(v.into())).collect())),
+            ("blocks".into(), Node::List(m.blockshape.iter().map(|&v| Node::Int(v.into())).collect())),
+            ("dtype".into(), m.dtype.map_or(Node::Null, Node::Str)),
+        ]),
+        Err(e) => Node::Str(format!("unreadable: {e}")),
+    }
+}
+
+/// A vlmetalayer for display: the `.npy` header we keep is shown parsed.
+fn vlmeta_node(name: &str, raw: &[u8]) -> Node {
+    if name == crate::npy::HEADER_VLMETA {
+        if let Ok(msgpack::Value::Bin(h)) = msgpack::decode(raw) {
+            if let Ok(h) = crate::npy::read_header(&mut h.as_slice(), Path::new("")) {
+                return Node::Map(vec![
+                    ("descr".into(), h.descr.into()),
+                    ("fortran_order".into(), h.fortran_order.into()),
+                    ("shape".into(), Node::List(h.shape.iter().map(|&v| Node::UInt(v)).collect())),
+                    ("header_bytes".into(), h.raw.len().into()),
+                ]);
+            }
+        }
+    }
+    decoded(raw)
 }
 
 fn chunk_table(s: &SChunk, path: &Path) -> Result<Node> {

@@ -9,7 +9,6 @@ mod args;
 mod error;
 mod info;
 mod node;
-#[allow(dead_code)] // header code is used once the n-d layer lands (.npy <-> .b2nd)
 mod npy;
 mod output;
 mod params;

@@ -6,13 +6,18 @@
 //! array of the reversed shape (its bytes as they are in the file: the transpose), so
 //! python-blosc2 reads a sensible array (`a.T`) and decompression writes the same bytes.
 
-use std::io::Read;
-use std::path::Path;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 
-use oxblosc::frame::SChunk;
+use oxblosc::chunk::DParams;
+use oxblosc::frame::{msgpack, SChunk, Value};
+use oxblosc::nd;
 
 use crate::args::{CompressArgs, DecompressArgs};
 use crate::error::{CliError, Result};
+use crate::output::Staged;
+use crate::progress::Progress;
+use crate::raw::Target;
 
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// vlmetalayer holding the original `.npy` header (msgpack bin).
@@ -181,14 +186,157 @@ pub fn is_npy(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut m)).is_ok() && &m == MAGIC
 }
 
+/// Stream an `.npy` file into a `.b2nd` (rows of `chunks[0]` along axis 0 at a time).
 pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
-    let _ = a;
-    Err(CliError::at(".npy -> .b2nd needs the n-d layer (oxblosc::nd), not merged yet", path))
+    let mut f = std::fs::File::open(path).map_err(|e| CliError::io(e, path))?;
+    let file_len = f.metadata().map_err(|e| CliError::io(e, path))?.len();
+    let h = read_header(&mut f, path)?;
+    let data_len = file_len - h.raw.len() as u64;
+    let nitems = h.nitems().ok_or_else(|| CliError::at("shape overflows", path))?;
+    let itemsize = match h.itemsize() {
+        Some(n) => n as u64,
+        None if nitems > 0 => data_len / nitems,
+        None => 1,
+    };
+    if itemsize == 0 || nitems.checked_mul(itemsize) != Some(data_len) {
+        return Err(CliError::at(
+            format!("header says {nitems} items of {itemsize} bytes, the file holds {data_len} data bytes"),
+            path,
+        ));
+    }
+    // A Fortran-order array is stored as its transpose: the file's bytes in C order.
+    let shape: Vec<u64> = if h.fortran_order { h.shape.iter().rev().copied().collect() } else { h.shape.clone() };
+    let typesize = itemsize as usize;
+    let cp = crate::raw::cparams(&a.codec, &a.common, typesize)?;
+    if cp.typesize != typesize {
+        return Err(CliError::at(
+            format!("--typesize {} differs from the .npy itemsize {typesize}", cp.typesize),
+            path,
+        ));
+    }
+    let (chunks, blocks) = nd::auto::choose(&shape, typesize, None, None);
+    let geom = nd::Geometry::new(&shape, &chunks, &blocks, typesize).map_err(|e| nd_err(e, path))?;
+    let out = match &a.output {
+        Some(o) if o == "-" => return Err(CliError::new(".b2nd output cannot go to stdout; give a file name")),
+        Some(o) => PathBuf::from(o),
+        None => path.with_extension("b2nd"),
+    };
+    let staged = Staged::new(&out, a.force)?;
+    let tmp = staged.path();
+    let dp = DParams { nthreads: cp.nthreads };
+    let mut s = SChunk::create(tmp, !a.sparse, cp, dp).map_err(|e| CliError::frame(e, &out))?;
+    if !a.codec.no_checksum {
+        s.enable_checksums().map_err(|e| CliError::frame(e, &out))?;
+    }
+    s.set_vlmeta(HEADER_VLMETA, &header_vlmeta(&h.raw)).map_err(|e| CliError::frame(e, &out))?;
+    let mut arr = nd::NdArray::create(s, geom, Some(&h.descr), nd::Fill::Zeros).map_err(|e| nd_err(e, &out))?;
+    let mut progress = Progress::new("compress", Some(data_len), a.common.quiet);
+    if shape.is_empty() {
+        let mut item = vec![0u8; typesize];
+        f.read_exact(&mut item).map_err(|e| CliError::io(e, path))?;
+        arr.set_slice(&[], &item).map_err(|e| nd_err(e, path))?;
+    } else if nitems > 0 {
+        let row: u64 = shape[1..].iter().product::<u64>() * itemsize;
+        let step = chunks[0].max(1);
+        let mut r0 = 0u64;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, f);
+        while r0 < shape[0] {
+            let r1 = (r0 + step).min(shape[0]);
+            let mut buf = vec![0u8; ((r1 - r0) * row) as usize];
+            reader.read_exact(&mut buf).map_err(|e| CliError::io(e, path))?;
+            let mut sel: Vec<nd::DimSlice> = shape.iter().map(|&n| nd::DimSlice::full(n)).collect();
+            sel[0] = nd::DimSlice::new(r0, r1, 1);
+            arr.set_slice(&sel, &buf).map_err(|e| nd_err(e, path))?;
+            progress.add(buf.len() as u64);
+            r0 = r1;
+        }
+    }
+    let mut s = arr.into_schunk();
+    if !a.sparse && s.cbytes() < 64 << 20 {
+        s.compact().map_err(|e| CliError::frame(e, &out))?;
+    }
+    drop(s);
+    progress.finish();
+    crate::stream::fsync(tmp)?;
+    staged.commit()
 }
 
-pub fn b2nd_to_npy(a: &DecompressArgs, s: &SChunk, path: &Path) -> Result<()> {
-    let _ = (a, s);
-    Err(CliError::at(".b2nd -> .npy needs the n-d layer (oxblosc::nd), not merged yet", path))
+fn header_vlmeta(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + 5);
+    msgpack::encode(&Value::Bin(raw.to_vec()), &mut out);
+    out
+}
+
+fn nd_err(e: nd::Error, path: &Path) -> CliError {
+    match e {
+        nd::Error::Frame(f) => CliError::frame(f, path),
+        nd::Error::BadChunk { chunk, reason } => CliError { chunk: Some(chunk as usize), ..CliError::at(reason, path) },
+        e => CliError::at(e.to_string(), path),
+    }
+}
+
+/// The header to write for a b2nd array: the stored original if it matches the array, else
+/// a new one from its dtype and shape.
+fn header_for(arr: &nd::NdArray) -> Vec<u8> {
+    let shape = arr.shape().to_vec();
+    if let Some(Ok(Value::Bin(raw))) = arr.schunk().vlmeta(HEADER_VLMETA).map(msgpack::decode) {
+        if let Ok(h) = read_header(&mut raw.as_slice(), Path::new("")) {
+            let logical: Vec<u64> =
+                if h.fortran_order { h.shape.iter().rev().copied().collect() } else { h.shape.clone() };
+            let size_ok = h.itemsize().map_or(true, |n| n == arr.typesize());
+            if logical == shape && size_ok && h.raw.len() == raw.len() {
+                return raw;
+            }
+        }
+    }
+    let descr = arr.dtype().map(str::to_owned).unwrap_or_else(|| format!("|V{}", arr.typesize()));
+    make_header(&descr, false, &shape)
+}
+
+/// Write a b2nd array as `.npy`, `chunks[0]` rows at a time.
+pub fn b2nd_to_npy(a: &DecompressArgs, s: SChunk, path: &Path) -> Result<()> {
+    let arr = nd::NdArray::from_schunk(s).map_err(|e| nd_err(e, path))?;
+    let target = crate::raw::target(a.output.as_deref(), &a.input, || {
+        crate::raw::strip(&a.input, &[".b2nd"]).map(|p| p.with_extension("npy"))
+    })?;
+    let header = header_for(&arr);
+    let shape = arr.shape().to_vec();
+    let nbytes = shape.iter().product::<u64>() * arr.typesize() as u64;
+    let mut progress = Progress::new("decompress", Some(nbytes), a.common.quiet);
+    let mut sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
+        crate::stream::write_all(w, &header, name)?;
+        if shape.is_empty() {
+            let item = arr.get_slice(&[]).map_err(|e| nd_err(e, path))?;
+            crate::stream::write_all(w, &item, name)?;
+        } else if nbytes > 0 {
+            let step = arr.chunks()[0].max(1);
+            let mut r0 = 0u64;
+            while r0 < shape[0] {
+                let r1 = (r0 + step).min(shape[0]);
+                let mut sel: Vec<nd::DimSlice> = shape.iter().map(|&n| nd::DimSlice::full(n)).collect();
+                sel[0] = nd::DimSlice::new(r0, r1, 1);
+                let buf = arr.get_slice(&sel).map_err(|e| nd_err(e, path))?;
+                crate::stream::write_all(w, &buf, name)?;
+                progress.add(buf.len() as u64);
+                r0 = r1;
+            }
+        }
+        w.flush().map_err(|e| CliError::io(e, name))?;
+        progress.finish();
+        Ok(())
+    };
+    match target {
+        Target::Stdout => sink(&mut crate::stream::binary_stdout()?, Path::new("<stdout>")),
+        Target::File(out) => {
+            let staged = Staged::new(&out, a.force)?;
+            let f = std::fs::File::create(staged.path()).map_err(|e| CliError::io(e, &out))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            sink(&mut w, &out)?;
+            let f = w.into_inner().map_err(|e| CliError::io(e.into_error(), &out))?;
+            f.sync_all().map_err(|e| CliError::io(e, &out))?;
+            staged.commit()
+        }
+    }
 }
 
 #[cfg(test)]

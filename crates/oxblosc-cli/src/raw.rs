@@ -170,8 +170,8 @@ pub fn decompress(a: &DecompressArgs) -> Result<()> {
     let dp = DParams { nthreads: threads(&a.common) };
     s.set_dparams(dp);
     s.set_verify_checksums(a.verify);
-    if s.meta("b2nd").is_some() {
-        return crate::npy::b2nd_to_npy(a, &s, &path);
+    if s.meta("b2nd").is_some() || s.meta("caterva").is_some() {
+        return crate::npy::b2nd_to_npy(a, s, &path);
     }
     let target = target(a.output.as_deref(), &a.input, || strip(&a.input, &[".b2frame", ".b2f"]))?;
     let mut progress = Progress::new("decompress", Some(s.nbytes()), a.common.quiet);

@@ -571,3 +571,133 @@ a.vlmeta["unit"] = "m"
     let want: Vec<u8> = (0..50000i32).flat_map(|i| i.to_le_bytes()).collect();
     assert_eq!(std::fs::read(t.p("py.raw")).unwrap(), want);
 }
+
+// ------------------------------------------------------------------ .npy <-> .b2nd
+
+/// A `.npy` file written by hand (format 1.0, or `major` when given), so these tests need no NumPy.
+fn npy_bytes(descr: &str, fortran: bool, shape: &[u64], data: &[u8], major: u8) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape_txt = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let fo = if fortran { "True" } else { "False" };
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': {fo}, 'shape': {shape_txt}, }}");
+    let lenb = if major == 1 { 2 } else { 4 };
+    let total = (10 + lenb - 2 + dict.len() + 1).div_ceil(64) * 64;
+    let mut out = b"\x93NUMPY".to_vec();
+    out.extend([major, 0]);
+    out.extend(&((total - 8 - lenb) as u32).to_le_bytes()[..lenb]);
+    out.extend(dict.as_bytes());
+    out.resize(total - 1, b' ');
+    out.push(b'\n');
+    out.extend_from_slice(data);
+    out
+}
+
+#[test]
+fn npy_round_trips_are_byte_identical() {
+    let t = TmpDir::new("npy");
+    let cases: Vec<(&str, usize, bool, Vec<u64>, u8)> = vec![
+        ("<f8", 8, false, vec![300, 70], 1),
+        ("<i4", 4, true, vec![200, 300], 1),
+        ("|u1", 1, false, vec![100_001], 2),
+        ("<f8", 8, false, vec![], 1),
+        ("<i2", 2, false, vec![0, 5], 1),
+        ("<c16", 16, false, vec![50, 3], 3),
+        ("|S5", 5, false, vec![21], 1),
+        ("<U3", 12, true, vec![3, 4, 5], 1),
+        ("|b1", 1, false, vec![4, 5, 6], 1),
+        (">f4", 4, false, vec![1000], 1),
+        ("<M8[ns]", 8, false, vec![10], 1),
+        ("<f2", 2, false, vec![77, 3], 1),
+        ("|V300", 300, false, vec![40], 1),
+    ];
+    for (k, (descr, size, fortran, shape, major)) in cases.iter().enumerate() {
+        let n: u64 = shape.iter().product();
+        let data = data(n as usize * size, k as u64);
+        let orig = npy_bytes(descr, *fortran, shape, &data, *major);
+        let f = t.p(&format!("a{k}.npy"));
+        std::fs::write(&f, &orig).unwrap();
+        let (code, _, err) = oxblosc(&["compress", "-q", &f]);
+        assert_eq!(code, 0, "{descr} {shape:?}: {err}");
+        let b2nd = t.p(&format!("a{k}.b2nd"));
+        let (code, json, _) = oxblosc(&["info", "--json", &b2nd]);
+        assert_eq!(code, 0);
+        assert!(json.contains("\"kind\": \"b2nd\"") && json.contains(&format!("\"dtype\": \"{descr}\"")), "{json}");
+        let stored: Vec<u64> = if *fortran { shape.iter().rev().copied().collect() } else { shape.clone() };
+        let stored_txt: Vec<String> = stored.iter().map(u64::to_string).collect();
+        assert!(json.contains(&format!("\"shape\": [{}]", stored_txt.join(", "))), "{json}");
+        let (code, so, err) = oxblosc(&["verify", &b2nd]);
+        assert_eq!(code, 0, "{so}{err}");
+        std::fs::remove_file(&f).unwrap();
+        let (code, _, err) = oxblosc(&["decompress", "-q", &b2nd]);
+        assert_eq!(code, 0, "{descr} {shape:?}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), orig, "{descr} {shape:?} fortran={fortran}");
+        // To stdout too.
+        let out = Command::new(bin()).args(["decompress", &b2nd, "-"]).output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, orig);
+    }
+    // A truncated .npy is refused with one line.
+    let f = t.p("short.npy");
+    let mut b = npy_bytes("<f8", false, &[100], &data(800, 1), 1);
+    b.truncate(b.len() - 3);
+    std::fs::write(&f, b).unwrap();
+    let (code, _, err) = oxblosc(&["compress", &f]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    assert!(err.contains("797 data bytes") && !Path::new(&t.p("short.b2nd")).exists(), "{err}");
+}
+
+#[test]
+fn npy_interop_with_numpy_and_python_blosc2() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("npy-py");
+    let d = t.0.to_string_lossy().into_owned();
+    run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np
+rng = np.random.default_rng(0)
+arrs = {{
+    "f8": rng.random((300, 70)), "fort": np.asfortranarray(np.arange(60000, dtype="i4").reshape(200, 300)),
+    "zero_d": np.array(3.5), "struct": np.array([(1, 2.0), (3, 4.0)], dtype=[("a", "<i4"), ("b", "<f8")]),
+    "U": np.array(["ab", "xyz"] * 9), "c8": (rng.random((9, 4)) + 1j).astype("c8"),
+}}
+for k, a in arrs.items():
+    np.save(f"{d}/{{k}}.npy", a)
+"#
+        ),
+    );
+    for k in ["f8", "fort", "zero_d", "struct", "U", "c8"] {
+        let f = format!("{d}/{k}.npy");
+        assert_eq!(oxblosc(&["compress", "-q", &f]).0, 0, "{k}");
+        let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/{k}.b2nd"), &format!("{d}/{k}.back.npy")]);
+        assert_eq!(code, 0, "{k}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), std::fs::read(format!("{d}/{k}.back.npy")).unwrap(), "{k}");
+    }
+    // python-blosc2 reads our .b2nd (a Fortran array as its transpose) and writes one we turn into .npy.
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2
+for k in ["f8", "fort", "zero_d", "struct", "U", "c8"]:
+    a = np.load(f"{d}/{{k}}.npy")
+    b = blosc2.open(f"{d}/{{k}}.b2nd")[()]
+    want = a.T if np.isfortran(a) else a
+    assert b.dtype == want.dtype and b.shape == want.shape and np.array_equal(b, want), k
+x = np.arange(24000, dtype="<u2").reshape(40, 600)
+blosc2.asarray(x, chunks=(7, 100), blocks=(3, 50), urlpath=f"{d}/theirs.b2nd", mode="w")
+np.save(f"{d}/theirs.expect.npy", x)
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    let (code, _, err) = oxblosc(&["decompress", &format!("{d}/theirs.b2nd")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(format!("{d}/theirs.npy")).unwrap(),
+        std::fs::read(format!("{d}/theirs.expect.npy")).unwrap()
+    );
+}
