@@ -36,6 +36,7 @@ develop-release: $(STAMP)
 # The `oxblosc` console script (python/oxblosc/_cli.py) execs the binary bundled here.
 bundle-cli:
 	mkdir -p python/oxblosc/_bin && cp target/$(PROFILE)/oxblosc python/oxblosc/_bin/oxblosc
+	strip python/oxblosc/_bin/oxblosc 2>/dev/null || true
 
 ## demo: compress a real dataset with several codecs/filters and compare with .npy
 demo: develop-release
