@@ -126,8 +126,10 @@ fn write_frame(
         progress.add(buf.len() as u64);
     }
     if contiguous && s.cbytes() < COMPACT_BELOW {
-        // A live-written file starts its chunks at a 4 KiB boundary and may hold abandoned
-        // index slots; small outputs are rewritten compactly (cheap), large ones keep < 1%.
+        // A live-written file starts its chunks at a 4 KiB boundary and leaves the unused tail
+        // of each filled chunk area as dead space; small outputs are rewritten compactly
+        // (cheap). Large ones are not (it would double the writes): measured 1.9% dead space
+        // for 4 GiB of incompressible 4 MiB chunks, less for compressible data.
         s.compact().map_err(|e| CliError::frame(e, path))?;
     }
     drop(s);
