@@ -96,8 +96,8 @@ pub struct OpenConfig {
     pub offset: u64,
     /// Advisory cross-process lock through the `.b2lock` sidecar file ([`crate::lock`]).
     pub locking: bool,
-    /// Map the file read-only instead of positioned reads (contiguous, `Mode::Read`, no
-    /// locking; see the SIGBUS hazard in the crate's `mmap` module docs).
+    /// Map the file read-only instead of positioned reads (`Mode::Read`, no locking; see the
+    /// SIGBUS hazard in the crate's `mmap` module docs). Sparse directories ignore it.
     pub mmap: bool,
 }
 
@@ -415,8 +415,9 @@ pub fn open_with(path: impl AsRef<Path>, cfg: OpenConfig) -> Result<SChunk> {
         v.set_seen(v.lock.generation()?);
     }
     if path.is_dir() {
-        if cfg.mmap || cfg.offset > 0 {
-            return refuse("a sparse frame directory cannot be mapped or opened at an offset");
+        // Sparse frames ignore `mmap`: each chunk is a small file of its own, read whole.
+        if cfg.offset > 0 {
+            return refuse("a sparse frame directory cannot be opened at an offset");
         }
         open_sparse(path, cfg.mode, view.clone())
     } else {
