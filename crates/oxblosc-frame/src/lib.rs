@@ -8,13 +8,18 @@
 //! * In-memory contiguous frames: [`SChunk::to_cframe`], [`SChunk::from_cframe`] (and
 //!   [`SChunk::from_cframe_at`] for a frame embedded in a larger buffer).
 //! * Files: [`open`] / [`open_at`] (contiguous file or sparse directory, chunks read on
-//!   demand), [`SChunk::save`], [`SChunk::create`] (writable, every change persisted).
-#![forbid(unsafe_code)]
+//!   demand), [`SChunk::save`], [`SChunk::create`] (writable, every change persisted);
+//!   [`open_with`] adds `locking` (advisory cross-process lock, [`lock`]) and read-only
+//!   memory mapping.
+#![deny(unsafe_code)]
 
 pub mod cframe;
 pub mod error;
 pub mod file;
 pub mod header;
+pub mod lock;
+#[allow(unsafe_code)]
+mod mmap;
 pub mod msgpack;
 pub mod offsets;
 pub mod schunk;
@@ -23,7 +28,7 @@ mod storage;
 pub mod trailer;
 
 pub use error::{ChunkId, Error, Result};
-pub use file::{open, open_at, remove, Mode, SyncMode, SPARSE_INDEX};
+pub use file::{open, open_at, open_with, remove, Mode, OpenConfig, SyncMode, SPARSE_INDEX};
 pub use msgpack::Value;
 pub use oxblosc_chunk::{CParams, DParams, SpecialKind, SplitMode};
 pub use schunk::{ChunkInfo, SChunk, SpecialValue};
