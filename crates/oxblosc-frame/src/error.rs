@@ -48,6 +48,10 @@ pub enum Error {
     /// An operating-system I/O error.
     #[error("I/O error{}: {source}", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
     Io { offset: Option<u64>, source: Arc<std::io::Error> },
+    /// A locked handle's view is older than the frame on disk: another handle committed a
+    /// change since it was parsed (call `SChunk::refresh` and retry).
+    #[error("the frame was changed by another handle since this one read it (refresh and retry)")]
+    Stale,
     /// Any of the above, while working on a file or directory.
     #[error("{source} ({})", path.display())]
     File { path: PathBuf, source: Box<Error> },
@@ -92,6 +96,7 @@ impl Error {
             Error::NotFound { .. } => -29,                // METALAYER_NOT_FOUND
             Error::ReadOnly => -30,                       // INVALID_INDEX-ish: write refused
             Error::Io { .. } => -13,                      // FILE_READ / FILE_WRITE
+            Error::Stale => -13,                          // FILE_READ: view out of date
             Error::File { source, .. } => source.code(),
         }
     }
@@ -101,6 +106,15 @@ impl Error {
         match self {
             e @ Error::File { .. } => e,
             e => Error::File { path: path.into(), source: Box::new(e) },
+        }
+    }
+
+    /// Whether this is (or wraps) [`Error::Stale`].
+    pub fn is_stale(&self) -> bool {
+        match self {
+            Error::Stale => true,
+            Error::File { source, .. } => source.is_stale(),
+            _ => false,
         }
     }
 

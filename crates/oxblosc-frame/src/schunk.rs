@@ -340,17 +340,16 @@ impl SChunk {
 
     /// Name the frame file in errors about its contents.
     pub(crate) fn in_backing_file(&self, e: Error) -> Error {
-        match &self.backing {
-            Backing::File { path, .. } => e.in_file(path),
-            Backing::Sparse { dir } => e.in_file(dir),
-            _ => e,
+        match self.backing.path() {
+            Some(p) => e.in_file(p),
+            None => e,
         }
     }
 
     fn read_stored(&self, i: usize, pos: u64) -> Result<Cow<'_, [u8]>> {
         match &self.backing {
-            Backing::Sparse { dir } => {
-                let v = Backing::read_chunk_file(dir, pos, MAX_CHUNK_LEN)?;
+            Backing::Sparse { dir, .. } => {
+                let v = self.backing.read_chunk_file(dir, pos, MAX_CHUNK_LEN)?;
                 check_chunk_len(i, pos, &v, v.len() as u64)?;
                 Ok(Cow::Owned(v))
             }
@@ -399,7 +398,7 @@ impl SChunk {
     /// Stored length of chunk `i` at `pos` (reads its 16-byte header only, sparse: file size).
     pub(crate) fn stored_len(&self, i: usize, pos: u64) -> Result<u64> {
         match &self.backing {
-            Backing::Sparse { dir } => {
+            Backing::Sparse { dir, .. } => {
                 let p = dir.join(crate::storage::chunk_file_name(pos));
                 Ok(std::fs::metadata(&p).map_err(|e| Error::io(None, e).in_file(&p))?.len())
             }
