@@ -74,6 +74,11 @@ impl State {
         }
     }
 
+    /// Trailer entries this state adds (counted against the vlmetalayer limit).
+    pub(crate) fn entries(&self) -> usize {
+        usize::from(self.sums.is_some() || self.unreadable.is_some())
+    }
+
     /// The entry to write into the trailer, if any.
     pub(crate) fn encoded(&self) -> Option<Vec<u8>> {
         if let Some((raw, _)) = &self.unreadable {
@@ -128,6 +133,9 @@ impl SChunk {
     pub fn enable_checksums(&mut self) -> Result<()> {
         if self.checksums.sums.is_some() && self.checksums.unreadable.is_none() {
             return Ok(());
+        }
+        if self.checksums.entries() == 0 && self.vlmeta.len() >= crate::header::MAX_METALAYERS {
+            return Err(Error::param("checksums", "the frame already holds the maximum of 16 vlmetalayers"));
         }
         let mut sums = Vec::with_capacity(self.nchunks());
         for i in 0..self.nchunks() {

@@ -274,7 +274,7 @@ impl SChunk {
         if let Some(slot) = self.vlmeta.iter_mut().find(|(n, _)| n == name) {
             slot.1 = content.to_vec();
         } else {
-            if self.vlmeta.len() >= MAX_METALAYERS {
+            if self.vlmeta.len() + self.checksums.entries() >= MAX_METALAYERS {
                 return Err(Error::param("vlmeta", format!("at most {MAX_METALAYERS} vlmetalayers")));
             }
             self.vlmeta.push((name.to_string(), content.to_vec()));

@@ -132,3 +132,20 @@ fn without_checksums_chunks_are_unchecked() {
     assert_eq!(u.verify_chunk(1).unwrap().0, Verdict::NoChecksum);
     assert_eq!(u.verify_chunk(0).unwrap().0, Verdict::NoChecksum);
 }
+
+#[test]
+fn the_hidden_entry_counts_against_the_vlmetalayer_limit() {
+    let mut s = SChunk::new(cparams(), DParams::default()).unwrap();
+    s.enable_checksums().unwrap();
+    for k in 0..15 {
+        s.set_vlmeta(&format!("v{k}"), b"\xc0").unwrap();
+    }
+    assert!(s.set_vlmeta("v15", b"\xc0").is_err(), "16 user entries + checksums would not reopen");
+    let back = SChunk::from_cframe(&s.to_cframe().unwrap()).unwrap();
+    assert_eq!(back.vlmeta_names().len(), 15);
+    let mut t = SChunk::new(cparams(), DParams::default()).unwrap();
+    for k in 0..16 {
+        t.set_vlmeta(&format!("v{k}"), b"\xc0").unwrap();
+    }
+    assert!(t.enable_checksums().is_err());
+}
