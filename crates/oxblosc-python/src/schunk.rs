@@ -173,6 +173,47 @@ impl NativeSChunk {
         self.inner.set_dparams(DParams { nthreads: nthreads.max(1) });
     }
 
+    // ------------------------------------------------------------ checksums
+
+    /// Check every chunk read against its stored checksum.
+    #[getter]
+    fn verify_checksums(&self) -> bool {
+        self.inner.verify_checksums()
+    }
+
+    #[setter]
+    fn set_verify_checksums(&mut self, on: bool) {
+        self.inner.set_verify_checksums(on);
+    }
+
+    fn enable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
+        let r = py.allow_threads(|| self.inner.enable_checksums());
+        r.map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    fn disable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.inner.disable_checksums().map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    /// ("off", 0), ("on", hashed chunks) or ("unreadable", reason).
+    fn checksum_status(&self) -> (String, String) {
+        match self.inner.checksums() {
+            frame::ChecksumStatus::Off => ("off".into(), String::new()),
+            frame::ChecksumStatus::On { len } => ("on".into(), len.to_string()),
+            frame::ChecksumStatus::Unreadable(r) => ("unreadable".into(), r),
+        }
+    }
+
+    /// Check chunk `nchunk`'s checksum and decode it: True if it had a checksum, False if not;
+    /// raises on a mismatch or a chunk that does not decode.
+    fn verify_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<bool> {
+        let r = py.allow_threads(|| self.inner.verify_chunk(nchunk));
+        match r {
+            Ok(v) => Ok(v == frame::Verdict::Ok),
+            Err(e) => Err(frame_err(py, self.named(e))),
+        }
+    }
+
     // ------------------------------------------------------------ metalayers
 
     fn meta_names(&self) -> Vec<String> {
