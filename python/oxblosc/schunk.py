@@ -569,7 +569,7 @@ class SChunk:
 
     @verify_checksums.setter
     def verify_checksums(self, on: bool) -> None:
-        self._n.verify_checksums = bool(on)
+        self._n.set_verify_checksums(bool(on))
 
     def verify(self) -> int:
         """Check every chunk's checksum and decode it; returns how many chunks had a checksum.

@@ -251,11 +251,11 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
             r0 = r1;
         }
     }
-    let mut s = arr.into_schunk();
-    if !a.sparse && s.cbytes() < 64 << 20 {
-        s.compact().map_err(|e| CliError::frame(e, &out))?;
+    let live = arr.schunk().cbytes();
+    drop(arr);
+    if !a.sparse {
+        crate::raw::compact_if_bloated(tmp, live).map_err(|e| e.file(&out))?;
     }
-    drop(s);
     progress.finish();
     crate::stream::fsync(tmp)?;
     staged.commit()

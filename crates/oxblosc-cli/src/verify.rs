@@ -10,7 +10,7 @@ use crate::error::{CliError, Result, EXIT_MISMATCH};
 use crate::progress::Progress;
 use crate::raw::{looks_like_frame, threads};
 
-/// Outcome for one file: damaged chunk indices (empty = intact).
+/// Whether every file is intact (damage is reported on stderr as it is found).
 pub fn verify(a: &VerifyArgs) -> Result<bool> {
     let mut all_ok = true;
     for f in &a.files {
@@ -47,22 +47,29 @@ fn verify_one(path: &Path, a: &VerifyArgs) -> Result<bool> {
     let mut checked = 0usize;
     let mut unchecked = 0usize;
     let mut decoded = 0u64;
-    let mut progress = Progress::new("verify", Some(s.nchunks() as u64), a.common.quiet);
+    let mut progress = Progress::new("verify", Some(s.nbytes()), a.common.quiet);
     for i in 0..s.nchunks() {
         let r = match &status {
-            ChecksumStatus::Unreadable(_) => s.decompress_chunk(i).map(|_| Verdict::NoChecksum),
+            ChecksumStatus::Unreadable(_) => s.decompress_chunk(i).map(|v| (Verdict::NoChecksum, v.len())),
             _ => s.verify_chunk(i),
         };
-        match r {
-            Ok(Verdict::Ok) => checked += 1,
-            Ok(Verdict::NoChecksum) => unchecked += 1,
+        let nbytes = match r {
+            Ok((v, n)) => {
+                if v == Verdict::Ok {
+                    checked += 1;
+                } else {
+                    unchecked += 1;
+                }
+                n as u64
+            }
             Err(e) => {
                 report(CliError::frame(e, path));
                 bad.push(i);
+                0
             }
-        }
-        decoded += s.chunk_info(i).map(|c| c.nbytes as u64).unwrap_or(0);
-        progress.add(1);
+        };
+        decoded += nbytes;
+        progress.add(nbytes);
     }
     progress.finish();
     let mut ok = bad.is_empty();

@@ -701,3 +701,28 @@ print("ok")
         std::fs::read(format!("{d}/theirs.expect.npy")).unwrap()
     );
 }
+
+#[test]
+fn outputs_are_compact() {
+    // Incompressible multi-chunk data: the file holds the chunks plus header, index and
+    // trailer only (a live-written frame would carry dead space between chunk areas).
+    let t = TmpDir::new("compact");
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let noise: Vec<u8> = (0..3_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(t.p("n"), &noise).unwrap();
+    for chunk in ["64K", "1M"] {
+        let f = t.p(&format!("n{chunk}.b2frame"));
+        assert_eq!(oxblosc(&["compress", "--chunk-size", chunk, &t.p("n"), &f]).0, 0);
+        let (_, json, _) = oxblosc(&["info", "--json", &f]);
+        let cbytes = json_num(&json, "cbytes");
+        let len = std::fs::metadata(&f).unwrap().len();
+        assert!(cbytes >= noise.len() as u64 && len - cbytes < 2048, "{chunk}: file {len}, chunks {cbytes}");
+    }
+}

@@ -182,7 +182,8 @@ impl SChunk {
     /// Compare chunk `i`'s stored bytes with its hash, then decode it: a mismatch is
     /// [`Error::Checksum`], a chunk that does not decode is the decoder's error. Chunks
     /// past the end of the hashes (another writer appended) give [`Verdict::NoChecksum`].
-    pub fn verify_chunk(&self, i: usize) -> Result<Verdict> {
+    /// Also returns the chunk's decoded size.
+    pub fn verify_chunk(&self, i: usize) -> Result<(Verdict, usize)> {
         let c = self.get_chunk_raw(i)?;
         let verdict = match self.chunk_checksum(i) {
             Some(expected) => {
@@ -194,8 +195,10 @@ impl SChunk {
         if let Status::Unreadable(reason) = self.checksums() {
             return Err(self.in_backing_file(Error::param("checksums", reason)));
         }
-        oxblosc_chunk::decompress(&c, self.dparams()).map_err(Error::chunk(i)).map_err(|e| self.in_backing_file(e))?;
-        Ok(verdict)
+        let out = oxblosc_chunk::decompress(&c, self.dparams())
+            .map_err(Error::chunk(i))
+            .map_err(|e| self.in_backing_file(e))?;
+        Ok((verdict, out.len()))
     }
 
     /// More hashes than chunks: chunks were removed by a writer that does not keep them.

@@ -29,7 +29,7 @@ fn assert_consistent(s: &SChunk) {
     assert_eq!(s.checksums(), ChecksumStatus::On { len: s.nchunks() });
     for i in 0..s.nchunks() {
         assert_eq!(s.chunk_checksum(i), Some(chunk_checksum(&s.get_chunk(i).unwrap())), "chunk {i}");
-        assert_eq!(s.verify_chunk(i).unwrap(), Verdict::Ok);
+        assert_eq!(s.verify_chunk(i).unwrap().0, Verdict::Ok);
     }
 }
 
@@ -97,7 +97,7 @@ fn persisted_in_files_and_catch_a_flipped_byte() {
 
         let mut s = open(&path, Mode::Read).unwrap();
         for i in [0, 1, 2, 4, 5] {
-            assert_eq!(s.verify_chunk(i).unwrap(), Verdict::Ok);
+            assert_eq!(s.verify_chunk(i).unwrap().0, Verdict::Ok);
         }
         match s.verify_chunk(3) {
             Err(Error::File { source, .. }) => {
@@ -129,6 +129,6 @@ fn without_checksums_chunks_are_unchecked() {
     u.disable_checksums().unwrap();
     u.append_data(&data(2, 100)).unwrap();
     assert_eq!(u.checksums(), ChecksumStatus::Off);
-    assert_eq!(u.verify_chunk(1).unwrap(), Verdict::NoChecksum);
-    assert_eq!(u.verify_chunk(0).unwrap(), Verdict::NoChecksum);
+    assert_eq!(u.verify_chunk(1).unwrap().0, Verdict::NoChecksum);
+    assert_eq!(u.verify_chunk(0).unwrap().0, Verdict::NoChecksum);
 }

@@ -181,7 +181,6 @@ impl NativeSChunk {
         self.inner.verify_checksums()
     }
 
-    #[setter]
     fn set_verify_checksums(&mut self, on: bool) {
         self.inner.set_verify_checksums(on);
     }
@@ -209,7 +208,7 @@ impl NativeSChunk {
     fn verify_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<bool> {
         let r = py.allow_threads(|| self.inner.verify_chunk(nchunk));
         match r {
-            Ok(v) => Ok(v == frame::Verdict::Ok),
+            Ok((v, _)) => Ok(v == frame::Verdict::Ok),
             Err(e) => Err(frame_err(py, self.named(e))),
         }
     }
