@@ -515,13 +515,34 @@ impl SChunk {
 
     /// Items `[start, stop)` as bytes, across chunk boundaries.
     pub fn get_slice(&self, start: u64, stop: u64) -> Result<Vec<u8>> {
-        let ts = self.typesize() as u64;
+        let len = self.slice_len(start, stop)?;
+        let mut out = vec![0u8; len];
+        self.get_slice_into(start, stop, &mut out)?;
+        Ok(out)
+    }
+
+    /// Bytes that items `[start, stop)` take (an error when the range is out of bounds).
+    pub fn slice_len(&self, start: u64, stop: u64) -> Result<usize> {
         let n = self.nitems();
         if start > stop || stop > n {
             return Err(Error::OutOfRange { what: "item", index: stop.max(start), len: n });
         }
+        usize::try_from((stop - start) * self.typesize() as u64)
+            .map_err(|_| Error::InvalidParam { name: "stop", reason: "slice too large for memory".into() })
+    }
+
+    /// Like [`SChunk::get_slice`], into the first bytes of `out` (which must hold them):
+    /// callers that own an output buffer avoid an allocation and a copy.
+    pub fn get_slice_into(&self, start: u64, stop: u64, out: &mut [u8]) -> Result<()> {
+        let len = self.slice_len(start, stop)?;
+        if out.len() < len {
+            return Err(Error::InvalidParam {
+                name: "out",
+                reason: format!("holds {} bytes, the slice needs {len}", out.len()),
+            });
+        }
+        let ts = self.typesize() as u64;
         let (b0, b1) = (start * ts, stop * ts);
-        let mut out = vec![0u8; (b1 - b0) as usize];
         let mut b = b0;
         while b < b1 {
             let i = self.chunk_of(b)?;
@@ -555,7 +576,7 @@ impl SChunk {
             }
             b = end;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Overwrite items starting at `start` with `data` (a whole number of items, inside the

@@ -400,26 +400,18 @@ impl NativeSChunk {
 
     /// Items `[start, stop)` (already clamped by the caller) as bytes.
     fn get_slice<'py>(&self, py: Python<'py>, start: u64, stop: u64) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.allow_threads(|| self.inner.get_slice(start, stop)).map_err(|e| frame_err(py, self.named(e)))?;
-        Ok(PyBytes::new(py, &v))
+        let len = self.inner.slice_len(start, stop).map_err(|e| frame_err(py, e))?;
+        // Decode straight into the `bytes` object: no intermediate Vec and copy.
+        PyBytes::new_with(py, len, |buf| {
+            py.allow_threads(|| self.inner.get_slice_into(start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
+        })
     }
 
     /// Items `[start, stop)` into the first bytes of the writable buffer `dst`.
     fn get_slice_into(&self, py: Python<'_>, start: u64, stop: u64, dst: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut out = ByteView::writable(dst)?;
         let buf = out.as_mut_slice();
-        py.allow_threads(|| -> frame::Result<()> {
-            let v = self.inner.get_slice(start, stop)?;
-            if buf.len() < v.len() {
-                return Err(frame::Error::InvalidParam {
-                    name: "out",
-                    reason: format!("holds {} bytes, the slice needs {}", buf.len(), v.len()),
-                });
-            }
-            buf[..v.len()].copy_from_slice(&v);
-            Ok(())
-        })
-        .map_err(|e| frame_err(py, self.named(e)))
+        py.allow_threads(|| self.inner.get_slice_into(start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
     }
 
     /// The whole super-chunk as an in-memory contiguous frame.
