@@ -70,7 +70,8 @@ def _expand(key: Any, ndim: int) -> list:
     """The key as a list with the ellipsis expanded (``None`` entries kept)."""
     if not isinstance(key, tuple):
         key = (key,)
-    key = [np.asarray(k) if isinstance(k, list) else k for k in key]
+    # Lists are index arrays (an empty list indexes nothing, as in NumPy).
+    key = [(np.asarray(k) if k else np.zeros(0, np.intp)) if isinstance(k, list) else k for k in key]
     counted = sum(
         (k.ndim if isinstance(k, np.ndarray) and k.dtype == bool else 1)
         for k in key
@@ -399,7 +400,7 @@ class NDArray:
         v = np.broadcast_to(np.asarray(value, dtype=self._dtype), _squeezed_shape(key, counts)).reshape(counts)
         if flip:
             v = np.flip(v, axis=flip)
-        self._n.set_slice(sel, np.ascontiguousarray(v))
+        self._n.set_slice(sel, v.copy(order="C") if v.ndim == 0 else np.ascontiguousarray(v))
 
     def resize(self, newshape: tuple[int, ...] | list[int]) -> None:
         """Change the shape (same ndim); new items are zeros."""
@@ -665,7 +666,8 @@ def asarray(array: Any, **kwargs: Any) -> NDArray:
     a = np.asarray(array)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
-    a = np.ascontiguousarray(a)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")  # (np.ascontiguousarray would turn a 0-d array into 1-d)
     return _create(a.shape, a.dtype, _FILL_UNINIT, None, a.reshape(-1).view(np.uint8) if a.size else b"", kwargs)
 
 
