@@ -9,8 +9,8 @@
 //! dev-profile run under a minute.
 
 use oxblosc_chunk::{
-    cbuffer_sizes, compress, compress_into, decompress, decompress_into, decompress_ranges, getitem, max_compressed_len,
-    CParams, DParams, Error, SplitMode,
+    cbuffer_sizes, compress, compress_into, decompress, decompress_into, decompress_ranges, getitem,
+    max_compressed_len, CParams, DParams, Error, SplitMode,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -220,7 +220,11 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
             s ^= s << 17;
             let lo = (s as usize) % (data.len() + 1);
             let hi = lo + ((s >> 32) as usize) % (data.len() - lo + 1);
-            if k == 4 { (lo, lo) } else { (lo, hi) }
+            if k == 4 {
+                (lo, lo)
+            } else {
+                (lo, hi)
+            }
         })
         .collect();
     let expect: Vec<u8> = byte_ranges.iter().flat_map(|&(lo, hi)| back[lo..hi].iter().copied()).collect();
