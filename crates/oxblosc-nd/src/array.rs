@@ -348,57 +348,71 @@ impl NdArray {
         let mut cp = self.schunk.cparams().clone();
         cp.blocksize = self.geom.block_bytes();
         let nt = self.nthreads;
-        let build = |(n, parts): &(u64, Vec<&DimChunk>), threads: usize| -> Result<Option<NewChunk>> {
-            let covers = self.geom.covers_chunk(plan, parts);
-            let mut buf = if covers {
-                vec![0u8; self.geom.chunk_bytes()]
+        // Batches bound the compressed chunks held before they are stored.
+        for batch in chunks.chunks((nt * 4).max(1)) {
+            let built: Vec<Result<Option<NewChunk>>> = if nt <= 1 || batch.len() <= 1 {
+                batch.iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt)).collect()
             } else {
-                let c = self.checked_chunk(*n)?;
-                let h = ChunkHeader::parse(&c)?;
-                if data.is_none() && matches!(h.special()?, SpecialKind::Zeros | SpecialKind::Uninit) {
-                    return Ok(None);
-                }
-                let mut buf = vec![0u8; self.geom.chunk_bytes()];
-                oxblosc_chunk::decompress_into(&c, &mut buf, &DParams { nthreads: threads })?;
-                buf
+                pool(nt).install(|| {
+                    batch.par_iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, 1)).collect()
+                })
             };
-            let copier = Copier::new(&self.geom, plan);
-            let bb = self.geom.block_bytes();
-            let bgrid = &self.geom.bgrid;
-            match data {
-                Some(d) => for_each_runs(parts, |runs, _| {
-                    let id = block_id(runs, bgrid);
-                    copier.write(runs, &mut buf[id * bb..(id + 1) * bb], d);
-                }),
-                None if covers => {}
-                None => {
-                    // Zero the selected items block by block (no selection-sized buffer).
-                    for_each_runs(parts, |runs, _| {
-                        let id = block_id(runs, bgrid);
-                        copier.zero(runs, &mut buf[id * bb..(id + 1) * bb]);
-                    });
+            for r in built {
+                if let Some((n, c)) = r? {
+                    self.schunk.update_chunk(n as usize, &c)?;
                 }
-            }
-            let mut cp = cp.clone();
-            cp.nthreads = threads;
-            let c = if data.is_none() && covers {
-                oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?
-            } else {
-                oxblosc_chunk::compress(&buf, &cp)?
-            };
-            Ok(Some((*n, c)))
-        };
-        let built: Vec<Result<Option<NewChunk>>> = if nt <= 1 || chunks.len() <= 1 {
-            chunks.iter().map(|c| build(c, nt)).collect()
-        } else {
-            pool(nt).install(|| chunks.par_iter().map(|c| build(c, 1)).collect())
-        };
-        for r in built {
-            if let Some((n, c)) = r? {
-                self.schunk.update_chunk(n as usize, &c)?;
             }
         }
         Ok(())
+    }
+
+    /// The new compressed bytes of chunk `n` after writing `data` (None: zeros) into the
+    /// part `parts` of the selection; None when nothing changes (zeros into a zero chunk).
+    fn build_chunk(
+        &self,
+        plan: &SlicePlan,
+        n: u64,
+        parts: &[&DimChunk],
+        data: Option<&[u8]>,
+        cp: &oxblosc_chunk::CParams,
+        threads: usize,
+    ) -> Result<Option<NewChunk>> {
+        let covers = self.geom.covers_chunk(plan, parts);
+        let mut buf = if covers {
+            vec![0u8; self.geom.chunk_bytes()]
+        } else {
+            let c = self.checked_chunk(n)?;
+            let h = ChunkHeader::parse(&c)?;
+            if data.is_none() && matches!(h.special()?, SpecialKind::Zeros | SpecialKind::Uninit) {
+                return Ok(None);
+            }
+            let mut buf = vec![0u8; self.geom.chunk_bytes()];
+            oxblosc_chunk::decompress_into(&c, &mut buf, &DParams { nthreads: threads })?;
+            buf
+        };
+        let copier = Copier::new(&self.geom, plan);
+        let bb = self.geom.block_bytes();
+        let bgrid = &self.geom.bgrid;
+        match data {
+            Some(d) => for_each_runs(parts, |runs, _| {
+                let id = block_id(runs, bgrid);
+                copier.write(runs, &mut buf[id * bb..(id + 1) * bb], d);
+            }),
+            None if covers => {}
+            None => {
+                // Zero the selected items block by block (no selection-sized buffer).
+                for_each_runs(parts, |runs, _| {
+                    let id = block_id(runs, bgrid);
+                    copier.zero(runs, &mut buf[id * bb..(id + 1) * bb]);
+                });
+            }
+        }
+        let c = if data.is_none() && covers {
+            oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?
+        } else {
+            oxblosc_chunk::compress(&buf, &oxblosc_chunk::CParams { nthreads: threads, ..cp.clone() })?
+        };
+        Ok(Some((n, c)))
     }
 
     // ------------------------------------------------------------------ shape changes
