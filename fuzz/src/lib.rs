@@ -707,10 +707,10 @@ struct Model {
 }
 
 /// Reads bytes of the op stream; 0 when exhausted.
-struct Bytes<'a>(&'a [u8]);
+pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
 
 impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
+    pub(crate) fn u8(&mut self) -> u8 {
         match self.0.split_first() {
             Some((&b, rest)) => {
                 self.0 = rest;

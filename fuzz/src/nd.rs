@@ -9,7 +9,7 @@ use oxblosc_chunk::{CParams, DParams};
 use oxblosc_frame::SChunk;
 use oxblosc_nd::{DimSlice, Fill, Geometry, Meta, NdArray};
 
-use crate::{Rng, MAX_FUZZ_FRAME_NBYTES};
+use crate::{Bytes, Rng, MAX_FUZZ_FRAME_NBYTES};
 
 // ---------------------------------------------------------------------------------------
 // nd_open: arbitrary bytes as a b2nd frame (and as a bare metalayer)
@@ -68,24 +68,12 @@ pub fn fuzz_nd_open(data: &[u8]) {
 const TYPESIZES: [usize; 5] = [1, 2, 4, 8, 3];
 const MAX_OPS: usize = 24;
 
-struct In<'a>(&'a [u8]);
-
-impl In<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            u64::from(self.u8()) % n
-        }
+/// A byte below `n` from the input (0 when it is used up).
+fn below(b: &mut Bytes<'_>, n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        u64::from(b.u8()) % n
     }
 }
 
@@ -114,13 +102,13 @@ fn offsets(shape: &[u64], sel: &[DimSlice]) -> Vec<usize> {
         .collect()
 }
 
-fn pick_sel(b: &mut In<'_>, shape: &[u64]) -> Vec<DimSlice> {
+fn pick_sel(b: &mut Bytes<'_>, shape: &[u64]) -> Vec<DimSlice> {
     shape
         .iter()
         .map(|&s| {
-            let a = b.below(s + 1);
-            let e = a + b.below(s - a + 1);
-            DimSlice::new(a, e, 1 + b.below(4))
+            let a = below(b, s + 1);
+            let e = a + below(b, s - a + 1);
+            DimSlice::new(a, e, 1 + below(b, 4))
         })
         .collect()
 }
@@ -129,24 +117,24 @@ fn pick_sel(b: &mut In<'_>, shape: &[u64]) -> Vec<DimSlice> {
 /// 0 read, 1 write, 2 resize, 3 append, 4 frame round trip. Every op is checked against a
 /// C-order model of the array.
 pub fn fuzz_nd_slices(data: &[u8]) {
-    let mut b = In(data);
-    let ndim = b.below(5) as usize;
+    let mut b = Bytes(data);
+    let ndim = below(&mut b, 5) as usize;
     let (mut shape, mut chunks, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ndim {
-        let s = b.below(if ndim > 2 { 8 } else { 24 });
-        let c = 1 + b.below(s.max(1) + 2);
+        let s = below(&mut b, if ndim > 2 { 8 } else { 24 });
+        let c = 1 + below(&mut b, s.max(1) + 2);
         shape.push(s);
         chunks.push(c);
-        blocks.push(1 + b.below(c));
+        blocks.push(1 + below(&mut b, c));
     }
-    let t = TYPESIZES[b.below(TYPESIZES.len() as u64) as usize];
-    let nthreads = 1 + b.below(2) as usize;
+    let t = TYPESIZES[below(&mut b, TYPESIZES.len() as u64) as usize];
+    let nthreads = 1 + below(&mut b, 2) as usize;
     let g = Geometry::new(&shape, &chunks, &blocks, t).expect("small geometries are valid");
-    let cp = CParams { typesize: t, nthreads, clevel: 1 + b.below(9) as u8, ..CParams::default() };
+    let cp = CParams { typesize: t, nthreads, clevel: 1 + below(&mut b, 9) as u8, ..CParams::default() };
     let s = SChunk::new(cp, DParams { nthreads }).expect("schunk");
     let mut rng = Rng::new(data.len() as u64 ^ 0x0bd0);
     let mut model: Vec<u8> = (0..g.nitems as usize * t).map(|_| rng.next_u64() as u8).collect();
-    let mut a = if b.below(4) == 0 {
+    let mut a = if below(&mut b, 4) == 0 {
         model.iter_mut().for_each(|x| *x = 0);
         NdArray::create(s, g, Some("|V1"), Fill::Zeros).expect("create")
     } else {
@@ -176,7 +164,7 @@ pub fn fuzz_nd_slices(data: &[u8]) {
             }
             2 if ndim > 0 => {
                 let new: Vec<u64> =
-                    shape.iter().map(|&s| if b.below(2) == 0 { s } else { b.below(2 * s + 4) }).collect();
+                    shape.iter().map(|&s| if below(&mut b, 2) == 0 { s } else { below(&mut b, 2 * s + 4) }).collect();
                 a.resize(&new).expect("resize");
                 let mut m = vec![0u8; new.iter().product::<u64>() as usize * t];
                 let keep: Vec<DimSlice> = shape.iter().zip(&new).map(|(&o, &n)| DimSlice::full(o.min(n))).collect();
@@ -187,7 +175,7 @@ pub fn fuzz_nd_slices(data: &[u8]) {
             }
             3 if ndim > 0 => {
                 let row = shape[1..].iter().product::<u64>() as usize * t;
-                let k = b.below(4) as usize;
+                let k = below(&mut b, 4) as usize;
                 let rows: Vec<u8> = (0..k * row).map(|_| rng.next_u64() as u8).collect();
                 a.append(&rows).expect("append");
                 if row > 0 {
