@@ -28,12 +28,22 @@ pub enum Fill {
 }
 
 /// A chunk fetched for a read: nothing to decode, or decoded blocks.
+/// Each carries the buffer it was given back to the caller for reuse: fresh multi-megabyte
+/// buffers per chunk cost more in page faults than decoding into them.
 enum Fetched {
-    Zeros,
+    Zeros(Vec<u8>),
     /// The whole chunk: block `b` at `b * block_bytes`.
     Whole(Vec<u8>),
     /// Only the touched blocks, in plan order: the k-th at `k * block_bytes`.
     Listed(Vec<u8>),
+}
+
+impl Fetched {
+    fn into_buffer(self) -> Vec<u8> {
+        match self {
+            Fetched::Zeros(b) | Fetched::Whole(b) | Fetched::Listed(b) => b,
+        }
+    }
 }
 
 /// A chunk number and the compressed bytes that replace it.
@@ -194,19 +204,20 @@ impl NdArray {
 
     /// The hyperslab `sel` (one `DimSlice` per dimension) as C-order bytes.
     pub fn get_slice(&self, sel: &[DimSlice]) -> Result<Vec<u8>> {
+        let need = self.sel_bytes(sel)?;
         let plan = self.geom.plan(sel)?;
-        let mut out = vec![0u8; self.sel_bytes(&plan)?];
+        let mut out = vec![0u8; need];
         self.read_plan(&plan, &mut out)?;
         Ok(out)
     }
 
     /// [`NdArray::get_slice`] into the caller's buffer (exactly the selection's size).
     pub fn get_slice_into(&self, sel: &[DimSlice], out: &mut [u8]) -> Result<()> {
-        let plan = self.geom.plan(sel)?;
-        let need = self.sel_bytes(&plan)?;
+        let need = self.sel_bytes(sel)?;
         if out.len() != need {
             return Err(Error::param("out", format!("{} bytes given, the selection has {need}", out.len())));
         }
+        let plan = self.geom.plan(sel)?;
         self.read_plan(&plan, out)
     }
 
@@ -237,9 +248,11 @@ impl NdArray {
         self.geom.shape.iter().map(|&s| DimSlice::full(s)).collect()
     }
 
-    fn sel_bytes(&self, plan: &SlicePlan) -> Result<usize> {
-        plan.nitems()
-            .checked_mul(self.geom.typesize as u64)
+    /// Bytes of a selection (checked before anything is planned or allocated).
+    fn sel_bytes(&self, sel: &[DimSlice]) -> Result<usize> {
+        sel.iter()
+            .try_fold(1u64, |acc, s| acc.checked_mul(s.len()))
+            .and_then(|n| n.checked_mul(self.geom.typesize as u64))
             .and_then(|n| usize::try_from(n).ok())
             .filter(|&n| n <= isize::MAX as usize)
             .ok_or_else(|| Error::param("slice", "selection too large for memory"))
@@ -248,20 +261,25 @@ impl NdArray {
     fn read_plan(&self, plan: &SlicePlan, out: &mut [u8]) -> Result<()> {
         let chunks = plan.chunks(&self.geom);
         let copier = Copier::new(&self.geom, plan);
+        let zero_block = vec![0u8; self.geom.block_bytes()];
         let nt = self.nthreads;
         if nt <= 1 || chunks.len() <= 1 {
+            let mut buf = Vec::new();
             for (n, parts) in &chunks {
-                let f = self.fetch(*n, plan, parts, nt)?;
-                self.scatter(&copier, parts, f, out);
+                let f = self.fetch(*n, plan, parts, nt, buf)?;
+                buf = self.scatter(&copier, parts, f, &zero_block, out);
             }
             return Ok(());
         }
         let pool = pool(nt);
+        let mut spare: Vec<Vec<u8>> = Vec::new();
         for batch in chunks.chunks(nt * 2) {
-            let fetched: Vec<Result<Fetched>> =
-                pool.install(|| batch.par_iter().map(|(n, parts)| self.fetch(*n, plan, parts, 1)).collect());
+            let jobs: Vec<_> = batch.iter().map(|c| (c, spare.pop().unwrap_or_default())).collect();
+            let fetched: Vec<Result<Fetched>> = pool.install(|| {
+                jobs.into_par_iter().map(|((n, parts), buf)| self.fetch(*n, plan, parts, 1, buf)).collect()
+            });
             for ((_, parts), f) in batch.iter().zip(fetched) {
-                self.scatter(&copier, parts, f?, out);
+                spare.push(self.scatter(&copier, parts, f?, &zero_block, out));
             }
         }
         Ok(())
@@ -283,37 +301,44 @@ impl NdArray {
         Ok(c)
     }
 
-    fn fetch(&self, n: u64, plan: &SlicePlan, parts: &[&DimChunk], nthreads: usize) -> Result<Fetched> {
+    /// Decode what the selection needs of chunk `n` into `buf` (reused, resized as needed).
+    fn fetch(
+        &self,
+        n: u64,
+        plan: &SlicePlan,
+        parts: &[&DimChunk],
+        nthreads: usize,
+        mut buf: Vec<u8>,
+    ) -> Result<Fetched> {
         let c = self.checked_chunk(n)?;
         let err = |source| oxblosc_frame::Error::Chunk { chunk: oxblosc_frame::ChunkId::Data(n as usize), source };
         let h = ChunkHeader::parse(&c).map_err(err)?;
         let special = h.special().map_err(err)?;
         if matches!(special, SpecialKind::Zeros | SpecialKind::Uninit) {
-            return Ok(Fetched::Zeros);
+            return Ok(Fetched::Zeros(buf));
         }
         let blocks = plan.blocks_of(&self.geom, parts);
         let bb = self.geom.block_bytes();
         let counted = if special == SpecialKind::None { 1 } else { 0 };
+        // Decoding overwrites every byte it is given: no need to clear a reused buffer.
         if blocks.len() * 2 > self.geom.blocks_per_chunk {
-            let mut buf = vec![0u8; self.geom.chunk_bytes()];
+            buf.resize(self.geom.chunk_bytes(), 0);
             oxblosc_chunk::decompress_into(&c, &mut buf, &DParams { nthreads }).map_err(err)?;
             self.decoded_blocks.fetch_add(counted * self.geom.blocks_per_chunk as u64, Ordering::Relaxed);
             return Ok(Fetched::Whole(buf));
         }
         let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
-        let mut buf = vec![0u8; blocks.len() * bb];
+        buf.resize(blocks.len() * bb, 0);
         oxblosc_chunk::decompress_ranges(&c, &ranges, &mut buf, nthreads).map_err(err)?;
         self.decoded_blocks.fetch_add(counted * blocks.len() as u64, Ordering::Relaxed);
         Ok(Fetched::Listed(buf))
     }
 
-    fn scatter(&self, copier: &Copier<'_>, parts: &[&DimChunk], f: Fetched, out: &mut [u8]) {
+    /// Copy a fetched chunk's selected items into `out`; returns the buffer for reuse.
+    fn scatter(&self, copier: &Copier<'_>, parts: &[&DimChunk], f: Fetched, zero: &[u8], out: &mut [u8]) -> Vec<u8> {
         let bb = self.geom.block_bytes();
-        match f {
-            Fetched::Zeros => {
-                let zero = vec![0u8; bb];
-                for_each_runs(parts, |runs, _| copier.read(runs, &zero, out));
-            }
+        match &f {
+            Fetched::Zeros(_) => for_each_runs(parts, |runs, _| copier.read(runs, zero, out)),
             Fetched::Whole(b) => {
                 let bgrid = &self.geom.bgrid;
                 for_each_runs(parts, |runs, _| {
@@ -323,14 +348,15 @@ impl NdArray {
             }
             Fetched::Listed(b) => for_each_runs(parts, |runs, k| copier.read(runs, &b[k * bb..(k + 1) * bb], out)),
         }
+        f.into_buffer()
     }
 
     // ------------------------------------------------------------------ writing
 
     /// Write `data` (C-order bytes of the selection's shape) into the hyperslab `sel`.
     pub fn set_slice(&mut self, sel: &[DimSlice], data: &[u8]) -> Result<()> {
+        let need = self.sel_bytes(sel)?;
         let plan = self.geom.plan(sel)?;
-        let need = self.sel_bytes(&plan)?;
         if data.len() != need {
             return Err(Error::param("data", format!("{} bytes given, the selection has {need}", data.len())));
         }
