@@ -258,11 +258,37 @@ impl NdArray {
             .ok_or_else(|| Error::param("slice", "selection too large for memory"))
     }
 
+    /// Read a planned selection into `out` with the array's threads: rows of chunks (the
+    /// selection's chunks along axis 0) each own a contiguous piece of the C-order output,
+    /// so several rows are read fully in parallel (decode and copy); a single row reads its
+    /// chunks in parallel batches and copies them in order.
     fn read_plan(&self, plan: &SlicePlan, out: &mut [u8]) -> Result<()> {
+        let nt = self.nthreads;
+        let rows = plan.dims.first().map_or(0, Vec::len);
+        if nt > 1 && rows >= 2 {
+            let row_bytes = plan.out_shape[1..].iter().product::<u64>() as usize * self.geom.typesize;
+            let mut pieces = Vec::with_capacity(rows);
+            let mut rest = out;
+            for row in &plan.dims[0] {
+                let n: usize = row.runs.iter().map(|r| r.len).sum();
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(n * row_bytes);
+                pieces.push((row, head));
+                rest = tail;
+            }
+            return pool(nt).install(|| {
+                pieces.into_par_iter().try_for_each(|(row, piece)| {
+                    let sub = plan.row(row);
+                    self.read_chunks(&sub, piece, 1)
+                })
+            });
+        }
+        self.read_chunks(plan, out, nt)
+    }
+
+    fn read_chunks(&self, plan: &SlicePlan, out: &mut [u8], nt: usize) -> Result<()> {
         let chunks = plan.chunks(&self.geom);
         let copier = Copier::new(&self.geom, plan);
         let zero_block = vec![0u8; self.geom.block_bytes()];
-        let nt = self.nthreads;
         if nt <= 1 || chunks.len() <= 1 {
             let mut buf = Vec::new();
             for (n, parts) in &chunks {
@@ -404,41 +430,47 @@ impl NdArray {
         threads: usize,
     ) -> Result<Option<NewChunk>> {
         let covers = self.geom.covers_chunk(plan, parts);
-        let mut buf = if covers {
-            vec![0u8; self.geom.chunk_bytes()]
-        } else {
-            let c = self.checked_chunk(n)?;
-            let h = ChunkHeader::parse(&c)?;
-            if data.is_none() && matches!(h.special()?, SpecialKind::Zeros | SpecialKind::Uninit) {
-                return Ok(None);
-            }
-            let mut buf = vec![0u8; self.geom.chunk_bytes()];
-            oxblosc_chunk::decompress_into(&c, &mut buf, &DParams { nthreads: threads })?;
-            buf
-        };
-        let copier = Copier::new(&self.geom, plan);
-        let bb = self.geom.block_bytes();
-        let bgrid = &self.geom.bgrid;
-        match data {
-            Some(d) => for_each_runs(parts, |runs, _| {
-                let id = block_id(runs, bgrid);
-                copier.write(runs, &mut buf[id * bb..(id + 1) * bb], d);
-            }),
-            None if covers => {}
-            None => {
-                // Zero the selected items block by block (no selection-sized buffer).
-                for_each_runs(parts, |runs, _| {
-                    let id = block_id(runs, bgrid);
-                    copier.zero(runs, &mut buf[id * bb..(id + 1) * bb]);
-                });
+        let old = if covers { None } else { Some(self.checked_chunk(n)?) };
+        if data.is_none() {
+            if let Some(c) = &old {
+                if matches!(ChunkHeader::parse(c)?.special()?, SpecialKind::Zeros | SpecialKind::Uninit) {
+                    return Ok(None);
+                }
             }
         }
-        let c = if data.is_none() && covers {
-            oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?
-        } else {
-            oxblosc_chunk::compress(&buf, &oxblosc_chunk::CParams { nthreads: threads, ..cp.clone() })?
-        };
-        Ok(Some((n, c)))
+        with_build_buffers(|buf, cbuf| {
+            buf.clear();
+            buf.resize(self.geom.chunk_bytes(), 0);
+            if let Some(c) = &old {
+                oxblosc_chunk::decompress_into(c, buf, &DParams { nthreads: threads })?;
+            }
+            let copier = Copier::new(&self.geom, plan);
+            let bb = self.geom.block_bytes();
+            let bgrid = &self.geom.bgrid;
+            match data {
+                Some(d) => for_each_runs(parts, |runs, _| {
+                    let id = block_id(runs, bgrid);
+                    copier.write(runs, &mut buf[id * bb..(id + 1) * bb], d);
+                }),
+                None if covers => {}
+                None => {
+                    // Zero the selected items block by block (no selection-sized buffer).
+                    for_each_runs(parts, |runs, _| {
+                        let id = block_id(runs, bgrid);
+                        copier.zero(runs, &mut buf[id * bb..(id + 1) * bb]);
+                    });
+                }
+            }
+            let c = if data.is_none() && covers {
+                oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?
+            } else {
+                cbuf.resize(oxblosc_chunk::max_compressed_len(buf.len()), 0);
+                let cp = oxblosc_chunk::CParams { nthreads: threads, ..cp.clone() };
+                let len = oxblosc_chunk::compress_into(buf, cbuf, &cp)?;
+                cbuf[..len].to_vec()
+            };
+            Ok(Some((n, c)))
+        })
     }
 
     // ------------------------------------------------------------------ shape changes
@@ -589,6 +621,29 @@ impl NdArray {
     pub fn save(&self, path: impl AsRef<std::path::Path>, contiguous: bool) -> Result<()> {
         Ok(self.schunk.save(path, contiguous)?)
     }
+}
+
+thread_local! {
+    /// Per-thread (uncompressed, compressed) buffers for building chunks, reused across
+    /// chunks and calls: fresh multi-megabyte buffers cost more in page faults than the work.
+    static BUILD: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = Default::default();
+}
+
+fn with_build_buffers<R>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> R) -> R {
+    BUILD.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut b) => {
+            let (buf, cbuf) = &mut *b;
+            let r = f(buf, cbuf);
+            // Huge chunks are not kept around between calls.
+            for v in [buf, cbuf] {
+                if v.capacity() > 64 << 20 {
+                    *v = Vec::new();
+                }
+            }
+            r
+        }
+        Err(_) => f(&mut Vec::new(), &mut Vec::new()),
+    })
 }
 
 /// Linear index (C order over the block grid) of the block a combination of runs lies in.

@@ -342,6 +342,19 @@ pub(crate) fn for_each_product<'a, T>(lists: &[&'a [T]], mut f: impl FnMut(&[&'a
 }
 
 impl SlicePlan {
+    /// The part of this plan in one chunk row along axis 0 (`row` is one of `dims[0]`),
+    /// with output indices along axis 0 starting at 0: reads of different rows write
+    /// disjoint, contiguous pieces of the output.
+    pub fn row(&self, row: &DimChunk) -> SlicePlan {
+        let first = row.runs.first().map_or(0, |r| r.dst);
+        let runs = row.runs.iter().map(|r| BlockRun { dst: r.dst - first, ..*r }).collect();
+        let mut dims = self.dims.clone();
+        dims[0] = vec![DimChunk { chunk: row.chunk, runs }];
+        let mut out_shape = self.out_shape.clone();
+        out_shape[0] = row.runs.iter().map(|r| r.len as u64).sum();
+        SlicePlan { out_shape, steps: self.steps.clone(), dims }
+    }
+
     /// Items selected.
     pub fn nitems(&self) -> u64 {
         self.out_shape.iter().product()
