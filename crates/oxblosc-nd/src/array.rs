@@ -258,28 +258,40 @@ impl NdArray {
             .ok_or_else(|| Error::param("slice", "selection too large for memory"))
     }
 
-    /// Read a planned selection into `out` with the array's threads: rows of chunks (the
-    /// selection's chunks along axis 0) each own a contiguous piece of the C-order output,
-    /// so several rows are read fully in parallel (decode and copy); a single row reads its
-    /// chunks in parallel batches and copies them in order.
+    /// Read a planned selection into `out` with the array's threads. Pieces of the
+    /// selection along the outermost axis that selects more than one position own
+    /// contiguous pieces of the C-order output, so several are read fully in parallel
+    /// (decode and copy): rows of chunks, or rows of blocks when there are too few chunk
+    /// rows to keep the threads busy (blocks of different block rows are disjoint, so
+    /// nothing is decoded twice). Otherwise the chunks are pipelined.
     fn read_plan(&self, plan: &SlicePlan, out: &mut [u8]) -> Result<()> {
         let nt = self.nthreads;
-        let rows = plan.dims.first().map_or(0, Vec::len);
-        if nt > 1 && rows >= 2 {
-            let row_bytes = plan.out_shape[1..].iter().product::<u64>() as usize * self.geom.typesize;
-            let mut pieces = Vec::with_capacity(rows);
+        if nt <= 1 {
+            return self.read_chunks(plan, out, nt);
+        }
+        for (d, dim) in plan.dims.iter().enumerate() {
+            let rows: Vec<DimChunk> = if dim.len() < 2 * nt {
+                dim.iter().flat_map(|c| c.runs.iter().map(|r| DimChunk { chunk: c.chunk, runs: vec![*r] })).collect()
+            } else {
+                dim.clone()
+            };
+            if rows.len() < 2 {
+                if plan.out_shape[d] == 1 {
+                    continue; // a single position: the next axis still splits the output
+                }
+                break;
+            }
+            let piece_bytes = plan.out_shape[d + 1..].iter().product::<u64>() as usize * self.geom.typesize;
+            let mut pieces = Vec::with_capacity(rows.len());
             let mut rest = out;
-            for row in &plan.dims[0] {
+            for row in &rows {
                 let n: usize = row.runs.iter().map(|r| r.len).sum();
-                let (head, tail) = std::mem::take(&mut rest).split_at_mut(n * row_bytes);
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(n * piece_bytes);
                 pieces.push((row, head));
                 rest = tail;
             }
             return pool(nt).install(|| {
-                pieces.into_par_iter().try_for_each(|(row, piece)| {
-                    let sub = plan.row(row);
-                    self.read_chunks(&sub, piece, 1)
-                })
+                pieces.into_par_iter().try_for_each(|(row, piece)| self.read_chunks(&plan.piece(d, row), piece, 1))
             });
         }
         self.read_chunks(plan, out, nt)
@@ -297,18 +309,44 @@ impl NdArray {
             }
             return Ok(());
         }
-        let pool = pool(nt);
-        let mut spare: Vec<Vec<u8>> = Vec::new();
-        for batch in chunks.chunks(nt * 2) {
-            let jobs: Vec<_> = batch.iter().map(|c| (c, spare.pop().unwrap_or_default())).collect();
-            let fetched: Vec<Result<Fetched>> = pool.install(|| {
-                jobs.into_par_iter().map(|((n, parts), buf)| self.fetch(*n, plan, parts, 1, buf)).collect()
-            });
-            for ((_, parts), f) in batch.iter().zip(fetched) {
-                spare.push(self.scatter(&copier, parts, f?, &zero_block, out));
+        // Pipeline: the pool decodes up to `window` chunks ahead while this thread copies
+        // each finished one into place (in any order: chunks write disjoint items).
+        let window = nt * 2;
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Fetched>)>();
+        pool(nt).in_place_scope(|scope| {
+            let spawn = |k: usize, buf: Vec<u8>| {
+                let tx = tx.clone();
+                let (n, parts) = &chunks[k];
+                scope.spawn(move |_| {
+                    let _ = tx.send((k, self.fetch(*n, plan, parts, 1, buf)));
+                });
+            };
+            let mut next = 0;
+            while next < chunks.len().min(window) {
+                spawn(next, Vec::new());
+                next += 1;
             }
-        }
-        Ok(())
+            let mut first_err = None;
+            for _ in 0..chunks.len() {
+                let (k, f) = rx.recv().expect("a decode job always reports");
+                let buf = match f {
+                    Ok(f) if first_err.is_none() => self.scatter(&copier, &chunks[k].1, f, &zero_block, out),
+                    Ok(f) => f.into_buffer(),
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                        Vec::new()
+                    }
+                };
+                if next < chunks.len() && first_err.is_none() {
+                    spawn(next, buf);
+                    next += 1;
+                } else if next < chunks.len() {
+                    // Stop issuing work; account for the jobs never spawned.
+                    break;
+                }
+            }
+            first_err.map_or(Ok(()), Err)
+        })
     }
 
     /// Chunk `n` checked against the geometry (its uncompressed size).

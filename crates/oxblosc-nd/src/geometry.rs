@@ -342,16 +342,16 @@ pub(crate) fn for_each_product<'a, T>(lists: &[&'a [T]], mut f: impl FnMut(&[&'a
 }
 
 impl SlicePlan {
-    /// The part of this plan in one chunk row along axis 0 (`row` is one of `dims[0]`),
-    /// with output indices along axis 0 starting at 0: reads of different rows write
-    /// disjoint, contiguous pieces of the output.
-    pub fn row(&self, row: &DimChunk) -> SlicePlan {
+    /// The part of this plan in `row` along axis `d`: one of `dims[d]` or a subset of its
+    /// runs, with output indices along `d` starting at 0. When every axis before `d` selects
+    /// one position, reads of different rows write disjoint, contiguous pieces of the output.
+    pub fn piece(&self, d: usize, row: &DimChunk) -> SlicePlan {
         let first = row.runs.first().map_or(0, |r| r.dst);
         let runs = row.runs.iter().map(|r| BlockRun { dst: r.dst - first, ..*r }).collect();
         let mut dims = self.dims.clone();
-        dims[0] = vec![DimChunk { chunk: row.chunk, runs }];
+        dims[d] = vec![DimChunk { chunk: row.chunk, runs }];
         let mut out_shape = self.out_shape.clone();
-        out_shape[0] = row.runs.iter().map(|r| r.len as u64).sum();
+        out_shape[d] = row.runs.iter().map(|r| r.len as u64).sum();
         SlicePlan { out_shape, steps: self.steps.clone(), dims }
     }
 
@@ -437,8 +437,31 @@ impl<'a> Copier<'a> {
         let step = self.steps[d] as usize;
         let b0 = b_off + r.src * self.block_strides[d];
         let s0 = s_off + r.dst as usize * self.sel_strides[d];
-        if d + 1 == runs.len() && step == 1 {
-            return f(b0 * t, s0 * t, r.len * t);
+        if d + 1 == runs.len() {
+            // The last dimension: one piece when contiguous, else item by item.
+            if step == 1 {
+                return f(b0 * t, s0 * t, r.len * t);
+            }
+            for k in 0..r.len {
+                f((b0 + k * step) * t, (s0 + k) * t, t);
+            }
+            return;
+        }
+        if d + 2 == runs.len() {
+            // Second to last: loop the last dimension's pieces here (no recursion per item).
+            let (r2, step2) = (runs[d + 1], self.steps[d + 1] as usize);
+            for k in 0..r.len {
+                let b1 = b0 + k * step * self.block_strides[d] + r2.src;
+                let s1 = s0 + k * self.sel_strides[d] + r2.dst as usize;
+                if step2 == 1 {
+                    f(b1 * t, s1 * t, r2.len * t);
+                } else {
+                    for j in 0..r2.len {
+                        f((b1 + j * step2) * t, (s1 + j) * t, t);
+                    }
+                }
+            }
+            return;
         }
         for k in 0..r.len {
             self.walk(d + 1, runs, b0 + k * step * self.block_strides[d], s0 + k * self.sel_strides[d], f);
