@@ -269,8 +269,10 @@ impl NdArray {
         if nt <= 1 {
             return self.read_chunks(plan, out, nt);
         }
+        // Block rows of one chunk re-read the chunk: only where that costs no I/O.
+        let in_memory = !self.schunk.reads_from_files();
         for (d, dim) in plan.dims.iter().enumerate() {
-            let rows: Vec<DimChunk> = if dim.len() < 2 * nt {
+            let rows: Vec<DimChunk> = if in_memory && dim.len() < 2 * nt {
                 dim.iter().flat_map(|c| c.runs.iter().map(|r| DimChunk { chunk: c.chunk, runs: vec![*r] })).collect()
             } else {
                 dim.clone()

@@ -112,21 +112,27 @@ impl NativeNDArray {
         let inner = py
             .allow_threads(|| -> nd::Result<NdArray> {
                 let geom = Geometry::new(&shape, &chunks, &blocks, cp.typesize)?;
-                let mut s = match &urlpath {
-                    None => SChunk::new(cp.clone(), dp)?,
-                    Some(p) => {
-                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp)?;
+                // With data, the array is built in memory and saved in one go: a compact file
+                // laid out like python-blosc2's, without an index update per chunk.
+                let mut s = match (&urlpath, &view) {
+                    (Some(p), None) => {
+                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp.clone())?;
                         s.set_cparams(cp.clone())?;
                         s
                     }
+                    _ => SChunk::new(cp.clone(), dp.clone())?,
                 };
                 for (name, content) in &meta {
                     s.add_meta(name, content)?;
                 }
-                match &view {
-                    Some(v) => NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice()),
-                    None => NdArray::create(s, geom, Some(&dtype), fill),
-                }
+                let Some(v) = &view else { return NdArray::create(s, geom, Some(&dtype), fill) };
+                let a = NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice())?;
+                let Some(p) = &urlpath else { return Ok(a) };
+                a.save(p, contiguous)?;
+                let mut s = frame::open(p, Mode::Append)?;
+                s.set_cparams(cp.clone())?;
+                s.set_dparams(dp);
+                NdArray::from_schunk(s)
             })
             .map_err(|e| nd_err(py, e))?;
         Ok(NativeNDArray { inner, path: urlpath })
