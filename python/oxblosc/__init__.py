@@ -5,7 +5,7 @@ code can switch by changing the import.
 """
 
 from . import core as _core
-from ._errors import ChunkError
+from ._errors import ChunkError, FrameChangedError
 from ._native import __version__
 from .core import (
     EXTENDED_HEADER_LENGTH,
@@ -71,6 +71,7 @@ __all__ = [
     "MAX_TYPESIZE",
     "MIN_HEADER_LENGTH",
     "ChunkError",
+    "FrameChangedError",
     "CParams",
     "Codec",
     "DParams",

@@ -722,6 +722,8 @@ def ndarray_from_cframe(cframe: Any, copy: bool = False) -> NDArray:
 
 def _from_schunk(s: SChunk) -> NDArray:
     """The array held by a super-chunk just opened (``oxblosc.open`` of a b2nd frame)."""
+    if not isinstance(s._n, _native.NativeSChunk):
+        raise NotImplementedError("locking is not implemented for NDArray yet (open without locking=True)")
     native = _native.NativeNDArray.from_schunk(s._n)
     a = NDArray(native, urlpath=s.urlpath, mode=s.mode, mmap_mode=s.mmap_mode, contiguous=s.contiguous)
     a.schunk.dparams = s.dparams

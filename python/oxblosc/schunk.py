@@ -7,10 +7,23 @@ objects) so code written for ``blosc2.SChunk`` keeps working.
 
 What differs from python-blosc2 4.14 (on purpose or not yet done):
 
-* ``mmap_mode`` selects the access mode only ("r" read-only, "r+" append, "w+" create,
-  "c" copy-on-write in memory); files are read with positioned reads, never memory-mapped.
-* ``locking``, pre/postfilters, ``reorder_offsets``, ``update_special``, ``get_vlblock`` and
-  the ``deserialize`` policy are not implemented; embedded super-chunks in ``vlmeta`` (msgpack
+* ``mmap_mode="r"`` maps a contiguous frame file read-only (chunks are read from the map,
+  opening touches only header, trailer and index). "r+" (append), "w+" (create) and "c"
+  (copy-on-write in memory) select the access mode and keep positioned reads, which our
+  writer's append-only write order needs anyway; ``initial_mapping_size`` is accepted and
+  ignored. A mapped file must not be truncated or rewritten by another process meanwhile
+  (SIGBUS); our own writers replace files by rename when compacting.
+* ``locking=True`` uses python-blosc2's lock file (``<file>.b2lock`` or ``<dir>/.b2lock``,
+  flock, generation counter in bytes 8..16), so oxblosc and python-blosc2 handles exclude
+  each other: reads hold the shared lock, each committed change the exclusive one. A locked
+  reader re-syncs (re-reads header, trailer and index) on every data access after another
+  handle committed, and never returns bytes of a newer state mixed with its view. One writer
+  at a time: a second locked writer whose view is out of date gets ``FrameChangedError``.
+  Calls on one locked handle are serialised (open one handle per thread to read in
+  parallel). Not safe on NFS, not with ``mmap_mode`` (refused) and not with unlocked handles
+  writing concurrently. ``holding_lock()`` and ``change_tick`` are not implemented.
+* Pre/postfilters, ``reorder_offsets``, ``update_special``, ``get_vlblock`` and the
+  ``deserialize`` policy are not implemented; embedded super-chunks in ``vlmeta`` (msgpack
   extension 42) are always decoded.
 * Before the first chunk, ``chunksize`` reports the requested size (as python-blosc2 does);
   from the first chunk on it is the engine's: a first chunk shorter than the requested size
@@ -22,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
+import threading
 from collections import namedtuple
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
@@ -30,6 +44,7 @@ import numpy as np
 
 from . import _native
 from . import core as _core
+from ._errors import FrameChangedError
 from .core import CParams, DParams, SpecialValue, _checked, _make_params, _native_cparams
 
 #: A msgpack extension value that oxblosc does not interpret (code, data).
@@ -55,6 +70,42 @@ _ALLOWED_KWARGS = {
     "_native",
 }
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
+
+
+class _Locked:
+    """A locked native super-chunk: every call is serialised per handle; before each call the
+    handle re-syncs if another handle committed, and a read that meets a newer state
+    (``FrameChangedError``) is retried on the refreshed view, so callers only see whole
+    committed states."""
+
+    _RETRIES = 1000
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        self._mutex = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._native, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._mutex:
+                for _ in range(self._RETRIES):
+                    self._native.refresh()
+                    try:
+                        return getattr(self._native, name)(*args, **kwargs)
+                    except FrameChangedError:
+                        if self._native.writable:
+                            raise
+                raise FrameChangedError(f"{name}: the frame kept changing during {self._RETRIES} attempts")
+
+        return call
+
+
+def _open_native(path: str, offset: int, writable: bool, locking: bool, mmap: bool) -> Any:
+    native = _native.NativeSChunk.open(path, offset, writable, locking, mmap)
+    return _Locked(native) if locking else native
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,8 +360,9 @@ class SChunk:
             if dataclasses.is_dataclass(storage):
                 storage = dataclasses.asdict(storage)
             kwargs.update({k: v for k, v in storage.items() if v is not None})
-        if kwargs.get("locking"):
-            raise NotImplementedError("oxblosc does not implement file locking (locking=True)")
+        locking = bool(kwargs.get("locking")) or _env_locking(kwargs.get("mmap_mode"))
+        if kwargs.get("locking") and kwargs.get("mmap_mode") is not None:
+            raise ValueError("locking is not supported together with mmap_mode")
         native = kwargs.pop("_native", None)
         urlpath = _fspath(kwargs.get("urlpath"))
         mode = kwargs.get("mode") or "a"
@@ -340,7 +392,7 @@ class SChunk:
                     "Cannot open the SChunk in reading mode (mode or mmap_mode is 'r') because you "
                     "did not specify a urlpath pointing to an existing file on-disk"
                 )
-            self._n = _native.NativeSChunk.open(urlpath, 0, False)
+            self._n = _open_native(urlpath, 0, False, locking and urlpath is not None, mmap_mode == "r")
             self._contiguous = not os.path.isdir(urlpath)
             self._chunksize_hint = None
             self._dparams = DParams(nthreads=self._n.dthreads)
@@ -371,7 +423,11 @@ class SChunk:
             elif os.path.exists(urlpath):
                 raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
         dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
-        self._n = _native.NativeSChunk.create(_native_cparams(cparams), dthreads, urlpath, self._contiguous, meta)
+        self._n = _native.NativeSChunk.create(
+            _native_cparams(cparams), dthreads, urlpath, self._contiguous, meta, locking and urlpath is not None
+        )
+        if locking and urlpath is not None:
+            self._n = _Locked(self._n)
         self._chunksize_hint = chunksize
         self._dparams = dparams
         if data is not None and memoryview(data).nbytes > 0:
@@ -477,6 +533,49 @@ class SChunk:
     def mmap_mode(self) -> str | None:
         return self._mmap_mode
 
+    @property
+    def locking(self) -> bool:
+        """Whether this handle uses the advisory ``.b2lock`` lock."""
+        return bool(self._n.locking)
+
+    def refresh(self) -> bool:
+        """Locked handles: re-read the frame if another handle changed it (python-blosc2's
+        ``SChunk.refresh``); returns whether it did. Data accesses do this by themselves."""
+        return bool(self._n.refresh())
+
+    # ---------------------------------------------------------------- checksums (oxblosc only)
+
+    @property
+    def checksums(self) -> str | None:
+        """``"xxh3-64"`` when the super-chunk keeps per-chunk checksums (the ``_oxblosc_checksums``
+        vlmetalayer, see docs/format-notes.md), ``None`` when it does not."""
+        kind, detail = self._n.checksum_status()
+        if kind == "unreadable":
+            raise ValueError(f"checksum vlmetalayer unreadable: {detail}")
+        return "xxh3-64" if kind == "on" else None
+
+    def enable_checksums(self) -> None:
+        """Start keeping a checksum per chunk (hashes the existing chunks); kept through appends,
+        updates and deletes and written to the file with every change."""
+        self._n.enable_checksums()
+
+    def disable_checksums(self) -> None:
+        self._n.disable_checksums()
+
+    @property
+    def verify_checksums(self) -> bool:
+        """Whether every chunk read is checked against its checksum (a mismatch raises)."""
+        return self._n.verify_checksums
+
+    @verify_checksums.setter
+    def verify_checksums(self, on: bool) -> None:
+        self._n.verify_checksums = bool(on)
+
+    def verify(self) -> int:
+        """Check every chunk's checksum and decode it; returns how many chunks had a checksum.
+        Raises ``oxblosc.ChunkError`` naming the first damaged chunk."""
+        return sum(self._n.verify_chunk(i) for i in range(self.nchunks))
+
     def __len__(self) -> int:
         """Number of items."""
         return self.nbytes // self.typesize
@@ -492,6 +591,8 @@ class SChunk:
             raise ValueError("Cannot do this action with reading mode")
 
     def _index(self, nchunk: int, end: bool = False) -> int:
+        if isinstance(self._n, _Locked):
+            self._n.refresh()  # follow chunks another handle appended
         n = self._n.nchunks
         i = int(nchunk)
         if i < 0 or i > n or (i == n and not end):
@@ -668,17 +769,28 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
 
     ``mode`` is "r" (read-only, the default as in python-blosc2 4.x), "a" (every change is
     written back) or "w" (replace it with an empty super-chunk of the same parameters).
-    ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode`` "r", "r+"
-    or "c" selects the access mode (no memory mapping is done); ``cparams``/``dparams``
-    apply to the opened super-chunk.
+    ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode="r"`` maps
+    the file read-only; "r+" or "c" select the access mode. ``locking=True`` takes
+    python-blosc2's advisory ``.b2lock`` lock (see the module docs); ``cparams``/``dparams``
+    apply to the opened super-chunk. ``verify_checksums=True`` (oxblosc only) checks every
+    chunk read against the checksums ``oxblosc compress`` stores.
     """
     path = _fspath(urlpath)
-    unknown = set(kwargs) - {"cparams", "dparams", "mmap_mode", "initial_mapping_size", "locking", "deserialize"}
+    unknown = set(kwargs) - {
+        "cparams",
+        "dparams",
+        "mmap_mode",
+        "initial_mapping_size",
+        "locking",
+        "deserialize",
+        "verify_checksums",
+    }
     if unknown:
         raise ValueError(f"{sorted(unknown)[0]} is not supported as keyword argument")
-    if kwargs.get("locking"):
-        raise NotImplementedError("oxblosc does not implement file locking (locking=True)")
     mmap_mode = kwargs.get("mmap_mode")
+    if kwargs.get("locking") and mmap_mode is not None:
+        raise ValueError("locking is not supported together with mmap_mode")
+    locking = bool(kwargs.get("locking")) or _env_locking(mmap_mode)
     if mmap_mode is not None:
         if mmap_mode == "w+":
             raise ValueError("w+ mmap_mode cannot be used to open an existing file")
@@ -692,22 +804,29 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
         raise FileNotFoundError(2, "No such file or directory", path)
     contiguous = not os.path.isdir(path)
     copy_on_write = mmap_mode == "c"
-    native = _native.NativeSChunk.open(path, offset, mode == "a" and not copy_on_write)
+    native = _open_native(path, offset, mode == "a" and not copy_on_write, locking, mmap_mode == "r")
     if copy_on_write:
         native = native.copy()
     if mode == "w":
         cp = native.cparams
         remove_urlpath(path)
-        native = _native.NativeSChunk.create(cp, native.dthreads, path, contiguous, [])
+        native = _native.NativeSChunk.create(cp, native.dthreads, path, contiguous, [], locking)
+        native = _Locked(native) if locking else native
     s = SChunk(_native=native, urlpath=path, mode=mode, mmap_mode=mmap_mode, contiguous=contiguous)
     cp = kwargs.get("cparams")
     s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
     s.dparams = kwargs.get("dparams") or DParams()
+    s.verify_checksums = bool(kwargs.get("verify_checksums", False))
     if {"b2nd", "caterva"} & set(s.meta.keys()):
         from .ndarray import _from_schunk  # b2nd frames open as arrays, as in python-blosc2
 
         return _from_schunk(s)
     return s
+
+
+def _env_locking(mmap_mode: str | None) -> bool:
+    """``BLOSC_LOCKING`` (set and not "0") turns locking on, except for mapped files."""
+    return os.environ.get("BLOSC_LOCKING", "") not in ("", "0") and mmap_mode is None
 
 
 def schunk_from_cframe(cframe: Any, copy: bool = False) -> SChunk:

@@ -30,6 +30,9 @@ pub enum Error {
     /// A chunk's entry in the offsets index or its stored bytes are inconsistent.
     #[error("chunk {chunk} at offset {offset}: {reason}")]
     BadChunk { chunk: usize, offset: u64, reason: String },
+    /// A chunk's stored bytes do not match the checksum kept for it (`checksum.rs`).
+    #[error("chunk {chunk}: checksum mismatch (stored bytes hash to {found:016x}, expected {expected:016x})")]
+    Checksum { chunk: usize, expected: u64, found: u64 },
     /// A chunk or item index outside the super-chunk.
     #[error("{what} {index} is out of range (super-chunk has {len})")]
     OutOfRange { what: &'static str, index: u64, len: u64 },
@@ -45,6 +48,10 @@ pub enum Error {
     /// An operating-system I/O error.
     #[error("I/O error{}: {source}", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
     Io { offset: Option<u64>, source: Arc<std::io::Error> },
+    /// A locked handle's view is older than the frame on disk: another handle committed a
+    /// change since it was parsed (call `SChunk::refresh` and retry).
+    #[error("the frame was changed by another handle since this one read it (refresh and retry)")]
+    Stale,
     /// Any of the above, while working on a file or directory.
     #[error("{source} ({})", path.display())]
     File { path: PathBuf, source: Box<Error> },
@@ -83,11 +90,13 @@ impl Error {
             Error::Msgpack { .. } => -10,                 // INVALID_HEADER
             Error::Chunk { source, .. } => source.code(), // from the chunk layer
             Error::BadChunk { .. } => -21,                // CHUNK_APPEND/GET: FRAME_SPECIAL / DATA
+            Error::Checksum { .. } => -21,                // stored chunk bytes damaged
             Error::OutOfRange { .. } => -12,              // INVALID_PARAM
             Error::InvalidParam { .. } => -12,            // INVALID_PARAM
             Error::NotFound { .. } => -29,                // METALAYER_NOT_FOUND
             Error::ReadOnly => -30,                       // INVALID_INDEX-ish: write refused
             Error::Io { .. } => -13,                      // FILE_READ / FILE_WRITE
+            Error::Stale => -13,                          // FILE_READ: view out of date
             Error::File { source, .. } => source.code(),
         }
     }
@@ -97,6 +106,15 @@ impl Error {
         match self {
             e @ Error::File { .. } => e,
             e => Error::File { path: path.into(), source: Box::new(e) },
+        }
+    }
+
+    /// Whether this is (or wraps) [`Error::Stale`].
+    pub fn is_stale(&self) -> bool {
+        match self {
+            Error::Stale => true,
+            Error::File { source, .. } => source.is_stale(),
+            _ => false,
         }
     }
 

@@ -50,9 +50,14 @@
 //!   (via a copy past everything when there is no room below the committed index), patches the
 //!   header and truncates: a cleanly closed file has the usual compact tail (`frame_len` = file
 //!   length) and loads as an in-memory frame too.
-//! * Only one writer at a time: there is no lock file yet; readers in other processes may see
-//!   an older state but never a torn one (except that the header patch itself is not atomic
-//!   for readers on NFS or through a stale mmap).
+//! * Concurrency: without locking, one writer at a time and readers in other processes may
+//!   see an older state or fail on bytes the writer moved (a reader's index can point to
+//!   space a later change reused or truncated). With [`OpenConfig::locking`] (module
+//!   [`crate::lock`]) every commit above (and closing, and a compacting rewrite) runs under
+//!   the exclusive lock and bumps the generation; readers parse and read under the shared
+//!   lock and get [`Error::Stale`] instead of bytes from a newer state, then
+//!   [`SChunk::refresh`] re-reads header, trailer and index. A writer whose view is stale
+//!   (another writer committed) refuses to commit. Memory-mapped readers take no lock.
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -62,6 +67,8 @@ use oxblosc_chunk::{CParams, DParams};
 
 use crate::cframe;
 use crate::header::{self, FIXED_LEN, FRAME_CONTIGUOUS, FRAME_SPARSE};
+use crate::lock::{FrameLock, LockGuard, LockView};
+use crate::mmap::Map;
 use crate::offsets;
 use crate::schunk::SChunk;
 use crate::slots::{Slot, BLOCK_ENTRIES};
@@ -72,12 +79,26 @@ use crate::{Error, Result};
 pub const SPARSE_INDEX: &str = "chunks.b2frame";
 
 /// How a frame file is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Read only.
+    #[default]
     Read,
     /// Read and write an existing frame (appends never rewrite stored chunks).
     Append,
+}
+
+/// Everything [`open_with`] accepts (python-blosc2's `mode`, `offset`, `locking`, `mmap_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenConfig {
+    pub mode: Mode,
+    /// Start of a frame embedded in a larger file (read-only, contiguous only).
+    pub offset: u64,
+    /// Advisory cross-process lock through the `.b2lock` sidecar file ([`crate::lock`]).
+    pub locking: bool,
+    /// Map the file read-only instead of positioned reads (`Mode::Read`, no locking; see the
+    /// SIGBUS hazard in the crate's `mmap` module docs). Sparse directories ignore it.
+    pub mmap: bool,
 }
 
 /// Whether writes are followed by fsync.
@@ -102,6 +123,8 @@ pub(crate) struct Writer {
     sync_mode: SyncMode,
     /// Contiguous files: where the next states go.
     contig: Option<Contig>,
+    /// Present with locking: commits take the exclusive lock and bump the generation.
+    lock: Option<Arc<LockView>>,
 }
 
 impl Writer {
@@ -278,7 +301,14 @@ impl Drop for Writer {
     /// like every other step (written into unreferenced space, header patched, then cut).
     fn drop(&mut self) {
         if let (Some(c), Some(f)) = (&self.contig, &self.file) {
+            let lock = self.lock.clone();
+            let Ok(_g) = exclusive_fresh(lock.as_deref()) else { return };
             let _ = finalize(c, f, self.header_len, self.sync_mode);
+            if let Some(v) = &lock {
+                if let Ok(g) = v.lock.bump() {
+                    v.set_seen(g);
+                }
+            }
         }
     }
 }
@@ -337,39 +367,82 @@ fn finalize(c: &Contig, f: &File, hlen: u64, sync: SyncMode) -> std::io::Result<
     f.set_len(frame_len)
 }
 
+/// Locked writers: the exclusive lock, refused when another handle committed since this
+/// writer's view was parsed (its changes would overwrite that commit).
+fn exclusive_fresh(lock: Option<&LockView>) -> Result<Option<LockGuard<'_>>> {
+    let Some(v) = lock else { return Ok(None) };
+    let g = v.lock.exclusive()?;
+    if v.lock.generation()? != v.seen() {
+        return Err(Error::Stale);
+    }
+    Ok(Some(g))
+}
+
 fn io_at(path: &Path, offset: Option<u64>) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |e| Error::io(offset, e).in_file(path)
 }
 
 /// Open a frame file or sparse frame directory.
 pub fn open(path: impl AsRef<Path>, mode: Mode) -> Result<SChunk> {
-    let path = path.as_ref();
-    if path.is_dir() {
-        open_sparse(path, mode)
-    } else {
-        open_contiguous(path, 0, mode)
-    }
+    open_with(path, OpenConfig { mode, ..OpenConfig::default() })
 }
 
 /// Open a contiguous frame that starts `offset` bytes into a file (read-only when offset > 0).
 pub fn open_at(path: impl AsRef<Path>, offset: u64, mode: Mode) -> Result<SChunk> {
-    let path = path.as_ref();
-    if offset > 0 && mode != Mode::Read {
-        return Err(Error::param("mode", "frames embedded at an offset open read-only").in_file(path));
-    }
-    open_contiguous(path, offset, mode)
+    open_with(path, OpenConfig { mode, offset, ..OpenConfig::default() })
 }
 
-fn open_contiguous(path: &Path, base: u64, mode: Mode) -> Result<SChunk> {
+/// Open a frame file or sparse directory with every option.
+pub fn open_with(path: impl AsRef<Path>, cfg: OpenConfig) -> Result<SChunk> {
+    let path = path.as_ref();
+    let refuse = |why: &str| Err(Error::param("open", why.to_string()).in_file(path));
+    if cfg.offset > 0 && cfg.mode != Mode::Read {
+        return refuse("frames embedded at an offset open read-only");
+    }
+    if cfg.mmap && (cfg.mode != Mode::Read || cfg.locking) {
+        return refuse("memory mapping is read-only and cannot be combined with locking");
+    }
+    if cfg.locking && cfg.offset > 0 {
+        return refuse("locking is not supported for frames embedded at an offset");
+    }
+    let view = if cfg.locking { Some(LockView::new(FrameLock::open(path)?, 0)) } else { None };
+    let _guard = match (&view, cfg.mode) {
+        (None, _) => None,
+        (Some(v), Mode::Read) => Some(v.lock.shared()?),
+        (Some(v), Mode::Append) => Some(v.lock.exclusive()?),
+    };
+    if let Some(v) = &view {
+        v.set_seen(v.lock.generation()?);
+    }
+    if path.is_dir() {
+        // Sparse frames ignore `mmap`: each chunk is a small file of its own, read whole.
+        if cfg.offset > 0 {
+            return refuse("a sparse frame directory cannot be opened at an offset");
+        }
+        open_sparse(path, cfg.mode, view.clone())
+    } else {
+        open_contiguous(path, cfg.offset, cfg.mode, view.clone(), cfg.mmap)
+    }
+}
+
+fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView>>, mmap: bool) -> Result<SChunk> {
     let file = OpenOptions::new().read(true).write(mode == Mode::Append).open(path).map_err(io_at(path, None))?;
+    if mmap {
+        let map = Arc::new(Map::open(&file).map_err(io_at(path, None))?);
+        let p = cframe::parse(&Source::Bytes(&map), base, false, false).map_err(|e| e.in_file(path))?;
+        let mut s = cframe::build(p, Backing::Map { map: map.clone(), path: path.to_path_buf() }, base, false)
+            .map_err(|e| e.in_file(path))?;
+        s.read_only = true;
+        return Ok(s);
+    }
     let len = file.metadata().map_err(io_at(path, None))?.len();
     let p = cframe::parse(&Source::File(&file, len), base, false, false).map_err(|e| e.in_file(path))?;
     let hlen = u64::from(p.header.header_len);
     let frame_len = p.header.frame_len;
     let p_cbytes = p.header.cbytes as u64;
     let file = Arc::new(file);
-    let mut s = cframe::build(p, Backing::File { file: file.clone(), path: path.to_path_buf() }, base, false)
-        .map_err(|e| e.in_file(path))?;
+    let backing = Backing::File { file: file.clone(), path: path.to_path_buf(), lock: lock.clone() };
+    let mut s = cframe::build(p, backing, base, false).map_err(|e| e.in_file(path))?;
     match mode {
         Mode::Read => s.read_only = true,
         Mode::Append => {
@@ -403,20 +476,22 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode) -> Result<SChunk> {
                 retired: Vec::new(),
                 sync_mode: SyncMode::None,
                 contig: Some(contig),
+                lock,
             });
         }
     }
     Ok(s)
 }
 
-fn open_sparse(dir: &Path, mode: Mode) -> Result<SChunk> {
+fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SChunk> {
     let ipath = dir.join(SPARSE_INDEX);
     let file = File::open(&ipath).map_err(io_at(&ipath, None))?;
     let len = file.metadata().map_err(io_at(&ipath, None))?.len();
     let p = cframe::parse(&Source::File(&file, len), 0, true, true).map_err(|e| e.in_file(&ipath))?;
     let hlen = u64::from(p.header.header_len);
     let next_id = p.offsets.iter().filter(|&&o| o >= 0).map(|&o| o as u64 + 1).max().unwrap_or(0);
-    let mut s = cframe::build(p, Backing::Sparse { dir: dir.to_path_buf() }, 0, true).map_err(|e| e.in_file(dir))?;
+    let backing = Backing::Sparse { dir: dir.to_path_buf(), lock: lock.clone() };
+    let mut s = cframe::build(p, backing, 0, true).map_err(|e| e.in_file(dir))?;
     match mode {
         Mode::Read => s.read_only = true,
         Mode::Append => {
@@ -429,6 +504,7 @@ fn open_sparse(dir: &Path, mode: Mode) -> Result<SChunk> {
                 retired: Vec::new(),
                 sync_mode: SyncMode::None,
                 contig: None,
+                lock,
             })
         }
     }
@@ -480,10 +556,72 @@ impl SChunk {
     /// Done automatically when the dead space written by this session exceeds the live bytes.
     pub fn compact(&mut self) -> Result<()> {
         let Some(mut w) = self.writer.take() else { return Ok(()) };
-        let r = if w.contiguous { self.rewrite_contiguous(&mut w) } else { Ok(()) };
+        let lock = w.lock.clone();
+        let r = exclusive_fresh(lock.as_deref()).and_then(|_g| {
+            let r = if w.contiguous { self.rewrite_contiguous(&mut w) } else { Ok(()) };
+            if let Some(v) = &lock {
+                v.set_seen(v.lock.bump()?);
+            }
+            r
+        });
         let path = w.path.clone();
         self.writer = Some(w);
         r.map_err(|e| e.in_file(path))
+    }
+
+    /// Whether this handle was opened with locking.
+    pub fn is_locked(&self) -> bool {
+        self.backing.lock_view().is_some()
+    }
+
+    /// Locked read-only handles: if another handle committed a change since this one parsed
+    /// the frame, parse it again (header, metalayers, trailer, index; chunks stay on disk).
+    /// Returns whether it did. A locked *writer* never re-syncs: a stale writer gets
+    /// [`Error::Stale`] (one writer at a time). Unlocked handles: always `Ok(false)`.
+    pub fn refresh(&mut self) -> Result<bool> {
+        let Some(view) = self.backing.lock_view().cloned() else { return Ok(false) };
+        {
+            let _g = view.lock.shared()?;
+            if view.lock.generation()? == view.seen() {
+                return Ok(false);
+            }
+        }
+        let path = self.backing.path().expect("locked handles have a path").to_path_buf();
+        if self.writer.is_some() {
+            return Err(Error::Stale.in_file(path));
+        }
+        let mut fresh = open_with(&path, OpenConfig { locking: true, ..OpenConfig::default() })?;
+        fresh.cparams.nthreads = self.cparams.nthreads;
+        fresh.dparams = self.dparams.clone();
+        *self = fresh;
+        Ok(true)
+    }
+
+    /// Start locking a handle opened (or created) without it; the frame is assumed to be in
+    /// the state this handle knows (call right after creating or opening it).
+    pub fn enable_locking(&mut self) -> Result<()> {
+        if self.is_locked() {
+            return Ok(());
+        }
+        let Some(path) = self.backing.path().map(Path::to_path_buf) else {
+            return Err(Error::param("locking", "only frames on disk can be locked"));
+        };
+        if matches!(self.backing, Backing::Map { .. }) {
+            return Err(Error::param("locking", "a memory-mapped frame cannot be locked").in_file(path));
+        }
+        let view = LockView::new(FrameLock::open(&path)?, 0);
+        {
+            let _g = view.lock.exclusive()?;
+            view.set_seen(view.lock.bump()?);
+        }
+        match &mut self.backing {
+            Backing::File { lock, .. } | Backing::Sparse { lock, .. } => *lock = Some(view.clone()),
+            _ => {}
+        }
+        if let Some(w) = &mut self.writer {
+            w.lock = Some(view);
+        }
+        Ok(())
     }
 
     /// Whether writes to the file are fsynced before the index that points to them.
@@ -570,7 +708,16 @@ impl SChunk {
     /// Persist pending changes (called after every change of a writable file-backed schunk).
     pub(crate) fn sync(&mut self) -> Result<()> {
         let Some(mut w) = self.writer.take() else { return Ok(()) };
-        let r = if w.contiguous { self.sync_contiguous(&mut w) } else { self.sync_sparse(&mut w) };
+        let lock = w.lock.clone();
+        let r = exclusive_fresh(lock.as_deref()).and_then(|_g| {
+            let r = if w.contiguous { self.sync_contiguous(&mut w) } else { self.sync_sparse(&mut w) };
+            // Whatever was written (even by a failed attempt) is announced to other handles.
+            if let Some(v) = &lock {
+                let g = v.lock.bump()?;
+                v.set_seen(g);
+            }
+            r
+        });
         let path = w.path.clone();
         self.writer = Some(w);
         r.map_err(|e| e.in_file(path))
@@ -666,7 +813,8 @@ impl SChunk {
             c.avg_chunk = total / pending.len() as u64;
         }
         if c.ext.is_none() {
-            if let Some(area) = c.recover.take() {
+            // An empty free range (a new or full frame) would only allocate index slots.
+            if let Some(area) = c.recover.take().filter(|(a, b)| b > a) {
                 c.ext = Some(new_extent(c, 0, n, 0, Some(area)));
             }
         }
@@ -810,7 +958,7 @@ impl SChunk {
         self.section_end = hlen + p.header.cbytes as u64;
         let mut header = vec![0u8; hlen as usize];
         crate::storage::read_exact_at(&file, &mut header, 0).map_err(io_at(&path, Some(0)))?;
-        self.backing = Backing::File { file: file.clone(), path: path.clone() };
+        self.backing = Backing::File { file: file.clone(), path: path.clone(), lock: w.lock.clone() };
         w.file = Some(file);
         w.header_len = hlen;
         let mut c = Contig::new(header, len, hlen + p.header.cbytes as u64);

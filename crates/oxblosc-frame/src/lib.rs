@@ -8,13 +8,21 @@
 //! * In-memory contiguous frames: [`SChunk::to_cframe`], [`SChunk::from_cframe`] (and
 //!   [`SChunk::from_cframe_at`] for a frame embedded in a larger buffer).
 //! * Files: [`open`] / [`open_at`] (contiguous file or sparse directory, chunks read on
-//!   demand), [`SChunk::save`], [`SChunk::create`] (writable, every change persisted).
-#![forbid(unsafe_code)]
+//!   demand), [`SChunk::save`], [`SChunk::create`] (writable, every change persisted);
+//!   [`open_with`] adds `locking` (advisory cross-process lock, [`lock`]) and read-only
+//!   memory mapping.
+//! * Per-chunk checksums (opt-in, [`SChunk::enable_checksums`]) in a vlmetalayer other
+//!   readers ignore, checked by [`SChunk::verify_chunk`] or on every read.
+#![deny(unsafe_code)]
 
 pub mod cframe;
+pub mod checksum;
 pub mod error;
 pub mod file;
 pub mod header;
+pub mod lock;
+#[allow(unsafe_code)]
+mod mmap;
 pub mod msgpack;
 pub mod offsets;
 pub mod schunk;
@@ -22,8 +30,9 @@ mod slots;
 mod storage;
 pub mod trailer;
 
+pub use checksum::{Status as ChecksumStatus, Verdict};
 pub use error::{ChunkId, Error, Result};
-pub use file::{open, open_at, remove, Mode, SyncMode, SPARSE_INDEX};
+pub use file::{open, open_at, open_with, remove, Mode, OpenConfig, SyncMode, SPARSE_INDEX};
 pub use msgpack::Value;
 pub use oxblosc_chunk::{CParams, DParams, SpecialKind, SplitMode};
 pub use schunk::{ChunkInfo, SChunk, SpecialValue};

@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use oxblosc_chunk::{CParams, ChunkHeader, DParams, SpecialKind};
 
+use crate::checksum::{self, Change};
 use crate::error::ChunkId;
 use crate::file::Writer;
 use crate::header::{check_name, MAX_METALAYERS};
@@ -78,6 +79,8 @@ pub struct SChunk {
     pub(crate) starts: OnceLock<Vec<u64>>,
     /// Absolute end of the chunks section in a buffer/file backing (reads stop there).
     pub(crate) section_end: u64,
+    /// Per-chunk checksums (`checksum.rs`).
+    pub(crate) checksums: checksum::State,
 }
 
 impl Clone for SChunk {
@@ -100,6 +103,7 @@ impl Clone for SChunk {
             read_only: false,
             starts: OnceLock::new(),
             section_end: self.section_end,
+            checksums: self.checksums.clone(),
         }
     }
 }
@@ -129,6 +133,7 @@ impl SChunk {
             read_only: false,
             starts: OnceLock::new(),
             section_end: u64::MAX,
+            checksums: checksum::State::default(),
         })
     }
 
@@ -305,8 +310,16 @@ impl SChunk {
         }
     }
 
-    /// Chunk `i` as stored (special offsets materialised as 32-byte special chunks).
+    /// Chunk `i` as stored (special offsets materialised as 32-byte special chunks), checked
+    /// against its checksum when verifying on read.
     pub fn get_chunk(&self, i: usize) -> Result<Cow<'_, [u8]>> {
+        let c = self.get_chunk_raw(i)?;
+        self.verify_read(i, &c)?;
+        Ok(c)
+    }
+
+    /// Chunk `i` as stored, never checksum-checked.
+    pub(crate) fn get_chunk_raw(&self, i: usize) -> Result<Cow<'_, [u8]>> {
         self.check_index(i)?;
         if let Some(b) = self.slots.mem(i) {
             return Ok(Cow::Borrowed(b));
@@ -327,17 +340,16 @@ impl SChunk {
 
     /// Name the frame file in errors about its contents.
     pub(crate) fn in_backing_file(&self, e: Error) -> Error {
-        match &self.backing {
-            Backing::File { path, .. } => e.in_file(path),
-            Backing::Sparse { dir } => e.in_file(dir),
-            _ => e,
+        match self.backing.path() {
+            Some(p) => e.in_file(p),
+            None => e,
         }
     }
 
     fn read_stored(&self, i: usize, pos: u64) -> Result<Cow<'_, [u8]>> {
         match &self.backing {
-            Backing::Sparse { dir } => {
-                let v = Backing::read_chunk_file(dir, pos, MAX_CHUNK_LEN)?;
+            Backing::Sparse { dir, .. } => {
+                let v = self.backing.read_chunk_file(dir, pos, MAX_CHUNK_LEN)?;
                 check_chunk_len(i, pos, &v, v.len() as u64)?;
                 Ok(Cow::Owned(v))
             }
@@ -386,7 +398,7 @@ impl SChunk {
     /// Stored length of chunk `i` at `pos` (reads its 16-byte header only, sparse: file size).
     pub(crate) fn stored_len(&self, i: usize, pos: u64) -> Result<u64> {
         match &self.backing {
-            Backing::Sparse { dir } => {
+            Backing::Sparse { dir, .. } => {
                 let p = dir.join(crate::storage::chunk_file_name(pos));
                 Ok(std::fs::metadata(&p).map_err(|e| Error::io(None, e).in_file(&p))?.len())
             }
@@ -667,6 +679,7 @@ impl SChunk {
         self.note_vlblocks(vl);
         self.slots.push(slot);
         self.nbytes += nb as u64;
+        self.note_checksum(Change::Inserted(n))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -687,6 +700,7 @@ impl SChunk {
         self.note_vlblocks(vl);
         self.slots.insert(i, slot);
         self.nbytes += nb as u64;
+        self.note_checksum(Change::Inserted(i))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -707,6 +721,7 @@ impl SChunk {
         self.slots.set(i, slot);
         self.stored_cbytes = self.stored_cbytes.saturating_sub(old_cb);
         self.nbytes = self.nbytes - old_nb as u64 + nb as u64;
+        self.note_checksum(Change::Replaced(i))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -724,6 +739,7 @@ impl SChunk {
         self.slots.remove(i);
         self.stored_cbytes = self.stored_cbytes.saturating_sub(cb);
         self.nbytes -= nb as u64;
+        self.note_checksum(Change::Removed(i))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -803,6 +819,7 @@ impl SChunk {
                         self.note_vlblocks(false);
                         self.slots.push(Slot::Special { kind, nbytes: nb });
                         self.nbytes += nb as u64;
+                        self.note_checksum(Change::Inserted(self.slots.len() - 1))?;
                     }
                 }
                 left -= nb as u64;

@@ -9,6 +9,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::lock::{LockGuard, LockView};
+use crate::mmap::Map;
 use crate::{Error, Result};
 
 /// The bytes behind `Slot::Stored` positions.
@@ -18,10 +20,14 @@ pub(crate) enum Backing {
     None,
     /// A frame in memory; positions are absolute within the buffer.
     Buffer(Arc<[u8]>),
-    /// A frame file; positions are absolute within the file.
-    File { file: Arc<File>, path: PathBuf },
+    /// A frame file; positions are absolute within the file. With `lock` (locking=True),
+    /// every read holds the shared lock and fails with `Error::Stale` once another handle
+    /// has committed a change.
+    File { file: Arc<File>, path: PathBuf, lock: Option<Arc<LockView>> },
+    /// A frame file mapped read-only; positions are absolute within the file.
+    Map { map: Arc<Map>, path: PathBuf },
     /// A sparse frame directory; positions are chunk file ids.
-    Sparse { dir: PathBuf },
+    Sparse { dir: PathBuf, lock: Option<Arc<LockView>> },
 }
 
 #[cfg(unix)]
@@ -106,14 +112,39 @@ impl Source<'_> {
 }
 
 impl Backing {
-    /// Read `n` bytes at absolute `pos` (buffer or file backings).
-    pub(crate) fn read_at(&self, pos: u64, n: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
+    /// The lock of a handle opened with locking.
+    pub(crate) fn lock_view(&self) -> Option<&Arc<LockView>> {
         match self {
-            Backing::Buffer(b) => Source::Bytes(b).read(pos, n, what).map(|c| match c {
-                Cow::Borrowed(s) => Cow::Borrowed(&b[pos as usize..pos as usize + s.len()]),
-                Cow::Owned(v) => Cow::Owned(v),
-            }),
+            Backing::File { lock, .. } | Backing::Sparse { dir: _, lock } => lock.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The file or directory behind the stored chunks.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        match self {
+            Backing::File { path, .. } | Backing::Map { path, .. } => Some(path),
+            Backing::Sparse { dir, .. } => Some(dir),
+            Backing::None | Backing::Buffer(_) => None,
+        }
+    }
+
+    /// For locked handles: the shared lock, held while stored bytes are read.
+    pub(crate) fn read_guard(&self) -> Result<Option<LockGuard<'_>>> {
+        self.lock_view().map(|v| v.read_guard()).transpose()
+    }
+
+    /// Read `n` bytes at absolute `pos` (buffer, map or file backings).
+    pub(crate) fn read_at(&self, pos: u64, n: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
+        fn borrow<'b>(b: &'b [u8], pos: u64, n: u64, what: &'static str) -> Result<Cow<'b, [u8]>> {
+            let len = Source::Bytes(b).read(pos, n, what)?.len();
+            Ok(Cow::Borrowed(&b[pos as usize..pos as usize + len]))
+        }
+        match self {
+            Backing::Buffer(b) => borrow(b, pos, n, what),
+            Backing::Map { map, .. } => borrow(map, pos, n, what),
             Backing::File { file, .. } => {
+                let _g = self.read_guard()?;
                 let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
                 Source::File(file, len).read(pos, n, what).map(|c| Cow::Owned(c.into_owned()))
             }
@@ -124,7 +155,8 @@ impl Backing {
     }
 
     /// Read a whole chunk file of a sparse frame (bounded by `max` bytes).
-    pub(crate) fn read_chunk_file(dir: &Path, id: u64, max: u64) -> Result<Vec<u8>> {
+    pub(crate) fn read_chunk_file(&self, dir: &Path, id: u64, max: u64) -> Result<Vec<u8>> {
+        let _g = self.read_guard()?;
         let p = dir.join(chunk_file_name(id));
         let f = File::open(&p).map_err(|e| Error::io(None, e).in_file(&p))?;
         let len = f.metadata().map_err(|e| Error::io(None, e).in_file(&p))?.len();

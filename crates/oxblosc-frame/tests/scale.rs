@@ -53,14 +53,27 @@ fn random_reads(s: &SChunk, n: usize) -> f64 {
 #[ignore]
 fn append_cost() {
     let total: usize = std::env::var("OXBLOSC_SCALE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let path = dir().join("scale-append.b2frame");
+    // OXBLOSC_SCALE_SPARSE=1: a sparse directory; OXBLOSC_SCALE_LOCKING=1: with locking.
+    let sparse = std::env::var_os("OXBLOSC_SCALE_SPARSE").is_some();
+    let locking = std::env::var_os("OXBLOSC_SCALE_LOCKING").is_some();
+    let path = dir().join(if sparse { "scale-append.b2dir" } else { "scale-append.b2frame" });
     let cp = CParams { typesize: 4, clevel: 5, nthreads: 1, ..CParams::default() };
-    let mut s = SChunk::create(&path, true, cp, DParams::default()).unwrap();
+    let mut s = SChunk::create(&path, !sparse, cp, DParams::default()).unwrap();
+    if locking {
+        s.enable_locking().unwrap();
+    }
+    let size = |p: &std::path::Path| -> u64 {
+        match std::fs::read_dir(p) {
+            Ok(d) => d.map(|e| e.unwrap().metadata().unwrap().len()).sum(),
+            Err(_) => std::fs::metadata(p).unwrap().len(),
+        }
+    };
     let mut data = vec![0u8; 4096];
     let t0 = Instant::now();
     let mut window = Instant::now();
     let mut worst = 0f64;
-    println!("4 KiB chunks appended to a contiguous file frame (clevel 5, int32 ramp data)");
+    let kind = if sparse { "sparse directory" } else { "contiguous file" };
+    println!("4 KiB chunks appended to a {kind} frame (clevel 5, int32 ramp data, locking {locking})");
     for i in 0..total {
         for (k, c) in data.chunks_exact_mut(4).enumerate() {
             c.copy_from_slice(&((i * 1024 + k) as u32).to_le_bytes());
@@ -75,7 +88,7 @@ fn append_cost() {
                  file {} bytes",
                 window.elapsed().as_secs_f64() * 1e6 / (n - if n == 1000 { 0 } else { n / 10 }) as f64,
                 worst * 1e6,
-                std::fs::metadata(&path).unwrap().len()
+                size(&path)
             );
             window = Instant::now();
             worst = 0.0;
@@ -89,7 +102,7 @@ fn append_cost() {
         "  reopen {:.1} ms ({} chunks, file {} bytes after close); random decompress_chunk {:.1} us",
         t.elapsed().as_secs_f64() * 1e3,
         s.nchunks(),
-        std::fs::metadata(&path).unwrap().len(),
+        size(&path),
         random_reads(&s, 10_000)
     );
     // Appending after reopening: the first append rewrites the index once, then flat again.

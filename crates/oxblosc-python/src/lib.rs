@@ -76,6 +76,14 @@ fn chunk_error(py: Python<'_>, msg: String) -> PyErr {
     }
 }
 
+/// An `oxblosc.FrameChangedError` (a locked handle's view is out of date) with `msg`.
+fn stale_error(py: Python<'_>, msg: String) -> PyErr {
+    match py.import("oxblosc._errors").and_then(|m| m.getattr("FrameChangedError")) {
+        Ok(cls) => PyErr::from_type(cls.downcast_into().expect("FrameChangedError is a type"), msg),
+        Err(_) => PyRuntimeError::new_err(msg),
+    }
+}
+
 /// Map a frame-layer error: I/O -> `OSError` (the errno picks `FileNotFoundError` & co, and
 /// `filename` names the file), missing metalayer -> `KeyError`, bad chunk index ->
 /// `IndexError`, bad argument or write to a read-only super-chunk -> `ValueError`, anything
@@ -92,6 +100,7 @@ pub(crate) fn frame_err(py: Python<'_>, e: frame::Error) -> PyErr {
             None => PyOSError::new_err(msg),
         },
         frame::Error::NotFound { name, .. } => PyKeyError::new_err(name.clone()),
+        frame::Error::Stale => stale_error(py, msg),
         frame::Error::OutOfRange { .. } => PyIndexError::new_err(msg),
         frame::Error::InvalidParam { .. } | frame::Error::ReadOnly => PyValueError::new_err(msg),
         frame::Error::Chunk { source, .. } if is_param_error(source) => PyValueError::new_err(msg),

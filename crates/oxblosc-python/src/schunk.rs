@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use oxblosc::chunk::{self, ChunkHeader, DParams, SpecialKind};
-use oxblosc::frame::{self, ChunkId, Mode, SChunk, SpecialValue};
+use oxblosc::frame::{self, ChunkId, Mode, OpenConfig, SChunk, SpecialValue};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -42,7 +42,7 @@ fn bytes_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 impl NativeSChunk {
     /// A new, empty super-chunk; written to `urlpath` (replacing what is there) when given.
     #[staticmethod]
-    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta))]
+    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, locking=false))]
     fn create(
         py: Python<'_>,
         cparams: CParamsArg,
@@ -50,6 +50,7 @@ impl NativeSChunk {
         urlpath: Option<PathBuf>,
         contiguous: bool,
         meta: Vec<(String, Vec<u8>)>,
+        locking: bool,
     ) -> PyResult<Self> {
         let cp = cparams.into_cparams()?;
         let dp = DParams { nthreads: dthreads.max(1) };
@@ -63,6 +64,9 @@ impl NativeSChunk {
                         s
                     }
                 };
+                if locking {
+                    s.enable_locking()?;
+                }
                 for (name, content) in &meta {
                     s.add_meta(name, content)?;
                 }
@@ -81,20 +85,37 @@ impl NativeSChunk {
     }
 
     /// Open a frame file (at `offset`) or sparse directory; every change is persisted when
-    /// `writable`.
+    /// `writable`. `locking`: advisory `.b2lock` lock; `mmap`: map the file read-only.
     #[staticmethod]
-    fn open(py: Python<'_>, urlpath: PathBuf, offset: u64, writable: bool) -> PyResult<Self> {
+    #[pyo3(signature = (urlpath, offset, writable, locking=false, mmap=false))]
+    fn open(
+        py: Python<'_>,
+        urlpath: PathBuf,
+        offset: u64,
+        writable: bool,
+        locking: bool,
+        mmap: bool,
+    ) -> PyResult<Self> {
         let mode = if writable { Mode::Append } else { Mode::Read };
-        let inner = py
-            .allow_threads(|| {
-                if offset > 0 {
-                    frame::open_at(&urlpath, offset, mode)
-                } else {
-                    frame::open(&urlpath, mode)
-                }
-            })
-            .map_err(|e| frame_err(py, e))?;
+        let cfg = OpenConfig { mode, offset, locking, mmap };
+        let inner = py.allow_threads(|| frame::open_with(&urlpath, cfg)).map_err(|e| frame_err(py, e))?;
         Ok(NativeSChunk { inner, path: Some(urlpath) })
+    }
+
+    /// Locked handles: re-read the frame if another handle changed it; returns whether it did.
+    fn refresh(&mut self, py: Python<'_>) -> PyResult<bool> {
+        py.allow_threads(|| self.inner.refresh()).map_err(|e| frame_err(py, e))
+    }
+
+    #[getter]
+    fn locking(&self) -> bool {
+        self.inner.is_locked()
+    }
+
+    /// Whether changes are written back to a file or directory.
+    #[getter]
+    fn writable(&self) -> bool {
+        self.inner.urlpath().is_some()
     }
 
     /// An in-memory, writable copy (stored chunks are still read from the same backing).
@@ -150,6 +171,47 @@ impl NativeSChunk {
 
     fn set_dthreads(&mut self, nthreads: usize) {
         self.inner.set_dparams(DParams { nthreads: nthreads.max(1) });
+    }
+
+    // ------------------------------------------------------------ checksums
+
+    /// Check every chunk read against its stored checksum.
+    #[getter]
+    fn verify_checksums(&self) -> bool {
+        self.inner.verify_checksums()
+    }
+
+    #[setter]
+    fn set_verify_checksums(&mut self, on: bool) {
+        self.inner.set_verify_checksums(on);
+    }
+
+    fn enable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
+        let r = py.allow_threads(|| self.inner.enable_checksums());
+        r.map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    fn disable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.inner.disable_checksums().map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    /// ("off", 0), ("on", hashed chunks) or ("unreadable", reason).
+    fn checksum_status(&self) -> (String, String) {
+        match self.inner.checksums() {
+            frame::ChecksumStatus::Off => ("off".into(), String::new()),
+            frame::ChecksumStatus::On { len } => ("on".into(), len.to_string()),
+            frame::ChecksumStatus::Unreadable(r) => ("unreadable".into(), r),
+        }
+    }
+
+    /// Check chunk `nchunk`'s checksum and decode it: True if it had a checksum, False if not;
+    /// raises on a mismatch or a chunk that does not decode.
+    fn verify_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<bool> {
+        let r = py.allow_threads(|| self.inner.verify_chunk(nchunk));
+        match r {
+            Ok(v) => Ok(v == frame::Verdict::Ok),
+            Err(e) => Err(frame_err(py, self.named(e))),
+        }
     }
 
     // ------------------------------------------------------------ metalayers

@@ -1,0 +1,286 @@
+//! Cross-process locking (`OpenConfig::locking`) and concurrent readers.
+//!
+//! `writer_and_readers_across_processes`: one writer process appends, updates, inserts and
+//! deletes chunks of a locked frame (contiguous and sparse) while three reader processes read
+//! it in passes. A pass that completes (no `Error::Stale`) must be exactly one state the writer
+//! committed: the writer logs the hash of every committed state, the readers log the hash of
+//! every pass, and every reader hash must be in the writer's log. Readers must also follow the
+//! writer (see several states, end on the final one).
+//!
+//! `many_readers_no_writer`: threads sharing one handle and several processes read one frame,
+//! with and without locking, and every chunk must hold its data.
+//!
+//! Children are this test binary re-executed with `OXBLOSC_LOCK_ROLE` set.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use oxblosc_frame::{open_with, CParams, DParams, Mode, OpenConfig, SChunk};
+
+const ITEMS: usize = 512;
+
+/// Chunk data derived from a seed: item 0 is the seed, the rest a function of it.
+fn data(seed: u32) -> Vec<u8> {
+    (0..ITEMS as u32)
+        .flat_map(|k| if k == 0 { seed } else { seed ^ k.wrapping_mul(0x9e37_79b9) }.to_le_bytes())
+        .collect()
+}
+
+fn state_hash(seeds: &[u32]) -> u64 {
+    seeds.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, s| (h ^ u64::from(*s)).wrapping_mul(0x100_0000_01b3))
+}
+
+fn cfg(mode: Mode, locking: bool) -> OpenConfig {
+    OpenConfig { mode, locking, ..OpenConfig::default() }
+}
+
+/// One pass over every chunk: the seeds, or the error that stopped it.
+fn read_pass(s: &SChunk) -> Result<Vec<u32>, oxblosc_frame::Error> {
+    let mut seeds = Vec::with_capacity(s.nchunks());
+    for i in 0..s.nchunks() {
+        let d = s.decompress_chunk(i)?;
+        let seed = u32::from_le_bytes(d[..4].try_into().unwrap());
+        assert!(d == data(seed), "chunk {i}: torn or foreign data (seed {seed})");
+        seeds.push(seed);
+    }
+    Ok(seeds)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+fn writer(path: &Path, ops: usize) {
+    let mut s = open_with(path, cfg(Mode::Append, true)).expect("writer opens");
+    let mut seeds = read_pass(&s).expect("writer reads its frame");
+    let mut log = vec![state_hash(&seeds)];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut next = 1000u32;
+    for _ in 0..ops {
+        next += 1;
+        let n = seeds.len() as u64;
+        match rng.below(10) {
+            0..=5 => {
+                s.append_data(&data(next)).unwrap();
+                seeds.push(next);
+            }
+            6 | 7 => {
+                let i = rng.below(n) as usize;
+                s.update_data(i, &data(next)).unwrap();
+                seeds[i] = next;
+            }
+            8 => {
+                let i = rng.below(n + 1) as usize;
+                s.insert_data(i, &data(next)).unwrap();
+                seeds.insert(i, next);
+            }
+            _ if n > 2 => {
+                let i = rng.below(n) as usize;
+                s.delete_chunk(i).unwrap();
+                seeds.remove(i);
+            }
+            _ => {}
+        }
+        log.push(state_hash(&seeds));
+    }
+    drop(s); // closing (tail moved, file cut) is one more commit of the same state
+    for h in log {
+        println!("W {h}");
+    }
+    println!("FINAL {}", state_hash(&seeds));
+}
+
+fn reader(path: &Path, done: &Path) {
+    let mut s = open_with(path, cfg(Mode::Read, true)).expect("reader opens");
+    let (mut passes, mut stale) = (0u32, 0u32);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let finished = done.exists();
+        s.refresh().expect("refresh");
+        match read_pass(&s) {
+            Ok(seeds) => {
+                passes += 1;
+                println!("R {}", state_hash(&seeds));
+                if finished {
+                    break; // one complete pass after the writer exited: the final state
+                }
+            }
+            Err(e) if e.is_stale() => stale += 1,
+            Err(e) => panic!("reader failed: {e}"),
+        }
+        assert!(Instant::now() < deadline, "reader did not finish");
+    }
+    println!("STATS {passes} {stale}");
+}
+
+fn static_reader(path: &Path, locking: bool, expect: u32) {
+    let s = open_with(path, cfg(Mode::Read, locking)).expect("opens");
+    std::thread::scope(|sc| {
+        for t in 0..4 {
+            let s = &s;
+            sc.spawn(move || {
+                for round in 0..5 {
+                    let seeds = read_pass(s).expect("read");
+                    assert_eq!(seeds, (0..expect).collect::<Vec<_>>(), "thread {t} round {round}");
+                }
+            });
+        }
+    });
+    println!("OK");
+}
+
+/// Re-executed children run here.
+#[test]
+fn lock_child() {
+    let Ok(role) = std::env::var("OXBLOSC_LOCK_ROLE") else { return };
+    let path = PathBuf::from(std::env::var("OXBLOSC_LOCK_PATH").unwrap());
+    // libtest already printed "test lock_child ... " without a newline: end that line so
+    // the first tagged line stays parseable.
+    println!();
+    match role.as_str() {
+        "writer" => writer(&path, 250),
+        "reader" => reader(&path, &PathBuf::from(std::env::var("OXBLOSC_LOCK_DONE").unwrap())),
+        "static" => static_reader(&path, std::env::var("OXBLOSC_LOCK_LOCKING").is_ok(), 64),
+        r => panic!("unknown role {r}"),
+    }
+}
+
+fn spawn(role: &str, path: &Path, extra: &[(&str, String)]) -> Child {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["lock_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env("OXBLOSC_LOCK_ROLE", role)
+        .env("OXBLOSC_LOCK_PATH", path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.spawn().expect("spawn child")
+}
+
+fn finish(c: Child, what: &str) -> String {
+    let out = c.wait_with_output().expect("child output");
+    assert!(out.status.success(), "{what} failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn tagged(out: &str, tag: &str) -> Vec<u64> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix(tag))
+        .map(|v| v.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("oxblosc-lock-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn new_frame(path: &Path, contiguous: bool, nchunks: u32) {
+    let cp = CParams { typesize: 4, clevel: 1, ..CParams::default() };
+    let mut s = SChunk::create(path, contiguous, cp, DParams::default()).unwrap();
+    s.enable_locking().unwrap();
+    for k in 0..nchunks {
+        s.append_data(&data(k)).unwrap();
+    }
+}
+
+fn writer_and_readers(contiguous: bool) {
+    let dir = tmpdir(if contiguous { "contig" } else { "sparse" });
+    let path = dir.join("f.b2frame");
+    let done = dir.join("done");
+    new_frame(&path, contiguous, 8);
+    let env = [("OXBLOSC_LOCK_DONE", done.display().to_string())];
+    let readers: Vec<Child> = (0..3).map(|_| spawn("reader", &path, &env)).collect();
+    let w = finish(spawn("writer", &path, &env), "writer");
+    std::fs::write(&done, b"").unwrap();
+    let committed: HashSet<u64> = tagged(&w, "W ").into_iter().collect();
+    let last = tagged(&w, "FINAL ")[0];
+    assert!(committed.len() > 100, "writer logged {} states", committed.len());
+    for (k, r) in readers.into_iter().enumerate() {
+        let out = finish(r, "reader");
+        let seen = tagged(&out, "R ");
+        for h in &seen {
+            assert!(committed.contains(h), "reader {k} saw a state the writer never committed: {h}");
+        }
+        let distinct: HashSet<_> = seen.iter().collect();
+        assert!(distinct.len() >= 2, "reader {k} never followed the writer ({} states)", distinct.len());
+        assert_eq!(*seen.last().unwrap(), last, "reader {k} did not end on the final state");
+        eprintln!("reader {k}: {} passes, {} distinct states, {}", seen.len(), distinct.len(), out.trim_end());
+    }
+    let s = open_with(&path, cfg(Mode::Read, false)).unwrap();
+    assert_eq!(state_hash(&read_pass(&s).unwrap()), last);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn writer_and_readers_across_processes_contiguous() {
+    writer_and_readers(true);
+}
+
+#[test]
+fn writer_and_readers_across_processes_sparse() {
+    writer_and_readers(false);
+}
+
+#[test]
+fn many_readers_no_writer() {
+    let dir = tmpdir("static");
+    let path = dir.join("f.b2frame");
+    new_frame(&path, true, 64);
+    for locking in [false, true] {
+        let env: Vec<(&str, String)> = if locking { vec![("OXBLOSC_LOCK_LOCKING", "1".into())] } else { vec![] };
+        let kids: Vec<Child> = (0..3).map(|_| spawn("static", &path, &env)).collect();
+        static_reader(&path, locking, 64);
+        for k in kids {
+            assert!(finish(k, "static reader").contains("OK"));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn stale_writer_refuses_to_commit() {
+    let dir = tmpdir("twowriters");
+    let path = dir.join("f.b2frame");
+    new_frame(&path, true, 2);
+    let mut a = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    let mut b = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    a.append_data(&data(7)).unwrap();
+    let e = b.append_data(&data(8)).unwrap_err();
+    assert!(e.is_stale(), "second writer: {e}");
+    drop(b);
+    drop(a);
+    let s = open_with(&path, cfg(Mode::Read, true)).unwrap();
+    assert_eq!(read_pass(&s).unwrap(), vec![0, 1, 7]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn stale_reader_gets_error_then_refreshes() {
+    let dir = tmpdir("stale");
+    let path = dir.join("f.b2frame");
+    new_frame(&path, false, 3);
+    let mut r = open_with(&path, cfg(Mode::Read, true)).unwrap();
+    let mut w = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    w.update_data(0, &data(50)).unwrap(); // sparse: chunk 0's old file is removed
+    assert!(r.decompress_chunk(0).unwrap_err().is_stale());
+    assert!(r.refresh().unwrap());
+    assert!(!r.refresh().unwrap());
+    assert_eq!(read_pass(&r).unwrap(), vec![50, 1, 2]);
+    // Unlocked handles never go stale on purpose: refresh is a no-op.
+    let mut u = open_with(&path, cfg(Mode::Read, false)).unwrap();
+    assert!(!u.refresh().unwrap());
+    drop(w);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

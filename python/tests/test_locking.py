@@ -1,0 +1,183 @@
+"""``locking=True`` across processes, between oxblosc and python-blosc2, and ``mmap_mode="r"``.
+
+A writer process appends and updates chunks of a locked frame while reader processes of the
+other library read it: every chunk a reader gets must be whole (chunk ``k`` of version ``v``
+holds ``seed + arange``, so a torn or foreign chunk is detected), readers must follow the
+writer's new chunks, and at the end everyone reads the writer's final state.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import blosc2
+import numpy as np
+import oxblosc
+import pytest
+
+N_ITEMS = 1024
+CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    import numpy as np
+    lib = __import__(sys.argv[1])
+    role, path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+    def data(seed):
+        return (np.arange(1024, dtype=np.int64) + seed * 1000).astype(np.int64)
+
+    def check(buf, i):
+        a = np.frombuffer(buf, dtype=np.int64)
+        seed = int(a[0]) // 1000
+        assert len(a) == 1024 and (a == data(seed)).all(), f"chunk {i} is torn"
+        return seed
+
+    if role == "writer":
+        deadline = time.time() + 120
+        while len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("ready")]) < 2:
+            assert time.time() < deadline, "readers did not start"
+            time.sleep(0.01)
+        s = lib.open(path, mode="a", locking=True)
+        seeds = [check(s.decompress_chunk(i), i) for i in range(s.nchunks)]
+        for k in range(n):
+            seed = 100 + k
+            if k % 4 == 3:
+                j = (k * 7) % len(seeds)
+                s.update_data(j, data(seed), **({"copy": True} if lib.__name__ == "blosc2" else {}))
+                seeds[j] = seed
+            else:
+                s.append_data(data(seed))
+                seeds.append(seed)
+            time.sleep(0.003)
+        del s
+        print("FINAL", " ".join(map(str, seeds)))
+    else:
+        done = path + ".done"
+        s = lib.open(path, mode="r", locking=True)
+        open(os.path.join(os.path.dirname(path), f"ready{os.getpid()}"), "w").close()
+        counts = set()
+        deadline = time.time() + 120
+        while True:
+            finished = os.path.exists(done)
+            s.refresh()
+            n = s.nchunks
+            counts.add(n)
+            seeds = [check(s.decompress_chunk(i), i) for i in range(n)]
+            if finished:
+                break
+            assert time.time() < deadline, "reader timed out"
+        print("COUNTS", len(counts))
+        print("FINAL", " ".join(map(str, seeds)))
+    """
+)
+
+
+def _data(seed: int) -> np.ndarray:
+    return (np.arange(N_ITEMS, dtype=np.int64) + seed * 1000).astype(np.int64)
+
+
+def _spawn(script: Path, lib: str, role: str, path: Path, n: int = 0) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen(
+        [sys.executable, str(script), lib, role, str(path), str(n)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _result(p: subprocess.Popen, what: str) -> dict[str, str]:
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, f"{what} failed:\n{err[-3000:]}"
+    return {line.split(" ", 1)[0]: line.partition(" ")[2] for line in out.splitlines() if line}
+
+
+@pytest.mark.parametrize(
+    ("writer", "reader", "contiguous"),
+    [("oxblosc", "blosc2", True), ("blosc2", "oxblosc", True), ("oxblosc", "oxblosc", False)],
+)
+def test_writer_and_readers_across_processes(tmp_path: Path, writer: str, reader: str, contiguous: bool) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    path = tmp_path / "f.b2frame"
+    lib = oxblosc if writer == "oxblosc" else blosc2
+    s = lib.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), contiguous=contiguous, mode="w", locking=True)
+    for k in range(4):
+        s.append_data(_data(k))
+    del s
+    readers = [_spawn(script, reader, "reader", path) for _ in range(2)]
+    w = _result(_spawn(script, writer, "writer", path, 120), "writer")
+    Path(str(path) + ".done").write_text("")
+    final = w["FINAL"]
+    assert len(final.split()) == 4 + 90
+    for k, r in enumerate(readers):
+        res = _result(r, f"reader {k}")
+        assert res["FINAL"] == final, f"reader {k} did not end on the writer's final state"
+        assert int(res["COUNTS"]) >= 2, f"reader {k} never saw new chunks"
+    lock = path / ".b2lock" if not contiguous else Path(str(path) + ".b2lock")
+    assert lock.exists() and lock.stat().st_size == 16
+    assert int.from_bytes(lock.read_bytes()[8:16], "little") >= 120
+
+
+def test_lock_file_and_generation(tmp_path: Path) -> None:
+    path = tmp_path / "g.b2frame"
+    s = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w", locking=True)
+    assert s.locking
+    gen = Path(str(path) + ".b2lock")
+    g0 = int.from_bytes(gen.read_bytes()[8:16], "little")
+    s.append_data(_data(1))
+    assert int.from_bytes(gen.read_bytes()[8:16], "little") == g0 + 1
+    r = oxblosc.open(path, locking=True)
+    assert not r.refresh()
+    s.append_data(_data(2))
+    assert r.nchunks == 1  # counters follow on data access or refresh, as in python-blosc2
+    assert (np.frombuffer(r.decompress_chunk(1), dtype=np.int64) == _data(2)).all()
+    assert r.nchunks == 2
+    with pytest.raises(ValueError, match="mmap_mode"):
+        oxblosc.open(path, mmap_mode="r", locking=True)
+
+
+def test_stale_writer_raises(tmp_path: Path) -> None:
+    path = tmp_path / "w.b2frame"
+    a = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w", locking=True)
+    a.append_data(_data(0))
+    b = oxblosc.open(path, mode="a", locking=True)
+    a.append_data(_data(1))
+    with pytest.raises(oxblosc.FrameChangedError):
+        b.append_data(_data(2))
+
+
+def test_env_var_turns_locking_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BLOSC_LOCKING", "1")
+    path = tmp_path / "e.b2frame"
+    s = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w")
+    s.append_data(_data(0))
+    assert s.locking and Path(str(path) + ".b2lock").exists()
+    assert not oxblosc.open(path, mmap_mode="r").locking
+
+
+def test_mmap_mode_r_reads_from_a_map(tmp_path: Path) -> None:
+    path = tmp_path / "m.b2frame"
+    s = blosc2.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), contiguous=True, mode="w", cparams={"typesize": 8})
+    for k in range(20):
+        s.append_data(_data(k))
+    del s
+    m = oxblosc.open(path, mmap_mode="r")
+    assert m.mmap_mode == "r" and m.mode == "r" and m.nchunks == 20
+    for k in range(20):
+        assert (np.frombuffer(m.decompress_chunk(k), dtype=np.int64) == _data(k)).all()
+    assert m.get_chunk(3) == blosc2.open(str(path)).get_chunk(3)
+    with pytest.raises(ValueError):
+        m.append_data(_data(99))
+    m2 = oxblosc.SChunk(urlpath=str(path), mmap_mode="r")
+    assert m2.typesize == 8 and m2[1020:1030] == np.concatenate([_data(0)[1020:], _data(1)[:6]]).tobytes()
+    # "r+" keeps positioned, writable I/O.
+    w = oxblosc.open(path, mmap_mode="r+")
+    w.append_data(_data(20))
+    del w
+    assert blosc2.open(str(path)).nchunks == 21
