@@ -242,3 +242,10 @@ def test_persistence_modes(tmp_path):
     z = oxblosc.asarray(np.arange(12).reshape(3, 4), urlpath=str(tmp_path / "s.b2nd"), contiguous=False)
     z[1] = -1
     np.testing.assert_array_equal(oxblosc.open(str(tmp_path / "s.b2nd"))[1], [-1] * 4)
+
+
+def test_locked_open_of_an_array_is_refused_clearly(tmp_path):
+    p = str(tmp_path / "l.b2nd")
+    oxblosc.zeros((4, 4), urlpath=p)
+    with pytest.raises(NotImplementedError, match="locking"):
+        oxblosc.open(p, locking=True)
