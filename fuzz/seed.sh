@@ -36,3 +36,9 @@ for f in "$vec"/*.b2frame "$here"/../tests/fuzz/corpus/*.b2frame "$here"/../crat
   n=$((n + 1))
 done
 echo "copied $n frames into corpus/frame_open"
+
+# b2nd frames for nd_open: the C-Blosc2 b2nd vectors (generated array frames come from make_seeds).
+mkdir -p corpus/nd_open corpus/nd_slices
+for f in "$vec"/plugins/test_data/*.b2nd; do
+  [ -f "$f" ] && cp "$f" "corpus/nd_open/vec-$(basename "$f")"
+done

@@ -15,6 +15,9 @@ use oxblosc_chunk::{
 };
 use oxblosc_frame::{SChunk, SpecialValue};
 
+pub mod nd;
+pub use nd::{fuzz_nd_open, fuzz_nd_slices};
+
 /// Largest `nbytes` a fuzz input may claim before we decode it.
 ///
 /// `decompress` allocates the header's `nbytes` up front (that is the documented, validated
@@ -548,6 +551,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         v.extend_from_slice(&ops);
         out.push(("frame_ops", format!("seed-{name}"), v));
     }
+    out.extend(nd::seeds());
     out
 }
 
@@ -703,10 +707,10 @@ struct Model {
 }
 
 /// Reads bytes of the op stream; 0 when exhausted.
-struct Bytes<'a>(&'a [u8]);
+pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
 
 impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
+    pub(crate) fn u8(&mut self) -> u8 {
         match self.0.split_first() {
             Some((&b, rest)) => {
                 self.0 = rest;

@@ -11,6 +11,8 @@ fn run(target: &str, data: &[u8]) {
         "getitem" => oxblosc_fuzz::fuzz_getitem(data),
         "frame_open" => oxblosc_fuzz::fuzz_frame_open(data),
         "frame_ops" => oxblosc_fuzz::fuzz_frame_ops(data),
+        "nd_open" => oxblosc_fuzz::fuzz_nd_open(data),
+        "nd_slices" => oxblosc_fuzz::fuzz_nd_slices(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
 }
@@ -45,7 +47,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn regressions() {
     let mut cases = Vec::new();
-    for target in ["decompress", "roundtrip", "getitem", "frame_open", "frame_ops"] {
+    for target in ["decompress", "roundtrip", "getitem", "frame_open", "frame_ops", "nd_open", "nd_slices"] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             if name.starts_with('.') || name.ends_with(".md") {
@@ -114,6 +116,26 @@ fn frame_vectors() {
     assert!(cases.len() >= 2 * 9, "the frame crate's golden files are missing ({} cases)", cases.len());
     let n = replay(cases);
     eprintln!("replayed {n} frame inputs");
+}
+
+/// The C-Blosc2 b2nd files (and every frame vector) through `nd_open`.
+#[test]
+fn nd_vectors() {
+    let shared =
+        std::env::var_os("OXBLOSC_SHARED").map(PathBuf::from).unwrap_or_else(|| fuzz_dir().join("../../shared"));
+    let mut cases = Vec::new();
+    for dir in [shared.join("vectors/c-blosc2-compat/plugins/test_data"), shared.join("vectors/c-blosc2-compat")] {
+        for p in files(&dir) {
+            if p.extension().is_none_or(|e| e != "b2nd" && e != "b2frame") {
+                continue;
+            }
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            cases.push(("nd_open".to_string(), name, std::fs::read(&p).unwrap()));
+        }
+    }
+    assert!(cases.len() >= 2, "the b2nd vectors are missing (set OXBLOSC_SHARED)");
+    let n = replay(cases);
+    eprintln!("replayed {n} nd inputs");
 }
 
 /// The seed writer and the fuzz bodies read the parameter head the same way.

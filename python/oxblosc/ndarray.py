@@ -70,7 +70,8 @@ def _expand(key: Any, ndim: int) -> list:
     """The key as a list with the ellipsis expanded (``None`` entries kept)."""
     if not isinstance(key, tuple):
         key = (key,)
-    key = [np.asarray(k) if isinstance(k, list) else k for k in key]
+    # Lists are index arrays (an empty list indexes nothing, as in NumPy).
+    key = [(np.asarray(k) if k else np.zeros(0, np.intp)) if isinstance(k, list) else k for k in key]
     counted = sum(
         (k.ndim if isinstance(k, np.ndarray) and k.dtype == bool else 1)
         for k in key
@@ -131,12 +132,12 @@ class NDArray:
 
     def __init__(self, _native_array: Any, urlpath: str | None = None, mode: str = "a", **kwargs: Any) -> None:
         self._n = _native_array
-        self._urlpath = urlpath
-        self._mode = mode
-        self._mmap_mode = kwargs.get("mmap_mode")
-        self._contiguous = kwargs.get("contiguous", True)
         self._dtype = dtype_from_str(self._n.dtype, self._n.typesize)
-        self._schunk: SChunk | None = None
+        # The super-chunk view shares the native object: meta, vlmeta, cparams, storage.
+        self._schunk = SChunk(
+            _native=self._n, urlpath=urlpath, mode=mode, mmap_mode=kwargs.get("mmap_mode"),
+            contiguous=kwargs.get("contiguous", True),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ properties
 
@@ -170,50 +171,24 @@ class NDArray:
         return self.size * self._dtype.itemsize
 
     @property
-    def cbytes(self) -> int:
-        return self._n.cbytes
-
-    @property
     def cratio(self) -> float:
         return self.nbytes / self.cbytes if self.cbytes else math.inf
 
     @property
     def schunk(self) -> SChunk:
         """The super-chunk holding the array (shares its storage: meta, vlmeta, chunks)."""
-        if self._schunk is None:
-            self._schunk = SChunk(
-                _native=self._n, urlpath=self._urlpath, mode=self._mode, mmap_mode=self._mmap_mode,
-                contiguous=self._contiguous,
-            )  # fmt: skip
         return self._schunk
 
-    @property
-    def meta(self):
-        return self.schunk.meta
-
-    @property
-    def vlmeta(self):
-        return self.schunk.vlmeta
-
-    @property
-    def cparams(self) -> CParams:
-        return self.schunk.cparams
-
-    @property
-    def dparams(self) -> DParams:
-        return self.schunk.dparams
-
-    @property
-    def urlpath(self) -> str | None:
-        return self._urlpath
-
-    @property
-    def contiguous(self) -> bool:
-        return self._contiguous
-
-    @property
-    def mode(self) -> str:
-        return self._mode
+    # Storage facts and parameters come from the super-chunk.
+    cbytes = property(lambda self: self._schunk.cbytes, doc="Compressed bytes of the chunks.")
+    meta = property(lambda self: self._schunk.meta, doc="Fixed-length metalayers (b2nd included).")
+    vlmeta = property(lambda self: self._schunk.vlmeta, doc="Variable-length metalayers.")
+    cparams = property(lambda self: self._schunk.cparams, doc="Compression parameters of new chunks.")
+    dparams = property(lambda self: self._schunk.dparams, doc="Decompression parameters.")
+    urlpath = property(lambda self: self._schunk.urlpath, doc="The file or directory, None in memory.")
+    contiguous = property(lambda self: self._schunk.contiguous, doc="A frame file (True) or sparse directory.")
+    mode = property(lambda self: self._schunk.mode, doc="'r', 'a' or 'w'.")
+    mmap_mode = property(lambda self: self._schunk.mmap_mode, doc="The mmap_mode it was opened with.")
 
     @property
     def fields(self) -> dict:
@@ -243,7 +218,7 @@ class NDArray:
             ("nbytes", self.nbytes),
             ("cbytes", self.cbytes),
             ("cratio", f"{self.cratio:.2f}"),
-            ("urlpath", self._urlpath),
+            ("urlpath", self.urlpath),
             ("vlmeta", dict(self.vlmeta.getall()) if len(self.vlmeta) else {}),
         ]
         return "\n".join(f"{k:<8}: {v}" for k, v in rows)
@@ -367,7 +342,7 @@ class NDArray:
     # ------------------------------------------------------------------ writing
 
     def _writable(self) -> None:
-        if self._mode == "r":
+        if self.mode == "r":
             raise ValueError("the array was opened read-only (mode 'r')")
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -399,7 +374,7 @@ class NDArray:
         v = np.broadcast_to(np.asarray(value, dtype=self._dtype), _squeezed_shape(key, counts)).reshape(counts)
         if flip:
             v = np.flip(v, axis=flip)
-        self._n.set_slice(sel, np.ascontiguousarray(v))
+        self._n.set_slice(sel, v.copy(order="C") if v.ndim == 0 else np.ascontiguousarray(v))
 
     def resize(self, newshape: tuple[int, ...] | list[int]) -> None:
         """Change the shape (same ndim); new items are zeros."""
@@ -665,7 +640,8 @@ def asarray(array: Any, **kwargs: Any) -> NDArray:
     a = np.asarray(array)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
-    a = np.ascontiguousarray(a)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")  # (np.ascontiguousarray would turn a 0-d array into 1-d)
     return _create(a.shape, a.dtype, _FILL_UNINIT, None, a.reshape(-1).view(np.uint8) if a.size else b"", kwargs)
 
 
@@ -746,6 +722,8 @@ def ndarray_from_cframe(cframe: Any, copy: bool = False) -> NDArray:
 
 def _from_schunk(s: SChunk) -> NDArray:
     """The array held by a super-chunk just opened (``oxblosc.open`` of a b2nd frame)."""
+    if not isinstance(s._n, _native.NativeSChunk):
+        raise NotImplementedError("locking is not implemented for NDArray yet (open without locking=True)")
     native = _native.NativeNDArray.from_schunk(s._n)
     a = NDArray(native, urlpath=s.urlpath, mode=s.mode, mmap_mode=s.mmap_mode, contiguous=s.contiguous)
     a.schunk.dparams = s.dparams

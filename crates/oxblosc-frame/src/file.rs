@@ -545,6 +545,12 @@ impl SChunk {
         self.writer.as_ref().map(|w| w.path.as_path())
     }
 
+    /// True when stored chunks are read from a file or sparse directory (each `get_chunk`
+    /// is then a read), whether or not it was opened writable.
+    pub fn reads_from_files(&self) -> bool {
+        matches!(self.backing, Backing::File { .. } | Backing::Sparse { .. }) || self.writer.is_some()
+    }
+
     /// Rewrite a contiguous frame file opened writable without dead space (written to a
     /// temporary file, then renamed over the frame: a crash leaves the old or the new file).
     /// Done automatically when the dead space written by this session exceeds the live bytes.

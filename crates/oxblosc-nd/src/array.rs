@@ -28,12 +28,22 @@ pub enum Fill {
 }
 
 /// A chunk fetched for a read: nothing to decode, or decoded blocks.
+/// Each carries the buffer it was given back to the caller for reuse: fresh multi-megabyte
+/// buffers per chunk cost more in page faults than decoding into them.
 enum Fetched {
-    Zeros,
+    Zeros(Vec<u8>),
     /// The whole chunk: block `b` at `b * block_bytes`.
     Whole(Vec<u8>),
     /// Only the touched blocks, in plan order: the k-th at `k * block_bytes`.
     Listed(Vec<u8>),
+}
+
+impl Fetched {
+    fn into_buffer(self) -> Vec<u8> {
+        match self {
+            Fetched::Zeros(b) | Fetched::Whole(b) | Fetched::Listed(b) => b,
+        }
+    }
 }
 
 /// A chunk number and the compressed bytes that replace it.
@@ -194,19 +204,20 @@ impl NdArray {
 
     /// The hyperslab `sel` (one `DimSlice` per dimension) as C-order bytes.
     pub fn get_slice(&self, sel: &[DimSlice]) -> Result<Vec<u8>> {
+        let need = self.sel_bytes(sel)?;
         let plan = self.geom.plan(sel)?;
-        let mut out = vec![0u8; self.sel_bytes(&plan)?];
+        let mut out = vec![0u8; need];
         self.read_plan(&plan, &mut out)?;
         Ok(out)
     }
 
     /// [`NdArray::get_slice`] into the caller's buffer (exactly the selection's size).
     pub fn get_slice_into(&self, sel: &[DimSlice], out: &mut [u8]) -> Result<()> {
-        let plan = self.geom.plan(sel)?;
-        let need = self.sel_bytes(&plan)?;
+        let need = self.sel_bytes(sel)?;
         if out.len() != need {
             return Err(Error::param("out", format!("{} bytes given, the selection has {need}", out.len())));
         }
+        let plan = self.geom.plan(sel)?;
         self.read_plan(&plan, out)
     }
 
@@ -237,34 +248,107 @@ impl NdArray {
         self.geom.shape.iter().map(|&s| DimSlice::full(s)).collect()
     }
 
-    fn sel_bytes(&self, plan: &SlicePlan) -> Result<usize> {
-        plan.nitems()
-            .checked_mul(self.geom.typesize as u64)
+    /// Bytes of a selection (checked before anything is planned or allocated).
+    fn sel_bytes(&self, sel: &[DimSlice]) -> Result<usize> {
+        sel.iter()
+            .try_fold(1u64, |acc, s| acc.checked_mul(s.len()))
+            .and_then(|n| n.checked_mul(self.geom.typesize as u64))
             .and_then(|n| usize::try_from(n).ok())
             .filter(|&n| n <= isize::MAX as usize)
             .ok_or_else(|| Error::param("slice", "selection too large for memory"))
     }
 
+    /// Read a planned selection into `out` with the array's threads. Pieces of the
+    /// selection along the outermost axis that selects more than one position own
+    /// contiguous pieces of the C-order output, so several are read fully in parallel
+    /// (decode and copy): rows of chunks, or rows of blocks when there are too few chunk
+    /// rows to keep the threads busy (blocks of different block rows are disjoint, so
+    /// nothing is decoded twice). Otherwise the chunks are pipelined.
     fn read_plan(&self, plan: &SlicePlan, out: &mut [u8]) -> Result<()> {
+        let nt = self.nthreads;
+        if nt <= 1 {
+            return self.read_chunks(plan, out, nt);
+        }
+        // Block rows of one chunk re-read the chunk: only where that costs no I/O.
+        let in_memory = !self.schunk.reads_from_files();
+        for (d, dim) in plan.dims.iter().enumerate() {
+            let rows: Vec<DimChunk> = if in_memory && dim.len() < 2 * nt {
+                dim.iter().flat_map(|c| c.runs.iter().map(|r| DimChunk { chunk: c.chunk, runs: vec![*r] })).collect()
+            } else {
+                dim.clone()
+            };
+            if rows.len() < 2 {
+                if plan.out_shape[d] == 1 {
+                    continue; // a single position: the next axis still splits the output
+                }
+                break;
+            }
+            let piece_bytes = plan.out_shape[d + 1..].iter().product::<u64>() as usize * self.geom.typesize;
+            let mut pieces = Vec::with_capacity(rows.len());
+            let mut rest = out;
+            for row in &rows {
+                let n: usize = row.runs.iter().map(|r| r.len).sum();
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(n * piece_bytes);
+                pieces.push((row, head));
+                rest = tail;
+            }
+            return pool(nt).install(|| {
+                pieces.into_par_iter().try_for_each(|(row, piece)| self.read_chunks(&plan.piece(d, row), piece, 1))
+            });
+        }
+        self.read_chunks(plan, out, nt)
+    }
+
+    fn read_chunks(&self, plan: &SlicePlan, out: &mut [u8], nt: usize) -> Result<()> {
         let chunks = plan.chunks(&self.geom);
         let copier = Copier::new(&self.geom, plan);
-        let nt = self.nthreads;
+        let zero_block = vec![0u8; self.geom.block_bytes()];
         if nt <= 1 || chunks.len() <= 1 {
+            let mut buf = Vec::new();
             for (n, parts) in &chunks {
-                let f = self.fetch(*n, plan, parts, nt)?;
-                self.scatter(&copier, parts, f, out);
+                let f = self.fetch(*n, plan, parts, nt, buf)?;
+                buf = self.scatter(&copier, parts, f, &zero_block, out);
             }
             return Ok(());
         }
-        let pool = pool(nt);
-        for batch in chunks.chunks(nt * 2) {
-            let fetched: Vec<Result<Fetched>> =
-                pool.install(|| batch.par_iter().map(|(n, parts)| self.fetch(*n, plan, parts, 1)).collect());
-            for ((_, parts), f) in batch.iter().zip(fetched) {
-                self.scatter(&copier, parts, f?, out);
+        // Pipeline: the pool decodes up to `window` chunks ahead while this thread copies
+        // each finished one into place (in any order: chunks write disjoint items).
+        let window = nt * 2;
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Fetched>)>();
+        pool(nt).in_place_scope(|scope| {
+            let spawn = |k: usize, buf: Vec<u8>| {
+                let tx = tx.clone();
+                let (n, parts) = &chunks[k];
+                scope.spawn(move |_| {
+                    let _ = tx.send((k, self.fetch(*n, plan, parts, 1, buf)));
+                });
+            };
+            let mut next = 0;
+            while next < chunks.len().min(window) {
+                spawn(next, Vec::new());
+                next += 1;
             }
-        }
-        Ok(())
+            let mut first_err = None;
+            for _ in 0..chunks.len() {
+                let (k, f) = rx.recv().expect("a decode job always reports");
+                let buf = match f {
+                    Ok(f) if first_err.is_none() => self.scatter(&copier, &chunks[k].1, f, &zero_block, out),
+                    Ok(f) => f.into_buffer(),
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                        Vec::new()
+                    }
+                };
+                if next < chunks.len() && first_err.is_none() {
+                    spawn(next, buf);
+                    next += 1;
+                } else if next < chunks.len() {
+                    // Stop issuing work; account for the jobs never spawned.
+                    break;
+                }
+            }
+            first_err.map_or(Ok(()), Err)
+        })
     }
 
     /// Chunk `n` checked against the geometry (its uncompressed size).
@@ -283,37 +367,44 @@ impl NdArray {
         Ok(c)
     }
 
-    fn fetch(&self, n: u64, plan: &SlicePlan, parts: &[&DimChunk], nthreads: usize) -> Result<Fetched> {
+    /// Decode what the selection needs of chunk `n` into `buf` (reused, resized as needed).
+    fn fetch(
+        &self,
+        n: u64,
+        plan: &SlicePlan,
+        parts: &[&DimChunk],
+        nthreads: usize,
+        mut buf: Vec<u8>,
+    ) -> Result<Fetched> {
         let c = self.checked_chunk(n)?;
         let err = |source| oxblosc_frame::Error::Chunk { chunk: oxblosc_frame::ChunkId::Data(n as usize), source };
         let h = ChunkHeader::parse(&c).map_err(err)?;
         let special = h.special().map_err(err)?;
         if matches!(special, SpecialKind::Zeros | SpecialKind::Uninit) {
-            return Ok(Fetched::Zeros);
+            return Ok(Fetched::Zeros(buf));
         }
         let blocks = plan.blocks_of(&self.geom, parts);
         let bb = self.geom.block_bytes();
         let counted = if special == SpecialKind::None { 1 } else { 0 };
+        // Decoding overwrites every byte it is given: no need to clear a reused buffer.
         if blocks.len() * 2 > self.geom.blocks_per_chunk {
-            let mut buf = vec![0u8; self.geom.chunk_bytes()];
+            buf.resize(self.geom.chunk_bytes(), 0);
             oxblosc_chunk::decompress_into(&c, &mut buf, &DParams { nthreads }).map_err(err)?;
             self.decoded_blocks.fetch_add(counted * self.geom.blocks_per_chunk as u64, Ordering::Relaxed);
             return Ok(Fetched::Whole(buf));
         }
         let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
-        let mut buf = vec![0u8; blocks.len() * bb];
+        buf.resize(blocks.len() * bb, 0);
         oxblosc_chunk::decompress_ranges(&c, &ranges, &mut buf, nthreads).map_err(err)?;
         self.decoded_blocks.fetch_add(counted * blocks.len() as u64, Ordering::Relaxed);
         Ok(Fetched::Listed(buf))
     }
 
-    fn scatter(&self, copier: &Copier<'_>, parts: &[&DimChunk], f: Fetched, out: &mut [u8]) {
+    /// Copy a fetched chunk's selected items into `out`; returns the buffer for reuse.
+    fn scatter(&self, copier: &Copier<'_>, parts: &[&DimChunk], f: Fetched, zero: &[u8], out: &mut [u8]) -> Vec<u8> {
         let bb = self.geom.block_bytes();
-        match f {
-            Fetched::Zeros => {
-                let zero = vec![0u8; bb];
-                for_each_runs(parts, |runs, _| copier.read(runs, &zero, out));
-            }
+        match &f {
+            Fetched::Zeros(_) => for_each_runs(parts, |runs, _| copier.read(runs, zero, out)),
             Fetched::Whole(b) => {
                 let bgrid = &self.geom.bgrid;
                 for_each_runs(parts, |runs, _| {
@@ -323,14 +414,15 @@ impl NdArray {
             }
             Fetched::Listed(b) => for_each_runs(parts, |runs, k| copier.read(runs, &b[k * bb..(k + 1) * bb], out)),
         }
+        f.into_buffer()
     }
 
     // ------------------------------------------------------------------ writing
 
     /// Write `data` (C-order bytes of the selection's shape) into the hyperslab `sel`.
     pub fn set_slice(&mut self, sel: &[DimSlice], data: &[u8]) -> Result<()> {
+        let need = self.sel_bytes(sel)?;
         let plan = self.geom.plan(sel)?;
-        let need = self.sel_bytes(&plan)?;
         if data.len() != need {
             return Err(Error::param("data", format!("{} bytes given, the selection has {need}", data.len())));
         }
@@ -348,20 +440,50 @@ impl NdArray {
         let mut cp = self.schunk.cparams().clone();
         cp.blocksize = self.geom.block_bytes();
         let nt = self.nthreads;
-        let build = |(n, parts): &(u64, Vec<&DimChunk>), threads: usize| -> Result<Option<NewChunk>> {
-            let covers = self.geom.covers_chunk(plan, parts);
-            let mut buf = if covers {
-                vec![0u8; self.geom.chunk_bytes()]
+        // Batches bound the compressed chunks held before they are stored.
+        for batch in chunks.chunks((nt * 4).max(1)) {
+            let built: Vec<Result<Option<NewChunk>>> = if nt <= 1 || batch.len() <= 1 {
+                batch.iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt)).collect()
             } else {
-                let c = self.checked_chunk(*n)?;
-                let h = ChunkHeader::parse(&c)?;
-                if data.is_none() && matches!(h.special()?, SpecialKind::Zeros | SpecialKind::Uninit) {
+                pool(nt).install(|| {
+                    batch.par_iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, 1)).collect()
+                })
+            };
+            for r in built {
+                if let Some((n, c)) = r? {
+                    self.schunk.update_chunk(n as usize, &c)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The new compressed bytes of chunk `n` after writing `data` (None: zeros) into the
+    /// part `parts` of the selection; None when nothing changes (zeros into a zero chunk).
+    fn build_chunk(
+        &self,
+        plan: &SlicePlan,
+        n: u64,
+        parts: &[&DimChunk],
+        data: Option<&[u8]>,
+        cp: &oxblosc_chunk::CParams,
+        threads: usize,
+    ) -> Result<Option<NewChunk>> {
+        let covers = self.geom.covers_chunk(plan, parts);
+        let old = if covers { None } else { Some(self.checked_chunk(n)?) };
+        if data.is_none() {
+            if let Some(c) = &old {
+                if matches!(ChunkHeader::parse(c)?.special()?, SpecialKind::Zeros | SpecialKind::Uninit) {
                     return Ok(None);
                 }
-                let mut buf = vec![0u8; self.geom.chunk_bytes()];
-                oxblosc_chunk::decompress_into(&c, &mut buf, &DParams { nthreads: threads })?;
-                buf
-            };
+            }
+        }
+        with_build_buffers(|buf, cbuf| {
+            buf.clear();
+            buf.resize(self.geom.chunk_bytes(), 0);
+            if let Some(c) = &old {
+                oxblosc_chunk::decompress_into(c, buf, &DParams { nthreads: threads })?;
+            }
             let copier = Copier::new(&self.geom, plan);
             let bb = self.geom.block_bytes();
             let bgrid = &self.geom.bgrid;
@@ -379,26 +501,16 @@ impl NdArray {
                     });
                 }
             }
-            let mut cp = cp.clone();
-            cp.nthreads = threads;
             let c = if data.is_none() && covers {
                 oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?
             } else {
-                oxblosc_chunk::compress(&buf, &cp)?
+                cbuf.resize(oxblosc_chunk::max_compressed_len(buf.len()), 0);
+                let cp = oxblosc_chunk::CParams { nthreads: threads, ..cp.clone() };
+                let len = oxblosc_chunk::compress_into(buf, cbuf, &cp)?;
+                cbuf[..len].to_vec()
             };
-            Ok(Some((*n, c)))
-        };
-        let built: Vec<Result<Option<NewChunk>>> = if nt <= 1 || chunks.len() <= 1 {
-            chunks.iter().map(|c| build(c, nt)).collect()
-        } else {
-            pool(nt).install(|| chunks.par_iter().map(|c| build(c, 1)).collect())
-        };
-        for r in built {
-            if let Some((n, c)) = r? {
-                self.schunk.update_chunk(n as usize, &c)?;
-            }
-        }
-        Ok(())
+            Ok(Some((n, c)))
+        })
     }
 
     // ------------------------------------------------------------------ shape changes
@@ -549,6 +661,29 @@ impl NdArray {
     pub fn save(&self, path: impl AsRef<std::path::Path>, contiguous: bool) -> Result<()> {
         Ok(self.schunk.save(path, contiguous)?)
     }
+}
+
+thread_local! {
+    /// Per-thread (uncompressed, compressed) buffers for building chunks, reused across
+    /// chunks and calls: fresh multi-megabyte buffers cost more in page faults than the work.
+    static BUILD: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = Default::default();
+}
+
+fn with_build_buffers<R>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> R) -> R {
+    BUILD.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut b) => {
+            let (buf, cbuf) = &mut *b;
+            let r = f(buf, cbuf);
+            // Huge chunks are not kept around between calls.
+            for v in [buf, cbuf] {
+                if v.capacity() > 64 << 20 {
+                    *v = Vec::new();
+                }
+            }
+            r
+        }
+        Err(_) => f(&mut Vec::new(), &mut Vec::new()),
+    })
 }
 
 /// Linear index (C order over the block grid) of the block a combination of runs lies in.

@@ -55,7 +55,12 @@ pub fn choose(shape: &[u64], typesize: usize, chunks: Option<&[u64]>, blocks: Op
         Some(c) => c.to_vec(),
         None => {
             let limit: Vec<u64> = shape.iter().map(|&s| if s == 0 { u64::MAX >> 1 } else { s }).collect();
-            grow_evenly(&limit, chunk_target as u64 / ts)
+            let c = grow_evenly(&limit, chunk_target as u64 / ts);
+            // Given blocks: chunks hold at least one block.
+            match blocks {
+                Some(b) => c.iter().zip(b).map(|(&c, &b)| c.max(b)).collect(),
+                None => c,
+            }
         }
     };
     let blocks = match blocks {
@@ -87,5 +92,7 @@ mod tests {
         assert!(c[1] > 0 && b.iter().zip(&c).all(|(b, c)| b <= c));
         let (c, b) = choose(&[10, 10], 4, Some(&[5, 5]), None);
         assert_eq!((c, b), (vec![5, 5], vec![5, 5]));
+        let (c, b) = choose(&[1 << 30], 8, None, Some(&[1 << 22]));
+        assert_eq!((c[0] >= b[0], b), (true, vec![1 << 22]));
     }
 }

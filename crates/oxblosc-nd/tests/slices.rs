@@ -43,39 +43,31 @@ fn strides(shape: &[u64]) -> Vec<u64> {
     s
 }
 
-/// The naive selection: walk every selected multi-index.
-fn naive_get(data: &[u8], shape: &[u64], t: usize, sel: &[DimSlice]) -> Vec<u8> {
+/// Item offsets (C order) of every selected multi-index, in selection order.
+fn offsets(shape: &[u64], sel: &[DimSlice]) -> Vec<usize> {
     let st = strides(shape);
-    let mut out = Vec::new();
     let counts: Vec<u64> = sel.iter().map(DimSlice::len).collect();
     let total: u64 = counts.iter().product();
-    for k in 0..total {
-        let mut r = k;
-        let mut off = 0;
-        for d in (0..sel.len()).rev() {
-            let i = r % counts[d];
-            r /= counts[d];
-            off += (sel[d].start + i * sel[d].step) * st[d];
-        }
-        out.extend_from_slice(&data[off as usize * t..(off as usize + 1) * t]);
-    }
-    out
+    (0..total)
+        .map(|k| {
+            let (mut r, mut off) = (k, 0);
+            for d in (0..sel.len()).rev() {
+                off += (sel[d].start + (r % counts[d]) * sel[d].step) * st[d];
+                r /= counts[d];
+            }
+            off as usize
+        })
+        .collect()
+}
+
+/// The naive selection.
+fn naive_get(data: &[u8], shape: &[u64], t: usize, sel: &[DimSlice]) -> Vec<u8> {
+    offsets(shape, sel).iter().flat_map(|&o| data[o * t..(o + 1) * t].iter().copied()).collect()
 }
 
 fn naive_set(data: &mut [u8], shape: &[u64], t: usize, sel: &[DimSlice], src: &[u8]) {
-    let st = strides(shape);
-    let counts: Vec<u64> = sel.iter().map(DimSlice::len).collect();
-    let total: u64 = counts.iter().product();
-    for k in 0..total {
-        let mut r = k;
-        let mut off = 0;
-        for d in (0..sel.len()).rev() {
-            let i = r % counts[d];
-            r /= counts[d];
-            off += (sel[d].start + i * sel[d].step) * st[d];
-        }
-        let o = off as usize * t;
-        data[o..o + t].copy_from_slice(&src[k as usize * t..(k as usize + 1) * t]);
+    for (k, o) in offsets(shape, sel).into_iter().enumerate() {
+        data[o * t..(o + 1) * t].copy_from_slice(&src[k * t..(k + 1) * t]);
     }
 }
 

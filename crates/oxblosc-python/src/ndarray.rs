@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use oxblosc::chunk::{ChunkHeader, DParams, SpecialKind};
+use oxblosc::chunk::DParams;
 use oxblosc::frame::{self, ChunkId, Mode, SChunk};
 use oxblosc::nd::{self, DimSlice, Fill, Geometry, NdArray};
 use pyo3::exceptions::PyValueError;
@@ -18,7 +18,7 @@ use pyo3::types::PyBytes;
 use crate::buffer::ByteView;
 use crate::cparams::CParamsArg;
 use crate::frame_err;
-use crate::schunk::NativeSChunk;
+use crate::schunk::{summarize_chunk, ChunkSummary, NativeSChunk};
 
 /// Map an nd-layer error: frame errors as `frame_err` does, bad arguments -> `ValueError`,
 /// a lying metalayer or chunk -> `oxblosc.ChunkError`.
@@ -112,21 +112,27 @@ impl NativeNDArray {
         let inner = py
             .allow_threads(|| -> nd::Result<NdArray> {
                 let geom = Geometry::new(&shape, &chunks, &blocks, cp.typesize)?;
-                let mut s = match &urlpath {
-                    None => SChunk::new(cp.clone(), dp)?,
-                    Some(p) => {
-                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp)?;
+                // With data, the array is built in memory and saved in one go: a compact file
+                // laid out like python-blosc2's, without an index update per chunk.
+                let mut s = match (&urlpath, &view) {
+                    (Some(p), None) => {
+                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp.clone())?;
                         s.set_cparams(cp.clone())?;
                         s
                     }
+                    _ => SChunk::new(cp.clone(), dp.clone())?,
                 };
                 for (name, content) in &meta {
                     s.add_meta(name, content)?;
                 }
-                match &view {
-                    Some(v) => NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice()),
-                    None => NdArray::create(s, geom, Some(&dtype), fill),
-                }
+                let Some(v) = &view else { return NdArray::create(s, geom, Some(&dtype), fill) };
+                let a = NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice())?;
+                let Some(p) = &urlpath else { return Ok(a) };
+                a.save(p, contiguous)?;
+                let mut s = frame::open(p, Mode::Append)?;
+                s.set_cparams(cp.clone())?;
+                s.set_dparams(dp);
+                NdArray::from_schunk(s)
             })
             .map_err(|e| nd_err(py, e))?;
         Ok(NativeNDArray { inner, path: urlpath })
@@ -348,21 +354,11 @@ impl NativeNDArray {
     }
 
     /// `(nbytes, cbytes, special, repeated_value, lazychunk)` as `NativeSChunk.chunk_summary`.
-    #[allow(clippy::type_complexity)]
-    fn chunk_summary<'py>(
-        &self,
-        py: Python<'py>,
-        nchunk: usize,
-    ) -> PyResult<(usize, usize, u8, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>)> {
+    fn chunk_summary<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<ChunkSummary<'py>> {
         let s = self.inner.schunk();
         let c = py.allow_threads(|| s.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| self.schunk_err(py, e))?;
-        let chunk_err = |source| self.schunk_err(py, frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source });
-        let h = ChunkHeader::parse(&c).map_err(chunk_err)?;
-        let special = h.special().map_err(chunk_err)?;
-        let hlen = h.header_len();
-        let value = (special == SpecialKind::Value).then(|| PyBytes::new(py, &c[hlen.min(h.cbytes)..h.cbytes]));
-        let lazy = if special == SpecialKind::None { &c[..hlen.min(c.len())] } else { &c[..h.cbytes] };
-        Ok((h.nbytes, h.cbytes, special as u8, value, PyBytes::new(py, lazy)))
+        summarize_chunk(py, &c)
+            .map_err(|source| self.schunk_err(py, frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }))
     }
 
     fn to_cframe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {

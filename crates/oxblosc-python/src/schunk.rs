@@ -358,25 +358,11 @@ impl NativeSChunk {
     /// `(nbytes, cbytes, special, repeated_value, lazychunk)` of a chunk, as python-blosc2's
     /// `iterchunks_info` reports them: `lazychunk` is the 32-byte header (plus the value of a
     /// repeated-value chunk); `repeated_value` is None unless special == 3.
-    #[allow(clippy::type_complexity)]
-    fn chunk_summary<'py>(
-        &self,
-        py: Python<'py>,
-        nchunk: usize,
-    ) -> PyResult<(usize, usize, u8, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>)> {
+    fn chunk_summary<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<ChunkSummary<'py>> {
         let c =
             py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
-        let chunk_err =
-            |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
-        let h = ChunkHeader::parse(&c).map_err(chunk_err)?;
-        let special = h.special().map_err(chunk_err)?;
-        let hlen = if h.is_extended() { 32 } else { 16 };
-        let (value, lazy) = match special {
-            SpecialKind::None => (None, &c[..hlen.min(c.len())]),
-            SpecialKind::Value => (Some(PyBytes::new(py, &c[hlen.min(h.cbytes)..h.cbytes])), &c[..h.cbytes]),
-            _ => (None, &c[..h.cbytes]),
-        };
-        Ok((h.nbytes, h.cbytes, special as u8, value, PyBytes::new(py, lazy)))
+        summarize_chunk(py, &c)
+            .map_err(|source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source })))
     }
 
     fn decompress_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
@@ -419,6 +405,22 @@ impl NativeSChunk {
         let v = py.allow_threads(|| self.inner.to_cframe()).map_err(|e| frame_err(py, self.named(e)))?;
         Ok(PyBytes::new(py, &v))
     }
+}
+
+/// What `chunk_summary` returns: (nbytes, cbytes, special, repeated value, lazy chunk).
+pub(crate) type ChunkSummary<'py> = (usize, usize, u8, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>);
+
+/// The `chunk_summary` of stored chunk bytes (shared with `NativeNDArray`).
+pub(crate) fn summarize_chunk<'py>(py: Python<'py>, c: &[u8]) -> chunk::Result<ChunkSummary<'py>> {
+    let h = ChunkHeader::parse(c)?;
+    let special = h.special()?;
+    let hlen = if h.is_extended() { 32 } else { 16 };
+    let (value, lazy) = match special {
+        SpecialKind::None => (None, &c[..hlen.min(c.len())]),
+        SpecialKind::Value => (Some(PyBytes::new(py, &c[hlen.min(h.cbytes)..h.cbytes])), &c[..h.cbytes]),
+        _ => (None, &c[..h.cbytes]),
+    };
+    Ok((h.nbytes, h.cbytes, special as u8, value, PyBytes::new(py, lazy)))
 }
 
 /// Remove a frame file or sparse frame directory (nothing happens when it does not exist).
