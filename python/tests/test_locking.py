@@ -140,6 +140,9 @@ def test_lock_file_and_generation(tmp_path: Path) -> None:
     assert r.nchunks == 2
     with pytest.raises(ValueError, match="mmap_mode"):
         oxblosc.open(path, mmap_mode="r", locking=True)
+    del s, r
+    oxblosc.remove_urlpath(path)  # removes the lock file too, as python-blosc2 does
+    assert not path.exists() and not gen.exists()
 
 
 def test_stale_writer_raises(tmp_path: Path) -> None:

@@ -125,6 +125,18 @@ pub(crate) struct Writer {
     contig: Option<Contig>,
     /// Present with locking: commits take the exclusive lock and bump the generation.
     lock: Option<Arc<LockView>>,
+    /// Sparse frames: encoded blocks of the index in `chunks.b2frame`.
+    sparse_index: SparseIndex,
+}
+
+/// The offsets index of a sparse frame kept as independently encoded 16 KiB blocks (like the
+/// contiguous writer's), so a commit re-encodes only the blocks whose entries changed (an
+/// append: the last) instead of the whole index; `chunks.b2frame` is still rewritten whole.
+#[derive(Debug, Default)]
+struct SparseIndex {
+    blocks: Vec<Option<Arc<[u8]>>>,
+    /// The chunk size the blocks were encoded for (special entries depend on it).
+    chunksize: Option<i64>,
 }
 
 impl Writer {
@@ -477,6 +489,7 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView
                 sync_mode: SyncMode::None,
                 contig: Some(contig),
                 lock,
+                sparse_index: SparseIndex::default(),
             });
         }
     }
@@ -495,6 +508,7 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
     match mode {
         Mode::Read => s.read_only = true,
         Mode::Append => {
+            s.slots.set_tracking(true);
             s.writer = Some(Writer {
                 path: dir.to_path_buf(),
                 contiguous: false,
@@ -505,6 +519,7 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
                 sync_mode: SyncMode::None,
                 contig: None,
                 lock,
+                sparse_index: SparseIndex::default(),
             })
         }
     }
@@ -512,19 +527,23 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
 }
 
 /// Remove a frame file or a sparse frame directory (only a directory holding `chunks.b2frame`
-/// and chunk files is removed).
+/// and chunk files is removed), with its `.b2lock` lock file as python-blosc2 does.
 pub fn remove(path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     if path.is_dir() {
         if !path.join(SPARSE_INDEX).exists() {
             return Err(Error::param("path", "directory is not a sparse frame").in_file(path));
         }
-        fs::remove_dir_all(path).map_err(io_at(path, None))
-    } else if path.exists() {
-        fs::remove_file(path).map_err(io_at(path, None))
-    } else {
-        Ok(())
+        return fs::remove_dir_all(path).map_err(io_at(path, None));
     }
+    let lock = crate::lock::lock_path(path);
+    if lock.exists() {
+        fs::remove_file(&lock).map_err(io_at(&lock, None))?;
+    }
+    if path.exists() {
+        fs::remove_file(path).map_err(io_at(path, None))?;
+    }
+    Ok(())
 }
 
 impl SChunk {
@@ -696,7 +715,8 @@ impl SChunk {
             offs.push(id as i64);
             id += 1;
         }
-        write_sparse_index(self, dir, &offs, cbytes, SyncMode::None)
+        let index = if self.nbytes > 0 { Some(offsets::encode_index(&offs)?) } else { None };
+        write_sparse_index(self, dir, index.as_deref(), cbytes, SyncMode::None)
     }
 
     /// Persist pending changes (called after every change of a writable file-backed schunk).
@@ -964,7 +984,28 @@ impl SChunk {
 
     fn sync_sparse(&mut self, w: &mut Writer) -> Result<()> {
         let dir = w.path.clone();
-        for i in 0..self.slots.len() {
+        // Index blocks whose entries changed (all of them after opening or a chunksize change).
+        let n = self.slots.len();
+        let nblocks = n.div_ceil(BLOCK_ENTRIES);
+        let dirty = self.slots.take_dirty();
+        let ix = &mut w.sparse_index;
+        if ix.chunksize != Some(self.chunksize) {
+            ix.blocks.clear();
+            ix.chunksize = Some(self.chunksize);
+        }
+        for &b in &dirty.blocks {
+            if let Some(e) = ix.blocks.get_mut(b) {
+                *e = None;
+            }
+        }
+        if let Some(from) = dirty.from {
+            ix.blocks.truncate(from);
+        }
+        ix.blocks.truncate(nblocks);
+        ix.blocks.resize(nblocks, None);
+        let invalid: Vec<usize> = (0..nblocks).filter(|&j| ix.blocks[j].is_none()).collect();
+        let changed = invalid.iter().flat_map(|&j| j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n));
+        for i in changed.collect::<Vec<_>>() {
             if !self.pending(i) {
                 continue;
             }
@@ -981,13 +1022,38 @@ impl SChunk {
             self.slots.set(i, Slot::Stored(id));
             w.next_id += 1;
         }
-        let offs: Vec<i64> = (0..self.slots.len())
-            .map(|i| match self.slots.get(i) {
-                Slot::Stored(id) => self.index_entry(i, Some(id)),
-                _ => self.index_entry(i, None),
-            })
-            .collect();
-        write_sparse_index(self, &dir, &offs, self.stored_cbytes, w.sync_mode)?;
+        self.slots.take_dirty(); // the chunks just stored are in `invalid` blocks already
+        let index = if self.nbytes > 0 {
+            let mut raw = Vec::with_capacity(BLOCK_ENTRIES * 8);
+            for &j in &invalid {
+                raw.clear();
+                for i in j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n) {
+                    let e = match self.slots.get(i) {
+                        Slot::Stored(id) => self.index_entry(i, Some(id)),
+                        _ => self.index_entry(i, None),
+                    };
+                    raw.extend_from_slice(&e.to_le_bytes());
+                }
+                w.sparse_index.blocks[j] = Some(Arc::from(offsets::encode_index_block(&raw)?));
+            }
+            let blocks: Vec<&[u8]> = w.sparse_index.blocks.iter().map(|b| &**b.as_ref().expect("encoded")).collect();
+            let data0 = 32 + 4 * blocks.len();
+            let total = data0 + blocks.iter().map(|b| b.len()).sum::<usize>();
+            let mut out = Vec::with_capacity(total);
+            out.extend_from_slice(&offsets::index_chunk_header(n * 8, total));
+            let mut pos = data0;
+            for b in &blocks {
+                out.extend_from_slice(&(pos as i32).to_le_bytes());
+                pos += b.len();
+            }
+            for b in &blocks {
+                out.extend_from_slice(b);
+            }
+            Some(out)
+        } else {
+            None
+        };
+        write_sparse_index(self, &dir, index.as_deref(), self.stored_cbytes, w.sync_mode)?;
         for id in w.retired.drain(..) {
             let _ = fs::remove_file(dir.join(chunk_file_name(id)));
         }
@@ -995,15 +1061,15 @@ impl SChunk {
     }
 }
 
-/// Write `chunks.b2frame` of a sparse frame atomically (temp file + rename).
-fn write_sparse_index(s: &SChunk, dir: &Path, offs: &[i64], cbytes: u64, sync: SyncMode) -> Result<()> {
-    let index = if s.nbytes > 0 { Some(offsets::encode_index(offs)?) } else { None };
+/// Write `chunks.b2frame` of a sparse frame (header, `index` chunk, trailer) atomically
+/// (temp file + rename).
+fn write_sparse_index(s: &SChunk, dir: &Path, index: Option<&[u8]>, cbytes: u64, sync: SyncMode) -> Result<()> {
     let trailer = s.trailer_bytes()?;
     let mut h = s.frame_header(FRAME_SPARSE, cbytes);
     let hlen = FIXED_LEN + header::metalayers_len(&s.meta);
-    h.frame_len = (hlen + index.as_ref().map_or(0, Vec::len) + trailer.len()) as u64;
+    h.frame_len = (hlen + index.map_or(0, <[u8]>::len) + trailer.len()) as u64;
     let mut out = header::write_header(&h, &s.meta);
-    if let Some(ix) = &index {
+    if let Some(ix) = index {
         out.extend_from_slice(ix);
     }
     out.extend_from_slice(&trailer);
