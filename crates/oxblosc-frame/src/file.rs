@@ -71,7 +71,7 @@ use crate::lock::{FrameLock, LockGuard, LockView};
 use crate::mmap::Map;
 use crate::offsets;
 use crate::schunk::SChunk;
-use crate::slots::{Slot, BLOCK_ENTRIES};
+use crate::slots::{Dirty, Slot, BLOCK_ENTRIES};
 use crate::storage::{chunk_file_name, write_all_at, Backing, Source};
 use crate::{Error, Result};
 
@@ -333,21 +333,11 @@ fn finalize(c: &Contig, f: &File, hlen: u64, sync: SyncMode) -> std::io::Result<
         let mut blocks = Vec::with_capacity(c.cache.len());
         for b in &c.cache {
             match b {
-                Some(b) => blocks.push(b.bytes.clone()),
+                Some(b) => blocks.push(&*b.bytes),
                 None => return Ok(()),
             }
         }
-        let data0 = 32 + 4 * blocks.len();
-        let total = data0 + blocks.iter().map(|b| b.len()).sum::<usize>();
-        out.extend_from_slice(&offsets::index_chunk_header(c.nentries * 8, total));
-        let mut pos = data0;
-        for b in &blocks {
-            out.extend_from_slice(&(pos as i32).to_le_bytes());
-            pos += b.len();
-        }
-        for b in &blocks {
-            out.extend_from_slice(b);
-        }
+        offsets::assemble_index(&mut out, c.nentries, &blocks);
     }
     out.extend_from_slice(&c.trailer);
     if c.header.len() < FIXED_LEN {
@@ -388,6 +378,22 @@ fn exclusive_fresh(lock: Option<&LockView>) -> Result<Option<LockGuard<'_>>> {
         return Err(Error::Stale);
     }
     Ok(Some(g))
+}
+
+/// Drop the cached encodings of the index blocks `dirty` names (and of every block from
+/// `dirty.from` on), size the cache to `nblocks`; returns the blocks to encode again.
+fn invalidate<T: Clone>(cache: &mut Vec<Option<T>>, dirty: &Dirty, nblocks: usize) -> Vec<usize> {
+    for &b in &dirty.blocks {
+        if let Some(e) = cache.get_mut(b) {
+            *e = None;
+        }
+    }
+    if let Some(from) = dirty.from {
+        cache.truncate(from);
+    }
+    cache.truncate(nblocks);
+    cache.resize(nblocks, None);
+    (0..nblocks).filter(|&j| cache[j].is_none()).collect()
 }
 
 fn io_at(path: &Path, offset: Option<u64>) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -797,17 +803,7 @@ impl SChunk {
             c.cache.clear();
             c.encoded_for = (self.chunksize, hlen);
         }
-        for &b in &dirty.blocks {
-            if let Some(e) = c.cache.get_mut(b) {
-                *e = None;
-            }
-        }
-        if let Some(from) = dirty.from {
-            c.cache.truncate(from);
-        }
-        c.cache.truncate(nblocks);
-        c.cache.resize(nblocks, None);
-        let invalid: Vec<usize> = (0..nblocks).filter(|&j| c.cache[j].is_none()).collect();
+        let invalid = invalidate(&mut c.cache, &dirty, nblocks);
 
         // 1. Chunks not stored yet go to the free part of the chunk area (or a new extent).
         let mut pending: Vec<(usize, Arc<[u8]>)> = Vec::new();
@@ -993,17 +989,7 @@ impl SChunk {
             ix.blocks.clear();
             ix.chunksize = Some(self.chunksize);
         }
-        for &b in &dirty.blocks {
-            if let Some(e) = ix.blocks.get_mut(b) {
-                *e = None;
-            }
-        }
-        if let Some(from) = dirty.from {
-            ix.blocks.truncate(from);
-        }
-        ix.blocks.truncate(nblocks);
-        ix.blocks.resize(nblocks, None);
-        let invalid: Vec<usize> = (0..nblocks).filter(|&j| ix.blocks[j].is_none()).collect();
+        let invalid = invalidate(&mut ix.blocks, &dirty, nblocks);
         let changed = invalid.iter().flat_map(|&j| j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n));
         for i in changed.collect::<Vec<_>>() {
             if !self.pending(i) {
@@ -1037,18 +1023,8 @@ impl SChunk {
                 w.sparse_index.blocks[j] = Some(Arc::from(offsets::encode_index_block(&raw)?));
             }
             let blocks: Vec<&[u8]> = w.sparse_index.blocks.iter().map(|b| &**b.as_ref().expect("encoded")).collect();
-            let data0 = 32 + 4 * blocks.len();
-            let total = data0 + blocks.iter().map(|b| b.len()).sum::<usize>();
-            let mut out = Vec::with_capacity(total);
-            out.extend_from_slice(&offsets::index_chunk_header(n * 8, total));
-            let mut pos = data0;
-            for b in &blocks {
-                out.extend_from_slice(&(pos as i32).to_le_bytes());
-                pos += b.len();
-            }
-            for b in &blocks {
-                out.extend_from_slice(b);
-            }
+            let mut out = Vec::new();
+            offsets::assemble_index(&mut out, n, &blocks);
             Some(out)
         } else {
             None
