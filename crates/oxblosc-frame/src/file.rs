@@ -616,6 +616,25 @@ impl SChunk {
         Ok(true)
     }
 
+    /// Locked writers: hold the exclusive lock across several changes until
+    /// [`release_lock`](Self::release_lock), so other locked handles see all of them or none
+    /// (python-blosc2's `holding_lock`). Fails with [`Error::Stale`] if another handle
+    /// committed since this writer's view.
+    pub fn hold_lock(&mut self) -> Result<()> {
+        let Some(v) = self.writer.as_ref().and_then(|w| w.lock.clone()) else {
+            return Err(Error::param("locking", "holding the lock needs a writable handle opened with locking"));
+        };
+        std::mem::forget(exclusive_fresh(Some(&v))?);
+        Ok(())
+    }
+
+    /// End one [`hold_lock`](Self::hold_lock).
+    pub fn release_lock(&mut self) {
+        if let Some(v) = self.writer.as_ref().and_then(|w| w.lock.as_ref()) {
+            v.lock.release();
+        }
+    }
+
     /// Start locking a handle opened (or created) without it; the frame is assumed to be in
     /// the state this handle knows (call right after creating or opening it).
     pub fn enable_locking(&mut self) -> Result<()> {
