@@ -8,7 +8,7 @@ SHARED ?= $(abspath ../shared)
 export OXBLOSC_SHARED := $(SHARED)
 CARGO ?= cargo
 
-.PHONY: all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench fuzz fuzz-quick clean venv
+.PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean venv
 
 all: test
 
@@ -26,10 +26,17 @@ venv: $(STAMP)
 ## develop: build the extension in the dev profile into the venv (fast to compile)
 develop: $(STAMP)
 	$(VENV)/bin/maturin develop -q --uv 2>/dev/null || $(VENV)/bin/maturin develop -q
+	$(CARGO) build -q -p oxblosc-cli && $(MAKE) -s bundle-cli PROFILE=debug
 
 ## develop-release: optimised build for demos and benchmarks
 develop-release: $(STAMP)
 	$(VENV)/bin/maturin develop -q --release --uv 2>/dev/null || $(VENV)/bin/maturin develop -q --release
+	$(CARGO) build -q --release -p oxblosc-cli && $(MAKE) -s bundle-cli PROFILE=release
+
+# The `oxblosc` console script (python/oxblosc/_cli.py) execs the binary bundled here.
+bundle-cli:
+	mkdir -p python/oxblosc/_bin && cp target/$(PROFILE)/oxblosc python/oxblosc/_bin/oxblosc
+	strip python/oxblosc/_bin/oxblosc 2>/dev/null || true
 
 ## demo: compress a real dataset with several codecs/filters and compare with .npy
 demo: develop-release
@@ -69,7 +76,15 @@ bench-quick: develop-release
 
 bench: develop-release
 	$(PIP) install -q --no-deps -r bench/demo-requirements.txt
+	$(PIP) install -q -r bench/requirements.txt
 	$(PY) bench/chunk_bench.py
+	$(PY) bench/frame_bench.py
+	$(PY) bench/nd_bench.py
+
+## bench-nd: the 4-d slicing benchmark vs python-blosc2, zarr, h5py (ND_ARGS=--quick for a small one)
+bench-nd: develop-release
+	$(PIP) install -q -r bench/requirements.txt
+	$(PY) bench/nd_bench.py $(ND_ARGS)
 
 ## fuzz: every fuzz target for FUZZ_SECONDS each (needs cargo-fuzz; installs it)
 FUZZ_SECONDS ?= 600

@@ -45,3 +45,19 @@ def cpu_busy() -> tuple[float, float]:
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     return time.time(), (v[0] + v[1] + v[2] + v[5] + v[6]) / hz
+
+
+def write_block(path, name: str, heading: str, block: str) -> None:
+    """Replace the generated block ``name`` of a Markdown report (between its start/end markers),
+    or append it under ``## heading`` when the report has no such block yet. Each benchmark
+    script owns one block, so several scripts can share docs/benchmarks.md."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    old = path.read_text() if path.exists() else ""
+    new = f"{start}\n{block}\n{end}"
+    if start in old and end in old:
+        a = old.index(start)
+        b = old.index(end) + len(end)
+        text = old[:a] + new + old[b:]
+    else:
+        text = old.rstrip("\n") + f"\n\n## {heading}\n\n" + new + "\n"
+    path.write_text(text)

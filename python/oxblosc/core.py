@@ -187,14 +187,14 @@ def compress2(src: Any, **kwargs) -> bytes:
     """
     args = _cached_native_args(kwargs)
     # Cached lists are only read: the native side converts them to its own arrays.
-    return _native.compress2(src, *args)
+    return _native.compress2(src, args)
 
 
 def compress_vlblocks(blocks: Any, **kwargs) -> bytes:
     """Compress a sequence of buffers (each non-empty) into one chunk with variable-length
     blocks (format version 6), as python-blosc2's BatchArray stores batches. Takes the same
     keywords as :func:`compress2`."""
-    return _native.compress_vlblocks(list(blocks), *_cached_native_args(kwargs))
+    return _native.compress_vlblocks(list(blocks), _cached_native_args(kwargs))
 
 
 def decompress_vlblocks(src: Any, **kwargs) -> list[bytes]:

@@ -559,6 +559,39 @@ class SChunk:
         ``SChunk.refresh``); returns whether it did. Data accesses do this by themselves."""
         return bool(self._n.refresh())
 
+    # ---------------------------------------------------------------- checksums (oxblosc only)
+
+    @property
+    def checksums(self) -> str | None:
+        """``"xxh3-64"`` when the super-chunk keeps per-chunk checksums (the ``_oxblosc_checksums``
+        vlmetalayer, see docs/format-notes.md), ``None`` when it does not."""
+        kind, detail = self._n.checksum_status()
+        if kind == "unreadable":
+            raise ValueError(f"checksum vlmetalayer unreadable: {detail}")
+        return "xxh3-64" if kind == "on" else None
+
+    def enable_checksums(self) -> None:
+        """Start keeping a checksum per chunk (hashes the existing chunks); kept through appends,
+        updates and deletes and written to the file with every change."""
+        self._n.enable_checksums()
+
+    def disable_checksums(self) -> None:
+        self._n.disable_checksums()
+
+    @property
+    def verify_checksums(self) -> bool:
+        """Whether every chunk read is checked against its checksum (a mismatch raises)."""
+        return self._n.verify_checksums
+
+    @verify_checksums.setter
+    def verify_checksums(self, on: bool) -> None:
+        self._n.verify_checksums = bool(on)
+
+    def verify(self) -> int:
+        """Check every chunk's checksum and decode it; returns how many chunks had a checksum.
+        Raises ``oxblosc.ChunkError`` naming the first damaged chunk."""
+        return sum(self._n.verify_chunk(i) for i in range(self.nchunks))
+
     def __len__(self) -> int:
         """Number of items."""
         return self.nbytes // self.typesize
@@ -755,10 +788,19 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode="r"`` maps
     the file read-only; "r+" or "c" select the access mode. ``locking=True`` takes
     python-blosc2's advisory ``.b2lock`` lock (see the module docs); ``cparams``/``dparams``
-    apply to the opened super-chunk.
+    apply to the opened super-chunk. ``verify_checksums=True`` (oxblosc only) checks every
+    chunk read against the checksums ``oxblosc compress`` stores.
     """
     path = _fspath(urlpath)
-    unknown = set(kwargs) - {"cparams", "dparams", "mmap_mode", "initial_mapping_size", "locking", "deserialize"}
+    unknown = set(kwargs) - {
+        "cparams",
+        "dparams",
+        "mmap_mode",
+        "initial_mapping_size",
+        "locking",
+        "deserialize",
+        "verify_checksums",
+    }
     if unknown:
         raise ValueError(f"{sorted(unknown)[0]} is not supported as keyword argument")
     mmap_mode = kwargs.get("mmap_mode")
@@ -790,6 +832,11 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     cp = kwargs.get("cparams")
     s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
     s.dparams = kwargs.get("dparams") or DParams()
+    s.verify_checksums = bool(kwargs.get("verify_checksums", False))
+    if {"b2nd", "caterva"} & set(s.meta.keys()):
+        from .ndarray import _from_schunk  # b2nd frames open as arrays, as in python-blosc2
+
+        return _from_schunk(s)
     return s
 
 

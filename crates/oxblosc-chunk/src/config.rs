@@ -14,3 +14,37 @@ pub fn default_nthreads() -> usize {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     })
 }
+
+/// Data cache sizes of this machine in bytes: (L1d, L2, L3), read once from
+/// `/sys/devices/system/cpu/cpu0/cache` (Linux). Levels that cannot be read fall back to
+/// 32 KiB, 1 MiB and 8 MiB, common sizes for current x86 and ARM cores. Used to size
+/// n-dimensional chunks (near L3) and blocks (near L2).
+pub fn cache_sizes() -> (usize, usize, usize) {
+    static SIZES: OnceLock<(usize, usize, usize)> = OnceLock::new();
+    *SIZES.get_or_init(|| {
+        let mut sizes = [32 << 10, 1 << 20, 8 << 20];
+        let mut found = [false; 3];
+        for i in 0..8 {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+            let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok().map(|s| s.trim().to_owned());
+            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size")) else { continue };
+            if kind == "Instruction" {
+                continue;
+            }
+            let bytes = match size.strip_suffix('K') {
+                Some(k) => k.parse::<usize>().ok().map(|v| v << 10),
+                None => match size.strip_suffix('M') {
+                    Some(m) => m.parse::<usize>().ok().map(|v| v << 20),
+                    None => size.parse().ok(),
+                },
+            };
+            if let (Ok(l @ 1..=3), Some(b)) = (level.parse::<usize>(), bytes.filter(|&b| b > 0)) {
+                if !found[l - 1] {
+                    sizes[l - 1] = b;
+                    found[l - 1] = true;
+                }
+            }
+        }
+        (sizes[0], sizes[1], sizes[2])
+    })
+}

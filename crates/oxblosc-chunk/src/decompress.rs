@@ -81,6 +81,50 @@ pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Res
     Ok(hi - lo)
 }
 
+/// Decode several byte ranges `[lo, hi)` of a chunk, back to back into `dst`, touching only
+/// the blocks that hold them. With `nthreads > 1` the ranges are decoded in parallel (one job
+/// per range), which is how an n-dimensional read fetches the few blocks a slice needs.
+/// Returns the number of bytes written.
+pub fn decompress_ranges(chunk: &[u8], ranges: &[(usize, usize)], dst: &mut [u8], nthreads: usize) -> Result<usize> {
+    let h = ChunkHeader::parse(chunk)?;
+    let mut total = 0usize;
+    for &(lo, hi) in ranges {
+        if lo > hi || hi > h.nbytes {
+            return Err(Error::OutOfRange { start: lo, end: hi, nitems: h.nbytes });
+        }
+        total += hi - lo;
+    }
+    if dst.len() < total {
+        return Err(Error::OutputTooSmall { need: total, have: dst.len() });
+    }
+    let d = Decoder::new(chunk, h)?;
+    let mut outs = Vec::with_capacity(ranges.len());
+    let mut rest = &mut dst[..total];
+    for &(lo, hi) in ranges {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(hi - lo);
+        outs.push((lo, hi, head));
+        rest = tail;
+    }
+    let plain = d.h.special()? != SpecialKind::None || d.h.is_memcpyed() || d.h.nbytes == 0;
+    let mut block0 = Vec::new();
+    if !plain && d.pipeline.has_delta() && d.h.nblocks() > 0 {
+        // Blocks > 0 are XORed against block 0 (pitfall 3): decode it once, first.
+        block0.resize(d.block_range(0).1, 0);
+        with_scratch(|s| d.decode_block(0, &mut block0, &[], s))?;
+    }
+    let one = |(lo, hi, out): (usize, usize, &mut [u8])| -> Result<()> {
+        let mut tmp = Vec::new();
+        with_scratch(|s| d.decode_range_with(lo, hi, out, &block0, s, &mut tmp))
+    };
+    let nthreads = nthreads.clamp(1, outs.len().max(1));
+    if nthreads == 1 {
+        outs.into_iter().try_for_each(one)?;
+    } else {
+        pool(nthreads).install(|| outs.into_par_iter().try_for_each(one))?;
+    }
+    Ok(total)
+}
+
 /// Everything needed to decode the blocks of one validated chunk.
 struct Decoder<'a> {
     chunk: &'a [u8],
@@ -294,19 +338,42 @@ impl<'a> Decoder<'a> {
         if lo == hi {
             return Ok(());
         }
-        if self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
-            self.decode_plain(lo, out)?;
-            return Ok(());
-        }
+        let plain = self.h.special()? != SpecialKind::None || self.h.is_memcpyed();
         let mut s = Scratch::default();
         let mut block0 = Vec::new();
-        if self.pipeline.has_delta() {
+        if !plain && self.pipeline.has_delta() {
             // Blocks > 0 are XORed against block 0 (pitfall 3): decode it first.
             block0.resize(self.block_range(0).1, 0);
             self.decode_block(0, &mut block0, &[], &mut s)?;
         }
-        let mut tmp = Vec::new();
-        for i in 0..self.h.nblocks() {
+        self.decode_range_with(lo, hi, out, &block0, &mut s, &mut Vec::new())
+    }
+
+    /// `decode_range` with block 0 already decoded (DELTA chunks, else empty) and the
+    /// caller's scratch buffers.
+    fn decode_range_with(
+        &self,
+        lo: usize,
+        hi: usize,
+        out: &mut [u8],
+        block0: &[u8],
+        s: &mut Scratch,
+        tmp: &mut Vec<u8>,
+    ) -> Result<()> {
+        if lo == hi {
+            return Ok(());
+        }
+        if self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
+            self.decode_plain(lo, out)?;
+            return Ok(());
+        }
+        // Fixed-size blocks: go straight to the ones holding [lo, hi).
+        let candidates = if self.h.is_vlblocks() || self.h.blocksize == 0 {
+            0..self.h.nblocks()
+        } else {
+            lo / self.h.blocksize..((hi - 1) / self.h.blocksize + 1).min(self.h.nblocks())
+        };
+        for i in candidates {
             let (b_lo, b_hi) = self.block_range(i);
             if b_hi <= lo || b_lo >= hi {
                 continue;
@@ -316,10 +383,10 @@ impl<'a> Decoder<'a> {
             if i == 0 && !block0.is_empty() {
                 dst.copy_from_slice(&block0[c_lo - b_lo..c_hi - b_lo]);
             } else if c_lo == b_lo && c_hi == b_hi {
-                self.decode_block(i, dst, &block0, &mut s)?;
+                self.decode_block(i, dst, block0, s)?;
             } else {
                 tmp.resize(b_hi - b_lo, 0);
-                self.decode_block(i, &mut tmp, &block0, &mut s)?;
+                self.decode_block(i, tmp, block0, s)?;
                 dst.copy_from_slice(&tmp[c_lo - b_lo..c_hi - b_lo]);
             }
         }

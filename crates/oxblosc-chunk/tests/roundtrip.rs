@@ -9,8 +9,8 @@
 //! dev-profile run under a minute.
 
 use oxblosc_chunk::{
-    cbuffer_sizes, compress, compress_into, decompress, decompress_into, getitem, max_compressed_len, CParams, DParams,
-    Error, SplitMode,
+    cbuffer_sizes, compress, compress_into, decompress, decompress_into, decompress_ranges, getitem,
+    max_compressed_len, CParams, DParams, Error, SplitMode,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -211,6 +211,32 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
         prop_assert_eq!(w, n * hts);
         prop_assert!(out[..] == back[start * hts..(start + n) * hts], "getitem({}, {}) differs", start, n);
     }
+    // decompress_ranges: several byte ranges back to back, serial and parallel, equal the
+    // same bytes of the full decode (ranges in any order, overlapping, empty).
+    let byte_ranges: Vec<(usize, usize)> = (0..5)
+        .map(|k| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let lo = (s as usize) % (data.len() + 1);
+            let hi = lo + ((s >> 32) as usize) % (data.len() - lo + 1);
+            if k == 4 {
+                (lo, lo)
+            } else {
+                (lo, hi)
+            }
+        })
+        .collect();
+    let expect: Vec<u8> = byte_ranges.iter().flat_map(|&(lo, hi)| back[lo..hi].iter().copied()).collect();
+    for nt in [1, 3] {
+        let mut out = vec![0u8; expect.len()];
+        let w = decompress_ranges(&chunk, &byte_ranges, &mut out, nt)
+            .map_err(|e| TestCaseError::fail(format!("decompress_ranges({byte_ranges:?}): {e}")))?;
+        prop_assert_eq!(w, expect.len());
+        prop_assert!(out == expect, "decompress_ranges({:?}, nthreads {}) differs", byte_ranges, nt);
+    }
+    let e = decompress_ranges(&chunk, &[(0, data.len() + 1)], &mut vec![0u8; data.len() + 1], 1).unwrap_err();
+    prop_assert!(matches!(e, Error::OutOfRange { .. }), "got {e:?}");
     if nitems > 0 {
         let mut out = vec![0u8; hts * 2];
         let e = getitem(&chunk, nitems, 1, &mut out).unwrap_err();

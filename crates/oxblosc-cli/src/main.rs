@@ -1,63 +1,87 @@
-//! `oxblosc`: the command-line tool (skeleton).
+//! `oxblosc`: the command-line tool. Raw files <-> `.b2frame` (contiguous or sparse), `.npy`
+//! <-> `.b2nd`, appends, `info` and `verify` with per-chunk checksums.
 //!
-//! For now it inspects single chunks; frames, `.b2nd`, compress/decompress/append/verify
-//! come with the frame layer. Errors are one line `oxblosc: <what> (<file>)`; exit codes:
-//! 0 ok, 1 verify mismatch, 2 any error.
+//! Errors are one line `oxblosc: <what> (<file>, chunk N)`; exit codes: 0 ok, 1 verify
+//! mismatch, 2 any error.
+#![forbid(unsafe_code)]
 
+mod args;
+mod error;
+mod info;
+mod node;
+mod npy;
+mod output;
+mod params;
+mod progress;
+mod raw;
+mod stream;
+mod verify;
+
+use std::path::Path;
 use std::process::ExitCode;
 
+use clap::Parser;
 use oxblosc::chunk::{self, format::codec_name, ChunkHeader, DParams};
 
-const HELP: &str = "\
-oxblosc - Blosc2-compatible compression for numerical data
-
-Usage:
-  oxblosc chunk-info FILE     describe one Blosc/Blosc2 chunk (header, codec, filters, sizes)
-  oxblosc chunk-check FILE    decode one chunk and report its size (exit 2 if it is corrupt)
-  oxblosc --version | --help
-
-Examples:
-  oxblosc chunk-info data.cdata
-";
+use args::{Cli, Cmd};
+use error::{CliError, EXIT_ERROR, EXIT_MISMATCH};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] | ["-h" | "--help" | "help"] => {
-            print!("{HELP}");
-            ExitCode::SUCCESS
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+                || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(EXIT_ERROR)
+                } else {
+                    ExitCode::SUCCESS
+                };
+            }
+            // One line: clap's first message line, without its "error: " prefix.
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("oxblosc: {first} (see oxblosc --help)");
+            return ExitCode::from(EXIT_ERROR);
         }
-        ["-V" | "--version"] => {
-            println!("oxblosc {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
+    };
+    let r = match &cli.cmd {
+        Cmd::Compress(a) => {
+            if a.input != "-" && npy::is_npy(Path::new(&a.input)) {
+                npy::npy_to_b2nd(a, Path::new(&a.input))
+            } else {
+                raw::compress(a)
+            }
         }
-        ["chunk-info", file] => run(file, chunk_info),
-        ["chunk-check", file] => run(file, chunk_check),
-        _ => {
-            eprintln!("oxblosc: unknown command or wrong arguments: {} (see oxblosc --help)", args.join(" "));
-            ExitCode::from(2)
+        Cmd::Decompress(a) => raw::decompress(a),
+        Cmd::Append(a) => raw::append(a),
+        Cmd::Info(a) => info::info(a),
+        Cmd::Verify(a) => match verify::verify(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(EXIT_MISMATCH),
+            Err(e) => Err(e),
+        },
+        Cmd::ChunkInfo { file } => chunk_file(file, chunk_info),
+        Cmd::ChunkCheck { file } => chunk_file(file, chunk_check),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("oxblosc: {e}");
+            ExitCode::from(e.code)
         }
     }
 }
 
-fn run(file: &str, f: fn(&[u8]) -> Result<String, chunk::Error>) -> ExitCode {
-    let bytes = match std::fs::read(file) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("oxblosc: cannot read: {e} ({file})");
-            return ExitCode::from(2);
-        }
-    };
-    match f(&bytes) {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("oxblosc: {e} ({file})");
-            ExitCode::from(2)
-        }
-    }
+fn chunk_file(file: &Path, f: fn(&[u8]) -> Result<String, chunk::Error>) -> Result<(), CliError> {
+    let bytes = std::fs::read(file).map_err(|e| CliError::io(e, file))?;
+    let text = f(&bytes).map_err(|e| CliError::chunk_layer(e, file))?;
+    print!("{text}");
+    Ok(())
 }
 
 fn chunk_info(bytes: &[u8]) -> Result<String, chunk::Error> {

@@ -1,15 +1,41 @@
-//! Runs the real binary.
+//! Runs the real binary: round trips, stdin/stdout, append, info, verify, error handling,
+//! overwrite rules and interop with python-blosc2 (when `OXBLOSC_INTEROP_PY` names a python
+//! with blosc2 and numpy, as `make test` sets it).
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_oxblosc")
+}
 
 fn oxblosc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_oxblosc")).args(args).output().expect("binary runs");
+    let out = Command::new(bin()).args(args).output().expect("binary runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into(),
         String::from_utf8_lossy(&out.stderr).into(),
     )
+}
+
+/// Run with `input` on stdin; returns (code, stdout bytes, stderr).
+fn oxblosc_stdin(args: &[&str], input: &[u8]) -> (i32, Vec<u8>, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    (out.status.code().unwrap_or(-1), out.stdout, String::from_utf8_lossy(&out.stderr).into())
 }
 
 fn vector(name: &str) -> String {
@@ -19,14 +45,87 @@ fn vector(name: &str) -> String {
     shared.join("vectors/c-blosc2-compat").join(name).to_string_lossy().into_owned()
 }
 
+struct TmpDir(PathBuf);
+
+impl TmpDir {
+    fn new(tag: &str) -> TmpDir {
+        let d = std::env::temp_dir().join(format!("oxblosc-cli-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TmpDir(d)
+    }
+    fn p(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Numerical-looking bytes (compressible but not trivial), deterministic.
+fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 3 == 0 {
+                (i / 64) as u8
+            } else {
+                (x % 7) as u8
+            }
+        })
+        .collect()
+}
+
+fn one_error_line(err: &str) {
+    assert_eq!(err.lines().count(), 1, "not one line: {err:?}");
+    assert!(err.starts_with("oxblosc: "), "{err}");
+}
+
 #[test]
 fn help_and_version() {
     let (code, out, _) = oxblosc(&["--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("chunk-info") && out.contains("Examples"));
+    for cmd in ["compress", "decompress", "append", "info", "verify", "Examples", "Exit status"] {
+        assert!(out.contains(cmd), "--help lacks {cmd}: {out}");
+    }
+    for cmd in ["compress", "decompress", "append", "info", "verify", "chunk-info", "chunk-check"] {
+        let (code, out, err) = oxblosc(&[cmd, "--help"]);
+        assert_eq!(code, 0, "{cmd}: {err}");
+        assert!(out.contains("Example"), "{cmd} --help has no examples: {out}");
+    }
+    let (code, out, _) = oxblosc(&["compress", "--help"]);
+    assert_eq!(code, 0);
+    for opt in ["--codec", "--clevel", "--filter", "--typesize", "--chunk-size", "--block-size", "--threads"] {
+        assert!(out.contains(opt), "compress --help lacks {opt}");
+    }
+    for opt in ["--split", "--sparse", "--no-checksum", "--force", "--quiet"] {
+        assert!(out.contains(opt), "compress --help lacks {opt}");
+    }
     let (code, out, _) = oxblosc(&["--version"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("oxblosc "));
+}
+
+#[test]
+fn usage_errors_are_one_line_exit_2() {
+    for args in [
+        &["frobnicate"][..],
+        &["compress"],
+        &["compress", "--codec", "brotli", "x"],
+        &["compress", "--clevel", "12", "x"],
+        &["compress", "--filter", "shufle", "/etc/hostname", "/nonexistent-dir/x"],
+    ] {
+        let (code, out, err) = oxblosc(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty());
+        one_error_line(&err);
+    }
 }
 
 #[test]
@@ -35,20 +134,570 @@ fn chunk_info_describes_a_c_blosc2_chunk() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("codec           zstd"), "{out}");
     assert!(out.contains("nbytes          4000000"), "{out}");
+    let (code, out, err) = oxblosc(&["info", &vector("blosc-zstd-3.0.0.cdata")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kind            chunk") && out.contains("4000000"), "{out}");
+    let (code, out, err) = oxblosc(&["verify", &vector("blosc-zstd-3.0.0.cdata")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("4000000 bytes decoded"), "{out}");
 }
 
 #[test]
-fn corrupt_input_is_one_line_and_exit_2() {
-    let path = std::env::temp_dir().join(format!("oxblosc-cli-garbage-{}", std::process::id()));
+fn corrupt_chunk_is_one_line_and_exit_2() {
+    let t = TmpDir::new("garbage");
+    let path = t.p("garbage");
     std::fs::write(&path, b"\x05\x01\x05\x04\xff\xff\xff\x7f\x00\x01\x00\x00\x30\x00\x00\x00 not a chunk at all......")
         .unwrap();
-    let (code, out, err) = oxblosc(&["chunk-check", path.to_str().unwrap()]);
-    std::fs::remove_file(&path).ok();
+    for cmd in ["chunk-check", "info", "decompress"] {
+        let args: Vec<&str> = if cmd == "decompress" { vec![cmd, &path, "-"] } else { vec![cmd, path.as_str()] };
+        let (code, out, err) = oxblosc(&args);
+        assert_eq!(code, 2, "{cmd}: {err}");
+        assert!(out.is_empty());
+        one_error_line(&err);
+        assert!(err.contains(&path), "{err}");
+    }
+}
+
+#[test]
+fn round_trips_raw_files() {
+    let t = TmpDir::new("roundtrip");
+    let sizes = [0usize, 1, 7, 4095, 100_003, 3 * 65536 + 5];
+    let variants: [&[&str]; 5] = [
+        &[],
+        &["--codec", "lz4", "--clevel", "9", "--filter", "shuffle", "--filter", "bytedelta", "--typesize", "4"],
+        &["--codec", "blosclz", "--filter", "bitshuffle", "--typesize", "2", "--no-checksum"],
+        &["--codec", "zlib", "--filter", "delta", "--typesize", "1", "--split", "never", "--block-size", "16K"],
+        &["--sparse", "--codec", "lz4hc", "--threads", "1"],
+    ];
+    for (k, &n) in sizes.iter().enumerate() {
+        let input = t.p(&format!("in{k}.bin"));
+        let orig = data(n, k as u64);
+        std::fs::write(&input, &orig).unwrap();
+        for (v, extra) in variants.iter().enumerate() {
+            let frame = t.p(&format!("in{k}-{v}.b2frame"));
+            let out = t.p(&format!("out{k}-{v}.bin"));
+            let mut args = vec!["compress", "-q", "--chunk-size", "64K"];
+            args.extend_from_slice(extra);
+            args.extend([input.as_str(), frame.as_str()]);
+            let (code, _, err) = oxblosc(&args);
+            assert_eq!(code, 0, "compress {n} bytes {extra:?}: {err}");
+            assert_eq!(Path::new(&frame).is_dir(), extra.contains(&"--sparse"));
+            let (code, _, err) = oxblosc(&["decompress", "-q", &frame, &out]);
+            assert_eq!(code, 0, "decompress {n} bytes {extra:?}: {err}");
+            assert_eq!(std::fs::read(&out).unwrap(), orig, "{n} bytes {extra:?}");
+            let (code, so, err) = oxblosc(&["verify", &frame]);
+            assert_eq!(code, 0, "verify {n} bytes {extra:?}: {err}");
+            let nchunks = n.div_ceil(65536);
+            let expect = if extra.contains(&"--no-checksum") {
+                format!("{nchunks} chunks decoded, 0 checksums match (file has no checksums)")
+            } else {
+                format!("{nchunks} chunks decoded, {nchunks} checksums match (")
+            };
+            assert!(so.contains(&expect), "{so}");
+        }
+    }
+    // Default output names: INPUT.b2frame and back.
+    let input = t.p("named.dat");
+    std::fs::write(&input, data(5000, 9)).unwrap();
+    assert_eq!(oxblosc(&["compress", &input]).0, 0);
+    std::fs::remove_file(&input).unwrap();
+    assert_eq!(oxblosc(&["decompress", &format!("{input}.b2frame")]).0, 0);
+    assert_eq!(std::fs::read(&input).unwrap(), data(5000, 9));
+}
+
+#[test]
+fn stdin_and_stdout() {
+    let orig = data(300_001, 3);
+    let (code, frame, err) = oxblosc_stdin(&["compress", "--chunk-size", "64K", "-", "-"], &orig);
+    assert_eq!(code, 0, "{err}");
+    assert!(frame.len() < orig.len() && frame.len() > 100, "{} bytes from {}", frame.len(), orig.len());
+    let (code, back, err) = oxblosc_stdin(&["decompress", "-", "-"], &frame);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(back, orig);
+    // A file to stdout, and stdin to a file.
+    let t = TmpDir::new("stdio");
+    let f = t.p("x.b2frame");
+    std::fs::write(&f, &frame).unwrap();
+    let out = Command::new(bin()).args(["decompress", &f, "-"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout, orig);
+    let (code, _, err) = oxblosc_stdin(&["compress", "-", &t.p("y.b2frame")], &orig);
+    assert_eq!(code, 0, "{err}");
+    let (code, back, _) = oxblosc_stdin(&["decompress", &t.p("y.b2frame"), "-"], b"");
+    assert_eq!(code, 0);
+    assert_eq!(back, orig);
+    // A sparse frame cannot go to stdout.
+    let (code, _, err) = oxblosc_stdin(&["compress", "--sparse", "-", "-"], &orig);
     assert_eq!(code, 2);
-    assert!(out.is_empty());
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("oxblosc: ") && err.contains(path.to_str().unwrap()), "{err}");
-    let (code, _, err) = oxblosc(&["frobnicate"]);
+    one_error_line(&err);
+}
+
+/// Parse `"key": <number>` out of info's JSON (enough for these checks).
+fn json_num(json: &str, key: &str) -> u64 {
+    let at = json.find(&format!("\"{key}\": ")).unwrap_or_else(|| panic!("no {key} in {json}"));
+    json[at + key.len() + 4..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+}
+
+#[test]
+fn append_keeps_chunk_size_and_checksums() {
+    let t = TmpDir::new("append");
+    let (a, b) = (data(150_000, 1), data(200_000, 2));
+    std::fs::write(t.p("a"), &a).unwrap();
+    std::fs::write(t.p("b"), &b).unwrap();
+    let f = t.p("ab.b2frame");
+    assert_eq!(oxblosc(&["compress", "--chunk-size", "64K", &t.p("a"), &f]).0, 0);
+    let (code, _, err) = oxblosc(&["append", &f, &t.p("b")]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = oxblosc_stdin(&["append", &f, "-"], &a);
+    assert_eq!(code, 0, "{err}");
+    let (code, json, err) = oxblosc(&["info", "--json", &f]);
+    assert_eq!(code, 0, "{err}");
+    let total = (2 * a.len() + b.len()) as u64;
+    assert_eq!(json_num(&json, "nbytes"), total);
+    assert_eq!(json_num(&json, "chunksize"), 65536, "short last chunk filled before appending: {json}");
+    assert_eq!(json_num(&json, "nchunks"), total.div_ceil(65536));
+    assert!(json.contains(&format!("xxh3-64 for {} of {} chunks", total.div_ceil(65536), total.div_ceil(65536))));
+    let (code, so, err) = oxblosc(&["verify", &f]);
+    assert_eq!(code, 0, "{err}{so}");
+    assert_eq!(oxblosc(&["decompress", &f, &t.p("out")]).0, 0);
+    assert_eq!(std::fs::read(t.p("out")).unwrap(), [a.clone(), b, a].concat());
+}
+
+#[test]
+fn info_text_json_and_chunk_table() {
+    let t = TmpDir::new("info");
+    std::fs::write(t.p("x"), data(200_000, 4)).unwrap();
+    let f = t.p("x.b2frame");
+    let args = ["compress", "--codec", "lz4", "--clevel", "7", "--filter", "trunc_prec:-2", "--filter", "shuffle"];
+    let (code, _, err) = oxblosc(&[&args[..], &["--typesize", "4", "--chunk-size", "64K", &t.p("x"), &f]].concat());
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = oxblosc(&["info", "--chunks", &f]);
+    assert_eq!(code, 0, "{err}");
+    for want in ["kind            frame", "codec           lz4", "clevel          7", "typesize        4"] {
+        assert!(out.contains(want), "no {want:?} in {out}");
+    }
+    assert!(out.contains(r#"["trunc_prec:-2", "shuffle"]"#), "{out}");
+    assert!(out.contains("nbytes          200000") && out.contains("chunksize       65536"), "{out}");
+    // Chunk table: 4 rows, the last one short.
+    let rows: Vec<&str> = out.lines().skip_while(|l| !l.trim_start().starts_with("chunk ")).skip(1).collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    assert!(rows[3].contains(&(200_000 - 3 * 65536).to_string()), "{}", rows[3]);
+    let (code, json, _) = oxblosc(&["info", "--json", "--chunks", &f]);
+    assert_eq!(code, 0);
+    assert!(json.starts_with('{') && json.trim_end().ends_with('}'), "{json}");
+    assert!(json.contains("\"kind\": \"frame\"") && json.contains("\"chunk_table\": [{\"chunk\": 0"), "{json}");
+    // Sparse kind.
+    let d = t.p("x.sparse");
+    assert_eq!(oxblosc(&["compress", "--sparse", &t.p("x"), &d]).0, 0);
+    let (_, out, _) = oxblosc(&["info", &d]);
+    assert!(out.contains("kind            sparse"), "{out}");
+}
+
+/// Offsets of stored chunks in a contiguous frame, from `info --json --chunks` is not enough
+/// (it has no positions): find each chunk's bytes with the library.
+fn chunk_positions(path: &str) -> Vec<(usize, usize)> {
+    let bytes = std::fs::read(path).unwrap();
+    let s = oxblosc::frame::SChunk::from_cframe(&bytes).unwrap();
+    (0..s.nchunks())
+        .map(|i| {
+            let c = s.get_chunk(i).unwrap().into_owned();
+            let at = bytes.windows(c.len()).position(|w| w == c.as_slice()).unwrap();
+            (at, c.len())
+        })
+        .collect()
+}
+
+#[test]
+fn verify_catches_a_flipped_byte_in_each_chunk() {
+    let t = TmpDir::new("flip");
+    std::fs::write(t.p("x"), data(5 * 16384, 5)).unwrap();
+    let f = t.p("x.b2frame");
+    assert_eq!(oxblosc(&["compress", "--chunk-size", "16K", "--codec", "lz4", &t.p("x"), &f]).0, 0);
+    let good = std::fs::read(&f).unwrap();
+    for (i, (at, len)) in chunk_positions(&f).into_iter().enumerate() {
+        for off in [at + 32, at + len / 2, at + len - 1] {
+            let mut bad = good.clone();
+            bad[off] ^= 0x04;
+            std::fs::write(&f, &bad).unwrap();
+            let (code, out, err) = oxblosc(&["verify", &f]);
+            assert_eq!(code, 1, "chunk {i} byte {off}: {out}{err}");
+            assert!(err.contains(&format!("chunk {i})")), "{err}");
+            assert!(out.contains(&format!("FAILED: damaged chunks [{i}]")), "{out}");
+            // decompress --verify refuses it too (exit 1), without --verify it may decode.
+            let (code, _, err) = oxblosc(&["decompress", "--verify", "-f", &f, &t.p("out")]);
+            assert_eq!(code, 1, "{err}");
+            one_error_line(&err);
+            assert!(!Path::new(&t.p("out")).exists(), "no output left behind after a failure");
+        }
+    }
+}
+
+/// Every byte position of a small frame (header, chunks, index, trailer): a flipped bit is
+/// caught by verify (exit 1 or 2) or leaves the decompressed bytes unchanged - never silent
+/// corruption.
+#[test]
+fn no_flipped_bit_goes_unnoticed() {
+    let t = TmpDir::new("sweep");
+    let orig = data(3 * 2048 + 100, 6);
+    std::fs::write(t.p("x"), &orig).unwrap();
+    let f = t.p("x.b2frame");
+    assert_eq!(oxblosc(&["compress", "--chunk-size", "2K", "--codec", "blosclz", "--clevel", "1", &t.p("x"), &f]).0, 0);
+    let good = std::fs::read(&f).unwrap();
+    let positions = chunk_positions(&f);
+    let chunks_end = positions.iter().map(|(a, l)| a + l).max().unwrap();
+    let (mut caught, mut harmless) = (0, 0);
+    let mut classes = [0usize; 3]; // header, chunks, index+trailer caught
+    let step = (good.len() / 400).max(1);
+    eprintln!("frame {} bytes, chunks {positions:?}", good.len());
+    for off in (0..good.len()).step_by(step) {
+        let mut bad = good.clone();
+        bad[off] ^= 1 << (off % 8);
+        std::fs::write(&f, &bad).unwrap();
+        let (code, _, err) = oxblosc(&["verify", "-q", &f]);
+        if code != 0 {
+            assert!(code == 1 || code == 2, "{code}");
+            assert!(!err.is_empty());
+            caught += 1;
+            let class = if off < positions[0].0 {
+                0
+            } else if off < chunks_end {
+                1
+            } else {
+                2
+            };
+            classes[class] += 1;
+            continue;
+        }
+        let out = t.p("out");
+        let (code, _, err) = oxblosc(&["decompress", "-f", &f, &out]);
+        assert_eq!(code, 0, "verify passed but decompress failed at byte {off}: {err}");
+        assert_eq!(std::fs::read(&out).unwrap(), orig, "silent corruption: byte {off} flipped, verify passed");
+        harmless += 1;
+    }
+    eprintln!(
+        "{caught} flips caught (header {}, chunks {}, index+trailer {}), {harmless} harmless",
+        classes[0], classes[1], classes[2]
+    );
+    assert!(classes.iter().all(|&c| c > 0), "every position class has caught flips: {classes:?}");
+}
+
+#[test]
+fn truncated_and_garbage_frames_exit_2() {
+    let t = TmpDir::new("trunc");
+    std::fs::write(t.p("x"), data(100_000, 7)).unwrap();
+    let f = t.p("x.b2frame");
+    assert_eq!(oxblosc(&["compress", "--chunk-size", "16K", &t.p("x"), &f]).0, 0);
+    let good = std::fs::read(&f).unwrap();
+    for cut in [good.len() - 1, good.len() / 2, 90, 20] {
+        std::fs::write(&f, &good[..cut]).unwrap();
+        for cmd in [&["info"][..], &["verify"], &["decompress", "-f"]] {
+            let mut args = cmd.to_vec();
+            args.push(&f);
+            let out = t.p("out");
+            if cmd[0] == "decompress" {
+                args.push(&out);
+            }
+            let (code, _, err) = oxblosc(&args);
+            assert_eq!(code, 2, "{cmd:?} on {cut} bytes: {err}");
+            one_error_line(&err);
+            assert!(err.contains(&f), "{err}");
+        }
+    }
+    // Garbage after a valid magic.
+    let mut g = good[..11].to_vec();
+    g.extend(std::iter::repeat_n(0xA5u8, 500));
+    std::fs::write(&f, &g).unwrap();
+    let (code, _, err) = oxblosc(&["info", &f]);
     assert_eq!(code, 2);
-    assert!(err.starts_with("oxblosc: "));
+    one_error_line(&err);
+    // Missing files.
+    let (code, _, err) = oxblosc(&["decompress", &t.p("missing.b2frame")]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+}
+
+#[test]
+fn never_overwrites_without_force() {
+    let t = TmpDir::new("force");
+    std::fs::write(t.p("x"), data(1000, 8)).unwrap();
+    let f = t.p("x.b2frame");
+    std::fs::write(&f, b"precious").unwrap();
+    let (code, _, err) = oxblosc(&["compress", &t.p("x"), &f]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    assert!(err.contains("-f"), "{err}");
+    assert_eq!(std::fs::read(&f).unwrap(), b"precious");
+    assert_eq!(oxblosc(&["compress", "-f", &t.p("x"), &f]).0, 0);
+    let (code, _, err) = oxblosc(&["decompress", &f, &t.p("x")]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(oxblosc(&["decompress", "--force", &f, &t.p("x")]).0, 0);
+    assert_eq!(std::fs::read(t.p("x")).unwrap(), data(1000, 8));
+    // -f replaces a sparse directory by a file and back.
+    let d = t.p("d");
+    assert_eq!(oxblosc(&["compress", "--sparse", &t.p("x"), &d]).0, 0);
+    assert_eq!(oxblosc(&["compress", &t.p("x"), &d]).0, 2);
+    assert_eq!(oxblosc(&["compress", "-f", &t.p("x"), &d]).0, 0);
+    assert!(Path::new(&d).is_file());
+    // Nothing but the outputs is left in the directory (no temporary names).
+    let mut names: Vec<String> =
+        std::fs::read_dir(&t.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["d", "x", "x.b2frame"]);
+}
+
+#[test]
+fn interrupted_run_leaves_nothing_under_the_final_name() {
+    let t = TmpDir::new("kill");
+    let out = t.p("out.b2frame");
+    let mut child = Command::new(bin())
+        .args(["compress", "--chunk-size", "64K", "-", &out])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data(1 << 20, 11)).unwrap();
+    stdin.flush().unwrap();
+    // Wait until the temporary frame exists (chunks are being written), then kill.
+    let mut seen = false;
+    for _ in 0..500 {
+        if std::fs::read_dir(&t.0).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains(".oxtmp-")) {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    assert!(seen, "the output is written under a temporary name first");
+    assert!(!Path::new(&out).exists(), "an interrupted run left {out}");
+}
+
+// ------------------------------------------------------------------ python-blosc2 interop
+
+fn python() -> Option<std::ffi::OsString> {
+    let py = std::env::var_os("OXBLOSC_INTEROP_PY");
+    if py.is_none() {
+        eprintln!("skipped: set OXBLOSC_INTEROP_PY to a python with blosc2 and numpy");
+    }
+    py
+}
+
+fn run_py(py: &std::ffi::OsStr, code: &str) -> String {
+    let out = Command::new(py).arg("-c").arg(code).output().unwrap();
+    assert!(out.status.success(), "python failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn python_blosc2_reads_our_frames_and_we_read_theirs() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("py");
+    let orig = data(500_000, 12);
+    std::fs::write(t.p("x"), &orig).unwrap();
+    let f = t.p("x.b2frame");
+    let d = t.p("x.sparse");
+    assert_eq!(oxblosc(&["compress", "--chunk-size", "64K", "--filter", "bytedelta:2", &t.p("x"), &f]).0, 0);
+    assert_eq!(oxblosc(&["compress", "--sparse", "--chunk-size", "64K", &t.p("x"), &d]).0, 0);
+    // python-blosc2 reads both, sees the checksum entry as an ordinary vlmeta, and appends.
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import blosc2
+orig = open({x:?}, "rb").read()
+for p in ({f:?}, {d:?}):
+    s = blosc2.open(p)
+    assert bytes(s[:]) == orig, p
+    e = s.vlmeta["_oxblosc_checksums"]
+    assert e["alg"] == "xxh3-64" and len(e["sums"]) == 8 * s.nchunks, e
+s = blosc2.open({f:?}, mode="a")
+s.append_data(b"\x01" * 65536)
+print("ok", s.nchunks)
+"#,
+            x = t.p("x"),
+            f = f,
+            d = d
+        ),
+    );
+    assert!(out.starts_with("ok 9"), "{out}");
+    // After python-blosc2's append: chunks it wrote have no checksum; the rest still match.
+    let (code, so, err) = oxblosc(&["verify", &f]);
+    assert_eq!(code, 0, "{so}{err}");
+    assert!(so.contains("8 checksums match, 1 without checksum"), "{so}");
+    // Files python-blosc2 writes: SChunk frame, sparse SChunk, NDArray (.b2nd) with vlmeta.
+    run_py(
+        &py,
+        &format!(
+            r#"
+import blosc2, numpy as np
+s = blosc2.SChunk(chunksize=40000, data=np.arange(50000, dtype="i4").tobytes(),
+                  cparams=blosc2.CParams(typesize=4, codec=blosc2.Codec.LZ4, clevel=6), urlpath={a:?}, mode="w")
+s.vlmeta["note"] = {{"who": "python-blosc2", "n": [1, 2.5]}}
+blosc2.SChunk(chunksize=40000, data=b"abc" * 30000, urlpath={b:?}, contiguous=False, mode="w")
+a = blosc2.asarray(np.linspace(0, 1, 3000).reshape(30, 100), chunks=(10, 50), blocks=(5, 25), urlpath={c:?}, mode="w")
+a.vlmeta["unit"] = "m"
+"#,
+            a = t.p("py.b2frame"),
+            b = t.p("py.sparse"),
+            c = t.p("py.b2nd")
+        ),
+    );
+    let (code, out, err) = oxblosc(&["info", &t.p("py.b2frame")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("codec           lz4") && out.contains("nbytes          200000"), "{out}");
+    assert!(out.contains("checksums       none") && out.contains(r#"note"#), "{out}");
+    assert!(
+        out.contains("  note\n    who ") && out.contains("python-blosc2\n    n ") && out.contains("[1, 2.5]"),
+        "{out}"
+    );
+    let (code, out, err) = oxblosc(&["info", &t.p("py.sparse")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kind            sparse") && out.contains("nbytes          90000"), "{out}");
+    let (code, out, err) = oxblosc(&["info", "--json", &t.p("py.b2nd")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"kind\": \"b2nd\"") && out.contains("\"shape\": [30, 100]"), "{out}");
+    assert!(out.contains("\"chunks\": [10, 50]") && out.contains("\"blocks\": [5, 25]"), "{out}");
+    assert!(out.contains("\"dtype\": \"<f8\"") && out.contains("\"unit\": \"m\""), "{out}");
+    for p in ["py.b2frame", "py.sparse", "py.b2nd"] {
+        let (code, so, err) = oxblosc(&["verify", &t.p(p)]);
+        assert_eq!(code, 0, "{p}: {so}{err}");
+        assert!(so.contains("(file has no checksums)"), "{so}");
+    }
+    let (code, _, err) = oxblosc(&["decompress", &t.p("py.b2frame"), &t.p("py.raw")]);
+    assert_eq!(code, 0, "{err}");
+    let want: Vec<u8> = (0..50000i32).flat_map(|i| i.to_le_bytes()).collect();
+    assert_eq!(std::fs::read(t.p("py.raw")).unwrap(), want);
+}
+
+// ------------------------------------------------------------------ .npy <-> .b2nd
+
+/// A `.npy` file written by hand (format 1.0, or `major` when given), so these tests need no NumPy.
+fn npy_bytes(descr: &str, fortran: bool, shape: &[u64], data: &[u8], major: u8) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape_txt = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let fo = if fortran { "True" } else { "False" };
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': {fo}, 'shape': {shape_txt}, }}");
+    let lenb = if major == 1 { 2 } else { 4 };
+    let total = (10 + lenb - 2 + dict.len() + 1).div_ceil(64) * 64;
+    let mut out = b"\x93NUMPY".to_vec();
+    out.extend([major, 0]);
+    out.extend(&((total - 8 - lenb) as u32).to_le_bytes()[..lenb]);
+    out.extend(dict.as_bytes());
+    out.resize(total - 1, b' ');
+    out.push(b'\n');
+    out.extend_from_slice(data);
+    out
+}
+
+#[test]
+fn npy_round_trips_are_byte_identical() {
+    let t = TmpDir::new("npy");
+    let cases: Vec<(&str, usize, bool, Vec<u64>, u8)> = vec![
+        ("<f8", 8, false, vec![300, 70], 1),
+        ("<i4", 4, true, vec![200, 300], 1),
+        ("|u1", 1, false, vec![100_001], 2),
+        ("<f8", 8, false, vec![], 1),
+        ("<i2", 2, false, vec![0, 5], 1),
+        ("<c16", 16, false, vec![50, 3], 3),
+        ("|S5", 5, false, vec![21], 1),
+        ("<U3", 12, true, vec![3, 4, 5], 1),
+        ("|b1", 1, false, vec![4, 5, 6], 1),
+        (">f4", 4, false, vec![1000], 1),
+        ("<M8[ns]", 8, false, vec![10], 1),
+        ("<f2", 2, false, vec![77, 3], 1),
+        ("|V300", 300, false, vec![40], 1),
+    ];
+    for (k, (descr, size, fortran, shape, major)) in cases.iter().enumerate() {
+        let n: u64 = shape.iter().product();
+        let data = data(n as usize * size, k as u64);
+        let orig = npy_bytes(descr, *fortran, shape, &data, *major);
+        let f = t.p(&format!("a{k}.npy"));
+        std::fs::write(&f, &orig).unwrap();
+        let (code, _, err) = oxblosc(&["compress", "-q", &f]);
+        assert_eq!(code, 0, "{descr} {shape:?}: {err}");
+        let b2nd = t.p(&format!("a{k}.b2nd"));
+        let (code, json, _) = oxblosc(&["info", "--json", &b2nd]);
+        assert_eq!(code, 0);
+        assert!(json.contains("\"kind\": \"b2nd\"") && json.contains(&format!("\"dtype\": \"{descr}\"")), "{json}");
+        let stored: Vec<u64> = if *fortran { shape.iter().rev().copied().collect() } else { shape.clone() };
+        let stored_txt: Vec<String> = stored.iter().map(u64::to_string).collect();
+        assert!(json.contains(&format!("\"shape\": [{}]", stored_txt.join(", "))), "{json}");
+        let (code, so, err) = oxblosc(&["verify", &b2nd]);
+        assert_eq!(code, 0, "{so}{err}");
+        std::fs::remove_file(&f).unwrap();
+        let (code, _, err) = oxblosc(&["decompress", "-q", &b2nd]);
+        assert_eq!(code, 0, "{descr} {shape:?}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), orig, "{descr} {shape:?} fortran={fortran}");
+        // To stdout too.
+        let out = Command::new(bin()).args(["decompress", &b2nd, "-"]).output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, orig);
+    }
+    // A truncated .npy is refused with one line.
+    let f = t.p("short.npy");
+    let mut b = npy_bytes("<f8", false, &[100], &data(800, 1), 1);
+    b.truncate(b.len() - 3);
+    std::fs::write(&f, b).unwrap();
+    let (code, _, err) = oxblosc(&["compress", &f]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    assert!(err.contains("797 data bytes") && !Path::new(&t.p("short.b2nd")).exists(), "{err}");
+}
+
+#[test]
+fn npy_interop_with_numpy_and_python_blosc2() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("npy-py");
+    let d = t.0.to_string_lossy().into_owned();
+    run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np
+rng = np.random.default_rng(0)
+arrs = {{
+    "f8": rng.random((300, 70)), "fort": np.asfortranarray(np.arange(60000, dtype="i4").reshape(200, 300)),
+    "zero_d": np.array(3.5), "struct": np.array([(1, 2.0), (3, 4.0)], dtype=[("a", "<i4"), ("b", "<f8")]),
+    "U": np.array(["ab", "xyz"] * 9), "c8": (rng.random((9, 4)) + 1j).astype("c8"),
+}}
+for k, a in arrs.items():
+    np.save(f"{d}/{{k}}.npy", a)
+"#
+        ),
+    );
+    for k in ["f8", "fort", "zero_d", "struct", "U", "c8"] {
+        let f = format!("{d}/{k}.npy");
+        assert_eq!(oxblosc(&["compress", "-q", &f]).0, 0, "{k}");
+        let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/{k}.b2nd"), &format!("{d}/{k}.back.npy")]);
+        assert_eq!(code, 0, "{k}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), std::fs::read(format!("{d}/{k}.back.npy")).unwrap(), "{k}");
+    }
+    // python-blosc2 reads our .b2nd (a Fortran array as its transpose) and writes one we turn into .npy.
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2
+for k in ["f8", "fort", "zero_d", "struct", "U", "c8"]:
+    a = np.load(f"{d}/{{k}}.npy")
+    b = blosc2.open(f"{d}/{{k}}.b2nd")[()]
+    want = a.T if np.isfortran(a) else a
+    assert b.dtype == want.dtype and b.shape == want.shape and np.array_equal(b, want), k
+x = np.arange(24000, dtype="<u2").reshape(40, 600)
+blosc2.asarray(x, chunks=(7, 100), blocks=(3, 50), urlpath=f"{d}/theirs.b2nd", mode="w")
+np.save(f"{d}/theirs.expect.npy", x)
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    let (code, _, err) = oxblosc(&["decompress", &format!("{d}/theirs.b2nd")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(format!("{d}/theirs.npy")).unwrap(),
+        std::fs::read(format!("{d}/theirs.expect.npy")).unwrap()
+    );
 }

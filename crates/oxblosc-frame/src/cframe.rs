@@ -137,7 +137,8 @@ fn shift(e: Error, base: u64) -> Error {
 }
 
 /// Build a super-chunk over a parsed frame; `base` = frame start within the backing.
-pub(crate) fn build(p: Parsed, backing: Backing, base: u64, sparse: bool) -> Result<SChunk> {
+pub(crate) fn build(mut p: Parsed, backing: Backing, base: u64, sparse: bool) -> Result<SChunk> {
+    let checksums = crate::checksum::State::take_from(&mut p.vlmeta);
     let h = &p.header;
     let splitmode = SplitMode::from_id(h.splitmode()).unwrap_or(SplitMode::Auto);
     let cparams = CParams {
@@ -203,6 +204,7 @@ pub(crate) fn build(p: Parsed, backing: Backing, base: u64, sparse: bool) -> Res
         read_only: false,
         starts: OnceLock::new(),
         section_end: if sparse { u64::MAX } else { base + hlen + h.cbytes as u64 },
+        checksums,
     })
 }
 
@@ -253,7 +255,7 @@ impl SChunk {
             chunksize: self.chunksize as i32,
             cthreads: self.threads.0,
             dthreads: self.threads.1,
-            has_vlmeta: !self.vlmeta.is_empty(),
+            has_vlmeta: !self.vlmeta.is_empty() || self.checksums.encoded().is_some(),
             filters: cp.filters,
             udcodec: cp.codec,
             compcode_meta: cp.codec_meta,
@@ -269,6 +271,11 @@ impl SChunk {
             let c = oxblosc_chunk::compress(content, &vlmeta_cparams())
                 .map_err(|source| Error::Chunk { chunk: ChunkId::VlMeta(k), source })?;
             v.push((name.clone(), c));
+        }
+        if let Some(sums) = self.checksums.encoded() {
+            let c = oxblosc_chunk::compress(&sums, &vlmeta_cparams())
+                .map_err(|source| Error::Chunk { chunk: ChunkId::VlMeta(v.len()), source })?;
+            v.push((crate::checksum::VLMETA_NAME.to_string(), c));
         }
         Ok(trailer::write(&v))
     }

@@ -30,6 +30,9 @@ pub enum Error {
     /// A chunk's entry in the offsets index or its stored bytes are inconsistent.
     #[error("chunk {chunk} at offset {offset}: {reason}")]
     BadChunk { chunk: usize, offset: u64, reason: String },
+    /// A chunk's stored bytes do not match the checksum kept for it (`checksum.rs`).
+    #[error("chunk {chunk}: checksum mismatch (stored bytes hash to {found:016x}, expected {expected:016x})")]
+    Checksum { chunk: usize, expected: u64, found: u64 },
     /// A chunk or item index outside the super-chunk.
     #[error("{what} {index} is out of range (super-chunk has {len})")]
     OutOfRange { what: &'static str, index: u64, len: u64 },
@@ -87,6 +90,7 @@ impl Error {
             Error::Msgpack { .. } => -10,                 // INVALID_HEADER
             Error::Chunk { source, .. } => source.code(), // from the chunk layer
             Error::BadChunk { .. } => -21,                // CHUNK_APPEND/GET: FRAME_SPECIAL / DATA
+            Error::Checksum { .. } => -21,                // stored chunk bytes damaged
             Error::OutOfRange { .. } => -12,              // INVALID_PARAM
             Error::InvalidParam { .. } => -12,            // INVALID_PARAM
             Error::NotFound { .. } => -29,                // METALAYER_NOT_FOUND

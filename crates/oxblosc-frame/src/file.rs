@@ -842,7 +842,8 @@ impl SChunk {
             c.avg_chunk = total / pending.len() as u64;
         }
         if c.ext.is_none() {
-            if let Some(area) = c.recover.take() {
+            // An empty free range (a new or full frame) would only allocate index slots.
+            if let Some(area) = c.recover.take().filter(|(a, b)| b > a) {
                 c.ext = Some(new_extent(c, 0, n, 0, Some(area)));
             }
         }

@@ -11,9 +11,12 @@
 //!   demand), [`SChunk::save`], [`SChunk::create`] (writable, every change persisted);
 //!   [`open_with`] adds `locking` (advisory cross-process lock, [`lock`]) and read-only
 //!   memory mapping.
+//! * Per-chunk checksums (opt-in, [`SChunk::enable_checksums`]) in a vlmetalayer other
+//!   readers ignore, checked by [`SChunk::verify_chunk`] or on every read.
 #![deny(unsafe_code)]
 
 pub mod cframe;
+pub mod checksum;
 pub mod error;
 pub mod file;
 pub mod header;
@@ -27,6 +30,7 @@ mod slots;
 mod storage;
 pub mod trailer;
 
+pub use checksum::{Status as ChecksumStatus, Verdict};
 pub use error::{ChunkId, Error, Result};
 pub use file::{open, open_at, open_with, remove, Mode, OpenConfig, SyncMode, SPARSE_INDEX};
 pub use msgpack::Value;

@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use oxblosc_chunk::{CParams, ChunkHeader, DParams, SpecialKind};
 
+use crate::checksum::{self, Change};
 use crate::error::ChunkId;
 use crate::file::Writer;
 use crate::header::{check_name, MAX_METALAYERS};
@@ -78,6 +79,8 @@ pub struct SChunk {
     pub(crate) starts: OnceLock<Vec<u64>>,
     /// Absolute end of the chunks section in a buffer/file backing (reads stop there).
     pub(crate) section_end: u64,
+    /// Per-chunk checksums (`checksum.rs`).
+    pub(crate) checksums: checksum::State,
 }
 
 impl Clone for SChunk {
@@ -100,6 +103,7 @@ impl Clone for SChunk {
             read_only: false,
             starts: OnceLock::new(),
             section_end: self.section_end,
+            checksums: self.checksums.clone(),
         }
     }
 }
@@ -129,6 +133,7 @@ impl SChunk {
             read_only: false,
             starts: OnceLock::new(),
             section_end: u64::MAX,
+            checksums: checksum::State::default(),
         })
     }
 
@@ -305,8 +310,16 @@ impl SChunk {
         }
     }
 
-    /// Chunk `i` as stored (special offsets materialised as 32-byte special chunks).
+    /// Chunk `i` as stored (special offsets materialised as 32-byte special chunks), checked
+    /// against its checksum when verifying on read.
     pub fn get_chunk(&self, i: usize) -> Result<Cow<'_, [u8]>> {
+        let c = self.get_chunk_raw(i)?;
+        self.verify_read(i, &c)?;
+        Ok(c)
+    }
+
+    /// Chunk `i` as stored, never checksum-checked.
+    pub(crate) fn get_chunk_raw(&self, i: usize) -> Result<Cow<'_, [u8]>> {
         self.check_index(i)?;
         if let Some(b) = self.slots.mem(i) {
             return Ok(Cow::Borrowed(b));
@@ -666,6 +679,7 @@ impl SChunk {
         self.note_vlblocks(vl);
         self.slots.push(slot);
         self.nbytes += nb as u64;
+        self.note_checksum(Change::Inserted(n))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -686,6 +700,7 @@ impl SChunk {
         self.note_vlblocks(vl);
         self.slots.insert(i, slot);
         self.nbytes += nb as u64;
+        self.note_checksum(Change::Inserted(i))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -706,6 +721,7 @@ impl SChunk {
         self.slots.set(i, slot);
         self.stored_cbytes = self.stored_cbytes.saturating_sub(old_cb);
         self.nbytes = self.nbytes - old_nb as u64 + nb as u64;
+        self.note_checksum(Change::Replaced(i))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -723,6 +739,7 @@ impl SChunk {
         self.slots.remove(i);
         self.stored_cbytes = self.stored_cbytes.saturating_sub(cb);
         self.nbytes -= nb as u64;
+        self.note_checksum(Change::Removed(i))?;
         self.after_chunk_change()?;
         Ok(self.slots.len())
     }
@@ -802,6 +819,7 @@ impl SChunk {
                         self.note_vlblocks(false);
                         self.slots.push(Slot::Special { kind, nbytes: nb });
                         self.nbytes += nb as u64;
+                        self.note_checksum(Change::Inserted(self.slots.len() - 1))?;
                     }
                 }
                 left -= nb as u64;

@@ -6,16 +6,19 @@
 #![deny(unsafe_code)]
 
 mod buffer;
+mod cparams;
+mod ndarray;
 mod pack;
 mod schunk;
 
-use oxblosc::chunk::{self, CParams, DParams, Error, SpecialKind, SplitMode};
+use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use buffer::ByteView;
+use cparams::CParamsArg;
 
 /// Output buffers larger than this are not kept between calls.
 const KEEP_OUTPUT_LIMIT: usize = 256 << 20;
@@ -105,62 +108,10 @@ pub(crate) fn frame_err(py: Python<'_>, e: frame::Error) -> PyErr {
     }
 }
 
-fn filters6(list: Vec<u8>, what: &str) -> PyResult<[u8; 6]> {
-    if list.len() > 6 {
-        return Err(PyValueError::new_err(format!("{what} holds at most 6 entries, got {}", list.len())));
-    }
-    let mut a = [0u8; 6];
-    a[..list.len()].copy_from_slice(&list);
-    Ok(a)
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn cparams(
-    codec: u8,
-    codec_meta: u8,
-    clevel: u8,
-    use_dict: bool,
-    typesize: usize,
-    nthreads: usize,
-    blocksize: usize,
-    splitmode: u8,
-    filters: Vec<u8>,
-    filters_meta: Vec<u8>,
-) -> PyResult<CParams> {
-    Ok(CParams {
-        codec,
-        codec_meta,
-        clevel,
-        use_dict,
-        typesize,
-        nthreads,
-        blocksize,
-        splitmode: SplitMode::from_id(splitmode).map_err(|e| PyValueError::new_err(e.to_string()))?,
-        filters: filters6(filters, "filters")?,
-        filters_meta: filters6(filters_meta, "filters_meta")?,
-    })
-}
-
 /// Compress a buffer into a Blosc2 chunk (python-blosc2's `compress2` semantics).
 #[pyfunction]
-#[pyo3(signature = (src, codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta))]
-#[allow(clippy::too_many_arguments)]
-fn compress2<'py>(
-    py: Python<'py>,
-    src: &Bound<'py, PyAny>,
-    codec: u8,
-    codec_meta: u8,
-    clevel: u8,
-    use_dict: bool,
-    typesize: usize,
-    nthreads: usize,
-    blocksize: usize,
-    splitmode: u8,
-    filters: Vec<u8>,
-    filters_meta: Vec<u8>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let cp =
-        cparams(codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)?;
+fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg) -> PyResult<Bound<'py, PyBytes>> {
+    let cp = cparams.into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
     compress_to_bytes(py, chunk::max_compressed_len(data.len()), |dst| chunk::compress_into(data, dst, &cp))
@@ -180,7 +131,9 @@ fn compress_blosc1<'py>(
     blocksize: usize,
     shuffle: u8,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let cp = cparams(codec, 0, clevel, false, typesize, nthreads, blocksize, 4, vec![0, 0, 0, 0, 0, shuffle], vec![])?;
+    let cp =
+        CParamsArg(codec, 0, clevel, false, typesize, nthreads, blocksize, 4, vec![0, 0, 0, 0, 0, shuffle], vec![])
+            .into_cparams()?;
     let view = ByteView::readable(src)?;
     let out = py.allow_threads(|| chunk::compress_blosc1(view.as_slice(), &cp)).map_err(|e| to_py(py, e))?;
     Ok(PyBytes::new(py, &out))
@@ -188,24 +141,12 @@ fn compress_blosc1<'py>(
 
 /// Compress a list of buffers into one chunk with variable-length blocks (format version 6).
 #[pyfunction]
-#[pyo3(signature = (blocks, codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta))]
-#[allow(clippy::too_many_arguments)]
 fn compress_vlblocks<'py>(
     py: Python<'py>,
     blocks: Vec<Bound<'py, PyAny>>,
-    codec: u8,
-    codec_meta: u8,
-    clevel: u8,
-    use_dict: bool,
-    typesize: usize,
-    nthreads: usize,
-    blocksize: usize,
-    splitmode: u8,
-    filters: Vec<u8>,
-    filters_meta: Vec<u8>,
+    cparams: CParamsArg,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let cp =
-        cparams(codec, codec_meta, clevel, use_dict, typesize, nthreads, blocksize, splitmode, filters, filters_meta)?;
+    let cp = cparams.into_cparams()?;
     let views = blocks.iter().map(ByteView::readable).collect::<PyResult<Vec<_>>>()?;
     let slices: Vec<&[u8]> = views.iter().map(ByteView::as_slice).collect();
     let out = py.allow_threads(|| chunk::compress_vlblocks(&slices, &cp)).map_err(|e| to_py(py, e))?;
@@ -353,6 +294,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pack::unpackb, m)?)?;
     m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
+    m.add_class::<ndarray::NativeNDArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -14,22 +14,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::buffer::ByteView;
+use crate::cparams::CParamsArg;
 use crate::frame_err;
-
-/// The native form of a `CParams`: codec, codec_meta, clevel, use_dict, typesize, nthreads,
-/// blocksize, splitmode, filters, filters_meta (what `core._native_cparams` returns).
-type CParamsTuple = (u8, u8, u8, bool, usize, usize, usize, u8, Vec<u8>, Vec<u8>);
-
-fn to_cparams(t: CParamsTuple) -> PyResult<chunk::CParams> {
-    crate::cparams(t.0, t.1, t.2, t.3, t.4, t.5, t.6, t.7, t.8, t.9)
-}
 
 /// A super-chunk in memory, or backed by a frame file / sparse directory.
 #[pyclass(module = "oxblosc._native")]
 pub struct NativeSChunk {
-    inner: SChunk,
+    pub(crate) inner: SChunk,
     /// The file or directory it was opened from or is written to (names it in errors).
-    path: Option<PathBuf>,
+    pub(crate) path: Option<PathBuf>,
 }
 
 impl NativeSChunk {
@@ -52,14 +45,14 @@ impl NativeSChunk {
     #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, locking=false))]
     fn create(
         py: Python<'_>,
-        cparams: CParamsTuple,
+        cparams: CParamsArg,
         dthreads: usize,
         urlpath: Option<PathBuf>,
         contiguous: bool,
         meta: Vec<(String, Vec<u8>)>,
         locking: bool,
     ) -> PyResult<Self> {
-        let cp = to_cparams(cparams)?;
+        let cp = cparams.into_cparams()?;
         let dp = DParams { nthreads: dthreads.max(1) };
         let inner = py
             .allow_threads(|| -> frame::Result<SChunk> {
@@ -171,24 +164,12 @@ impl NativeSChunk {
     }
 
     #[getter]
-    fn cparams(&self) -> CParamsTuple {
-        let c = self.inner.cparams();
-        (
-            c.codec,
-            c.codec_meta,
-            c.clevel,
-            c.use_dict,
-            c.typesize,
-            c.nthreads,
-            c.blocksize,
-            c.splitmode as u8,
-            c.filters.to_vec(),
-            c.filters_meta.to_vec(),
-        )
+    fn cparams(&self) -> CParamsArg {
+        CParamsArg::from_cparams(self.inner.cparams())
     }
 
-    fn set_cparams(&mut self, py: Python<'_>, cparams: CParamsTuple) -> PyResult<()> {
-        let cp = to_cparams(cparams)?;
+    fn set_cparams(&mut self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {
+        let cp = cparams.into_cparams()?;
         self.inner.set_cparams(cp).map_err(|e| frame_err(py, e))
     }
 
@@ -199,6 +180,47 @@ impl NativeSChunk {
 
     fn set_dthreads(&mut self, nthreads: usize) {
         self.inner.set_dparams(DParams { nthreads: nthreads.max(1) });
+    }
+
+    // ------------------------------------------------------------ checksums
+
+    /// Check every chunk read against its stored checksum.
+    #[getter]
+    fn verify_checksums(&self) -> bool {
+        self.inner.verify_checksums()
+    }
+
+    #[setter]
+    fn set_verify_checksums(&mut self, on: bool) {
+        self.inner.set_verify_checksums(on);
+    }
+
+    fn enable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
+        let r = py.allow_threads(|| self.inner.enable_checksums());
+        r.map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    fn disable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.inner.disable_checksums().map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    /// ("off", 0), ("on", hashed chunks) or ("unreadable", reason).
+    fn checksum_status(&self) -> (String, String) {
+        match self.inner.checksums() {
+            frame::ChecksumStatus::Off => ("off".into(), String::new()),
+            frame::ChecksumStatus::On { len } => ("on".into(), len.to_string()),
+            frame::ChecksumStatus::Unreadable(r) => ("unreadable".into(), r),
+        }
+    }
+
+    /// Check chunk `nchunk`'s checksum and decode it: True if it had a checksum, False if not;
+    /// raises on a mismatch or a chunk that does not decode.
+    fn verify_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<bool> {
+        let r = py.allow_threads(|| self.inner.verify_chunk(nchunk));
+        match r {
+            Ok(v) => Ok(v == frame::Verdict::Ok),
+            Err(e) => Err(frame_err(py, self.named(e))),
+        }
     }
 
     // ------------------------------------------------------------ metalayers

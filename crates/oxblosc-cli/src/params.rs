@@ -1,0 +1,154 @@
+//! Codec, filter and split names on the command line, and the sizes they take (`4M`, `256K`).
+//!
+//! Filters are given in the order they run, each `NAME` or `NAME:META`: `shuffle`,
+//! `bitshuffle`, `delta`, `bytedelta[:STREAMS]`, `trunc_prec:BITS` (signed: > 0 keeps BITS
+//! mantissa bits, < 0 zeroes -BITS), `int_trunc:BITS`, `none`, or a numeric id `ID[:META]`.
+
+use oxblosc::chunk::format::codec_id;
+use oxblosc::chunk::{filter, SplitMode};
+
+pub fn codec(name: &str) -> Result<u8, String> {
+    Ok(match name.to_ascii_lowercase().as_str() {
+        "blosclz" => codec_id::BLOSCLZ,
+        "lz4" => codec_id::LZ4,
+        "lz4hc" => codec_id::LZ4HC,
+        "zlib" => codec_id::ZLIB,
+        "zstd" => codec_id::ZSTD,
+        _ => return Err(format!("unknown codec {name:?} (blosclz, lz4, lz4hc, zlib, zstd)")),
+    })
+}
+
+/// One `--filter` value as (id, meta).
+pub fn filter(spec: &str) -> Result<(u8, u8), String> {
+    let (name, meta) = match spec.split_once(':') {
+        Some((n, m)) => (n, Some(m)),
+        None => (spec, None),
+    };
+    let id = match name.to_ascii_lowercase().as_str() {
+        "none" => filter::NOFILTER,
+        "shuffle" => filter::SHUFFLE,
+        "bitshuffle" => filter::BITSHUFFLE,
+        "delta" => filter::DELTA,
+        "trunc_prec" | "trunc-prec" => filter::TRUNC_PREC,
+        "bytedelta" => filter::BYTEDELTA,
+        "int_trunc" | "int-trunc" => filter::INT_TRUNC,
+        n => n.parse::<u8>().map_err(|_| {
+            format!(
+                "unknown filter {name:?} (none, shuffle, bitshuffle, delta, bytedelta[:N], trunc_prec:BITS, \
+                 int_trunc:BITS or an id 0-255)"
+            )
+        })?,
+    };
+    let meta = match meta {
+        None if id == filter::TRUNC_PREC || id == filter::INT_TRUNC => {
+            return Err(format!("filter {name} needs a bit count, e.g. {name}:10"))
+        }
+        None => 0,
+        Some(m) => {
+            let v: i16 = m.parse().map_err(|_| format!("filter meta {m:?} is not a number"))?;
+            if !(-128..=255).contains(&v) {
+                return Err(format!("filter meta {v} does not fit a byte"));
+            }
+            if v < 0 {
+                v as i8 as u8
+            } else {
+                v as u8
+            }
+        }
+    };
+    Ok((id, meta))
+}
+
+/// Filter ids and metas for the six pipeline slots.
+pub type Slots = ([u8; 6], [u8; 6]);
+
+/// The six filter slots for these `--filter` values (in order from slot 0); `None` keeps the
+/// default (shuffle).
+pub fn filter_slots(specs: &[String]) -> Result<Option<Slots>, String> {
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let parsed = specs.iter().map(|s| filter(s)).collect::<Result<Vec<_>, _>>()?;
+    let parsed: Vec<_> = parsed.into_iter().filter(|(id, _)| *id != filter::NOFILTER).collect();
+    if parsed.len() > 6 {
+        return Err(format!("at most 6 filters, {} given", parsed.len()));
+    }
+    let (mut ids, mut metas) = ([0u8; 6], [0u8; 6]);
+    for (k, (id, meta)) in parsed.into_iter().enumerate() {
+        ids[k] = id;
+        metas[k] = meta;
+    }
+    Ok(Some((ids, metas)))
+}
+
+pub fn filter_name(id: u8) -> String {
+    match id {
+        filter::NOFILTER => "none".into(),
+        filter::SHUFFLE => "shuffle".into(),
+        filter::BITSHUFFLE => "bitshuffle".into(),
+        filter::DELTA => "delta".into(),
+        filter::TRUNC_PREC => "trunc_prec".into(),
+        filter::BYTEDELTA_V1 | filter::BYTEDELTA => "bytedelta".into(),
+        filter::INT_TRUNC => "int_trunc".into(),
+        n => format!("filter{n}"),
+    }
+}
+
+pub fn split(name: &str) -> Result<SplitMode, String> {
+    Ok(match name.to_ascii_lowercase().as_str() {
+        "always" => SplitMode::Always,
+        "never" => SplitMode::Never,
+        "auto" => SplitMode::Auto,
+        "forward" => SplitMode::ForwardCompat,
+        _ => return Err(format!("unknown split mode {name:?} (always, never, auto, forward)")),
+    })
+}
+
+/// A byte size: plain bytes or with a K/M/G suffix (powers of 1024).
+pub fn size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, mul) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let unit = t[i..].to_ascii_uppercase();
+            let mul = match unit.as_str() {
+                "B" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                _ => return Err(format!("size {s:?}: unit must be K, M or G")),
+            };
+            (&t[..i], mul)
+        }
+        _ => (t, 1),
+    };
+    let n: usize = num.parse().map_err(|_| format!("size {s:?} is not a number"))?;
+    n.checked_mul(mul).ok_or_else(|| format!("size {s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_specs() {
+        assert_eq!(filter("shuffle"), Ok((1, 0)));
+        assert_eq!(filter("trunc_prec:-3"), Ok((4, 0xFD)));
+        assert_eq!(filter("bytedelta:4"), Ok((35, 4)));
+        assert_eq!(filter("200:255"), Ok((200, 255)));
+        assert!(filter("trunc_prec").is_err());
+        assert!(filter("shufle").is_err());
+        assert!(filter("delta:300").is_err());
+        let specs = ["shuffle".to_string(), "bytedelta".to_string()];
+        let (ids, _) = filter_slots(&specs).unwrap().unwrap();
+        assert_eq!(ids, [1, 35, 0, 0, 0, 0]);
+        assert_eq!(filter_slots(&["none".to_string()]).unwrap(), Some(([0; 6], [0; 6])));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size("4M"), Ok(4 << 20));
+        assert_eq!(size("256k"), Ok(256 << 10));
+        assert_eq!(size("1000"), Ok(1000));
+        assert!(size("4X").is_err() && size("M").is_err());
+    }
+}

@@ -1,0 +1,316 @@
+//! Random geometries x random hyperslabs against a naive C-order reference: reads, writes,
+//! resize and append, threads 1 and 3, plus edge cases (0-d, zero-length axes, blocks larger
+//! than chunks, odd edge chunks) and the decoded-blocks counter.
+
+use oxblosc_chunk::{CParams, DParams};
+use oxblosc_frame::SChunk;
+use oxblosc_nd::{DimSlice, Fill, Geometry, Meta, NdArray};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+fn schunk(typesize: usize, nthreads: usize) -> SChunk {
+    let cp = CParams { typesize, nthreads, clevel: 5, ..CParams::default() };
+    SChunk::new(cp, DParams { nthreads }).unwrap()
+}
+
+/// Items `i` of the reference hold `i * 7 + 1` as u32 (typesize 4) or its low bytes.
+fn reference(n: u64, t: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| ((i as u32).wrapping_mul(7).wrapping_add(1)).to_le_bytes().into_iter().cycle().take(t))
+        .collect()
+}
+
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// The naive selection: walk every selected multi-index.
+fn naive_get(data: &[u8], shape: &[u64], t: usize, sel: &[DimSlice]) -> Vec<u8> {
+    let st = strides(shape);
+    let mut out = Vec::new();
+    let counts: Vec<u64> = sel.iter().map(DimSlice::len).collect();
+    let total: u64 = counts.iter().product();
+    for k in 0..total {
+        let mut r = k;
+        let mut off = 0;
+        for d in (0..sel.len()).rev() {
+            let i = r % counts[d];
+            r /= counts[d];
+            off += (sel[d].start + i * sel[d].step) * st[d];
+        }
+        out.extend_from_slice(&data[off as usize * t..(off as usize + 1) * t]);
+    }
+    out
+}
+
+fn naive_set(data: &mut [u8], shape: &[u64], t: usize, sel: &[DimSlice], src: &[u8]) {
+    let st = strides(shape);
+    let counts: Vec<u64> = sel.iter().map(DimSlice::len).collect();
+    let total: u64 = counts.iter().product();
+    for k in 0..total {
+        let mut r = k;
+        let mut off = 0;
+        for d in (0..sel.len()).rev() {
+            let i = r % counts[d];
+            r /= counts[d];
+            off += (sel[d].start + i * sel[d].step) * st[d];
+        }
+        let o = off as usize * t;
+        data[o..o + t].copy_from_slice(&src[k as usize * t..(k as usize + 1) * t]);
+    }
+}
+
+fn random_sel(rng: &mut Rng, shape: &[u64]) -> Vec<DimSlice> {
+    shape
+        .iter()
+        .map(|&s| {
+            let a = rng.below(s + 1);
+            let b = rng.below(s + 1);
+            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+            let step = if rng.below(3) == 0 { 1 + rng.below(5) } else { 1 };
+            match rng.below(5) {
+                0 => DimSlice::full(s),
+                1 if s > 0 => DimSlice::new(a.min(s - 1), a.min(s - 1) + 1, 1),
+                _ => DimSlice::new(a, b, step),
+            }
+        })
+        .collect()
+}
+
+fn random_geometry(rng: &mut Rng) -> (Vec<u64>, Vec<u64>, Vec<u64>, usize) {
+    let ndim = rng.below(5) as usize;
+    let t = [1usize, 2, 4, 8, 3][rng.below(5) as usize];
+    let mut shape = Vec::new();
+    let mut chunks = Vec::new();
+    let mut blocks = Vec::new();
+    for _ in 0..ndim {
+        let s = if rng.below(12) == 0 { 0 } else { 1 + rng.below(if ndim > 2 { 9 } else { 30 }) };
+        let c = 1 + rng.below(s.max(1) + 2);
+        let b = 1 + rng.below(c);
+        shape.push(s);
+        chunks.push(c);
+        blocks.push(b);
+    }
+    (shape, chunks, blocks, t)
+}
+
+#[test]
+fn random_reads_and_writes_match_naive_reference() {
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    for case in 0..150 {
+        let (shape, chunks, blocks, t) = random_geometry(&mut rng);
+        let nthreads = if case % 2 == 0 { 1 } else { 3 };
+        let g = Geometry::new(&shape, &chunks, &blocks, t).unwrap();
+        let mut data = reference(g.nitems, t);
+        let mut a = NdArray::from_buffer(schunk(t, nthreads), g, Some("|V1"), &data).unwrap();
+        let ctx = format!("case {case}: shape {shape:?} chunks {chunks:?} blocks {blocks:?} t {t}");
+        assert_eq!(a.to_vec().unwrap(), data, "{ctx}: full read");
+        for _ in 0..6 {
+            let sel = random_sel(&mut rng, &shape);
+            let got = a.get_slice(&sel).unwrap();
+            assert_eq!(got, naive_get(&data, &shape, t, &sel), "{ctx}: get {sel:?}");
+        }
+        for _ in 0..3 {
+            let sel = random_sel(&mut rng, &shape);
+            let n: u64 = sel.iter().map(DimSlice::len).product();
+            let src: Vec<u8> = (0..n as usize * t).map(|_| rng.next() as u8).collect();
+            a.set_slice(&sel, &src).unwrap();
+            naive_set(&mut data, &shape, t, &sel, &src);
+            assert_eq!(a.to_vec().unwrap(), data, "{ctx}: after set {sel:?}");
+        }
+        // Survives a frame round trip.
+        let back = NdArray::from_schunk(SChunk::from_cframe(&a.to_cframe().unwrap()).unwrap()).unwrap();
+        assert_eq!(back.to_vec().unwrap(), data, "{ctx}: cframe round trip");
+        // Resize to random new shape: kept region equal, new items zero.
+        if !shape.is_empty() {
+            let new_shape: Vec<u64> =
+                shape.iter().map(|&s| if rng.below(2) == 0 { s } else { rng.below(2 * s + 3) }).collect();
+            a.resize(&new_shape).unwrap();
+            assert_eq!(a.shape(), &new_shape[..]);
+            let mut expect = vec![0u8; new_shape.iter().product::<u64>() as usize * t];
+            let keep: Vec<DimSlice> = shape.iter().zip(&new_shape).map(|(&o, &n)| DimSlice::full(o.min(n))).collect();
+            let kept = naive_get(&data, &shape, t, &keep);
+            naive_set(&mut expect, &new_shape, t, &keep, &kept);
+            assert_eq!(a.to_vec().unwrap(), expect, "{ctx}: resize to {new_shape:?}");
+            let back = NdArray::from_schunk(SChunk::from_cframe(&a.to_cframe().unwrap()).unwrap()).unwrap();
+            assert_eq!(back.to_vec().unwrap(), expect, "{ctx}: resized round trip");
+        }
+    }
+}
+
+#[test]
+fn shrink_then_grow_reads_zeros_not_old_values() {
+    let g = Geometry::new(&[10, 10], &[4, 4], &[2, 2], 4).unwrap();
+    let mut a = NdArray::create(schunk(4, 1), g, Some("<i4"), Fill::Value(vec![1, 0, 0, 0])).unwrap();
+    a.resize(&[5, 5]).unwrap();
+    a.resize(&[10, 10]).unwrap();
+    let v = a.to_vec().unwrap();
+    for i in 0..10 {
+        for j in 0..10 {
+            let x = v[(i * 10 + j) * 4];
+            assert_eq!(x, u8::from(i < 5 && j < 5), "item ({i},{j})");
+        }
+    }
+}
+
+#[test]
+fn append_streams_rows() {
+    let g = Geometry::new(&[0, 3], &[4, 3], &[2, 3], 2).unwrap();
+    let mut a = NdArray::create(schunk(2, 1), g, Some("<u2"), Fill::Zeros).unwrap();
+    let mut all = Vec::new();
+    for k in 0..7u16 {
+        let rows: Vec<u8> = (0..(k as usize % 3 + 1) * 3).flat_map(|i| (k * 100 + i as u16).to_le_bytes()).collect();
+        a.append(&rows).unwrap();
+        all.extend_from_slice(&rows);
+        assert_eq!(a.to_vec().unwrap(), all);
+    }
+    assert!(a.append(&[1, 2, 3]).is_err());
+}
+
+#[test]
+fn zero_d_and_zero_length() {
+    let g = Geometry::new(&[], &[], &[], 8).unwrap();
+    let a = NdArray::from_buffer(schunk(8, 1), g, Some("<f8"), &1.5f64.to_le_bytes()).unwrap();
+    assert_eq!(a.schunk().nchunks(), 1);
+    assert_eq!(a.get_slice(&[]).unwrap(), 1.5f64.to_le_bytes());
+    let g = Geometry::new(&[3, 0, 4], &[3, 0, 4], &[3, 0, 4], 4).unwrap();
+    let a = NdArray::create(schunk(4, 1), g, Some("<i4"), Fill::Zeros).unwrap();
+    assert_eq!(a.schunk().nchunks(), 0);
+    assert!(a.to_vec().unwrap().is_empty());
+    let back = NdArray::from_schunk(SChunk::from_cframe(&a.to_cframe().unwrap()).unwrap()).unwrap();
+    assert_eq!(back.shape(), &[3, 0, 4]);
+}
+
+#[test]
+fn zeros_and_full_write_no_data() {
+    let g = Geometry::new(&[1000, 1000], &[100, 100], &[10, 100], 8).unwrap();
+    let a = NdArray::create(schunk(8, 1), g.clone(), Some("<f8"), Fill::Zeros).unwrap();
+    assert_eq!(a.schunk().nchunks(), 100);
+    assert_eq!(a.schunk().cbytes(), 0);
+    let v = a.get_slice(&[DimSlice::new(5, 7, 1), DimSlice::full(1000)]).unwrap();
+    assert!(v.iter().all(|&b| b == 0));
+    assert_eq!(a.blocks_decoded(), 0, "zero chunks are never decoded");
+    let b = NdArray::create(schunk(8, 1), g, Some("<f8"), Fill::Value(2.5f64.to_le_bytes().to_vec())).unwrap();
+    assert!(b.schunk().cbytes() < 100 * 64, "value chunks are tiny: {}", b.schunk().cbytes());
+    let v = b.get_slice(&[DimSlice::new(999, 1000, 1), DimSlice::new(3, 5, 1)]).unwrap();
+    assert_eq!(v, [2.5f64.to_le_bytes(), 2.5f64.to_le_bytes()].concat());
+}
+
+#[test]
+fn reads_decode_only_touched_blocks() {
+    // 2 x 2 chunks of 4 x 4 blocks (each block 5 x 5 items).
+    let g = Geometry::new(&[40, 40], &[20, 20], &[5, 5], 4).unwrap();
+    let data = reference(1600, 4);
+    let a = NdArray::from_buffer(schunk(4, 1), g, Some("<u4"), &data).unwrap();
+    // One item: one block.
+    a.get_slice(&[DimSlice::new(7, 8, 1), DimSlice::new(33, 34, 1)]).unwrap();
+    assert_eq!(a.blocks_decoded(), 1);
+    // Row 7 across the array: block row 1 of chunks 0 and 1 -> 4 blocks each.
+    a.get_slice(&[DimSlice::new(7, 8, 1), DimSlice::full(40)]).unwrap();
+    assert_eq!(a.blocks_decoded(), 1 + 8);
+    // Column 2, rows 0..10: blocks (0,0) and (1,0) of chunk 0.
+    a.get_slice(&[DimSlice::new(0, 10, 1), DimSlice::new(2, 3, 1)]).unwrap();
+    assert_eq!(a.blocks_decoded(), 1 + 8 + 2);
+    // Most of a chunk: decoded whole (16 blocks).
+    a.get_slice(&[DimSlice::new(0, 18, 1), DimSlice::new(0, 18, 1)]).unwrap();
+    assert_eq!(a.blocks_decoded(), 1 + 8 + 2 + 16);
+}
+
+#[test]
+fn blocks_larger_than_chunks_are_read() {
+    // C-Blosc2 accepts blockshape > chunkshape on read (extchunk = block).
+    let g = Geometry::new(&[9, 7], &[4, 3], &[5, 2], 4).unwrap();
+    assert_eq!(g.extchunks, vec![5, 4]);
+    let data = reference(63, 4);
+    let mut s = schunk(4, 1);
+    let mut cp = s.cparams().clone();
+    cp.blocksize = g.block_bytes();
+    s.set_cparams(cp).unwrap();
+    s.add_meta("b2nd", &g.to_meta(Some("<u4")).encode()).unwrap();
+    for n in 0..g.nchunks {
+        let mut buf = vec![0u8; g.chunk_bytes()];
+        for i in 0..9u64 {
+            for j in 0..7u64 {
+                let (c, off) = g.locate(&[i, j]).unwrap();
+                if c == n {
+                    let k = (i * 7 + j) as usize * 4;
+                    buf[off..off + 4].copy_from_slice(&data[k..k + 4]);
+                }
+            }
+        }
+        s.append_data(&buf).unwrap();
+    }
+    let a = NdArray::from_schunk(s).unwrap();
+    assert_eq!(a.to_vec().unwrap(), data);
+    let sel = [DimSlice::new(1, 9, 2), DimSlice::new(6, 7, 1)];
+    assert_eq!(a.get_slice(&sel).unwrap(), naive_get(&data, &[9, 7], 4, &sel));
+}
+
+#[test]
+fn metalayer_must_match_the_frame() {
+    let g = Geometry::new(&[10], &[4], &[2], 4).unwrap();
+    let a = NdArray::create(schunk(4, 1), g, Some("<i4"), Fill::Zeros).unwrap();
+    let frame = a.to_cframe().unwrap();
+    // Lie about the shape: 20 items need 5 chunks, the frame has 3.
+    let mut s = SChunk::from_cframe(&frame).unwrap();
+    let lie =
+        Meta { shape: vec![20], chunkshape: vec![4], blockshape: vec![2], dtype_format: 0, dtype: Some("<i4".into()) };
+    s.update_meta("b2nd", &lie.encode()).unwrap();
+    let e = NdArray::from_schunk(s).unwrap_err().to_string();
+    assert!(e.contains("5 chunks") && e.contains("holds 3"), "{e}");
+    // Lie about the chunk shape: chunk size disagrees.
+    let mut s = SChunk::from_cframe(&frame).unwrap();
+    let lie =
+        Meta { shape: vec![10], chunkshape: vec![5], blockshape: vec![2], dtype_format: 0, dtype: Some("<i4".into()) };
+    s.update_meta("b2nd", &lie.encode()).unwrap();
+    let e = NdArray::from_schunk(s);
+    assert!(e.is_err(), "chunks [5] pad to 6 items = 24 bytes, the frame has 16-byte chunks");
+    // Overflowing products.
+    let mut s = SChunk::from_cframe(&frame).unwrap();
+    let lie = Meta {
+        shape: vec![i64::MAX],
+        chunkshape: vec![1],
+        blockshape: vec![1],
+        dtype_format: 0,
+        dtype: Some("<i4".into()),
+    };
+    s.update_meta("b2nd", &lie.encode()).unwrap();
+    assert!(NdArray::from_schunk(s).is_err());
+    // No metalayer at all.
+    let plain = schunk(4, 1);
+    assert!(matches!(NdArray::from_schunk(plain), Err(oxblosc_nd::Error::NotAnArray)));
+}
+
+#[test]
+fn iter_chunks_covers_the_array() {
+    let g = Geometry::new(&[7, 5], &[3, 2], &[2, 1], 1).unwrap();
+    let data = reference(35, 1);
+    let a = NdArray::from_buffer(schunk(1, 1), g, Some("|u1"), &data).unwrap();
+    let mut seen = 0;
+    for r in a.iter_chunks() {
+        let (start, stop, bytes) = r.unwrap();
+        let sel: Vec<DimSlice> = start.iter().zip(&stop).map(|(&a, &b)| DimSlice::new(a, b, 1)).collect();
+        assert_eq!(bytes, naive_get(&data, &[7, 5], 1, &sel));
+        seen += bytes.len();
+    }
+    assert_eq!(seen, 35);
+}

@@ -1,0 +1,777 @@
+"""N-dimensional compressed arrays (b2nd) with python-blosc2's names and semantics.
+
+``NDArray`` wraps the native array (``oxblosc._native.NativeNDArray``): geometry, slicing,
+block-level reads, writes, resize and frames all live in Rust. This module turns NumPy
+indexing into hyperslabs, converts dtypes to and from the b2nd dtype string (exactly what
+python-blosc2 writes: ``dtype.str`` for plain dtypes, ``str(dtype)`` for structured ones) and
+provides the constructors (``zeros``, ``full``, ``asarray``, ...).
+
+Indexing: integers, slices with any step, ``...``, ``None`` and negative indices map to one
+hyperslab read that decodes only the blocks it touches. Integer arrays and boolean masks (any
+number of axes, NumPy's own rules) read the bounding box of the selection once and let NumPy
+finish on it; ``oindex`` applies the index arrays orthogonally.
+
+What differs from python-blosc2 4.14: automatic chunks/blocks follow our cache-size rule
+(documented in ``oxblosc-nd/src/auto.rs``); no lazy expressions, reductions or ufuncs on
+``NDArray`` (convert with ``arr[:]`` or ``np.asarray(arr)``); ``mmap_mode`` selects the
+access mode only. A dtype string that does not match the stored typesize (old C files
+write ``|u1`` for any type) is read as raw ``V<typesize>`` items.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from . import _native
+from . import core as _core
+from .core import CParams, DParams, _checked, _native_cparams
+from .schunk import SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
+
+_FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
+_KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
+_MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes
+
+
+def dtype_to_str(dtype: np.dtype) -> str:
+    """The b2nd dtype string python-blosc2 writes for ``dtype``."""
+    dtype = np.dtype(dtype)
+    return str(dtype) if dtype.fields is not None else dtype.str
+
+
+def dtype_from_str(s: str | None, typesize: int) -> np.dtype:
+    """The NumPy dtype of a b2nd dtype string (raw ``V<typesize>`` when it does not fit)."""
+    if s is None:
+        return np.dtype(f"V{typesize}") if typesize != 1 else np.dtype("u1")
+    try:
+        dt = np.dtype(ast.literal_eval(s)) if s[:1] in "[({" else np.dtype(s)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise ValueError(f"b2nd dtype string {s[:80]!r} is not a NumPy dtype: {e}") from None
+    if dt.itemsize != typesize:
+        return np.dtype(f"V{typesize}")
+    return dt
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing helpers
+
+
+def _expand(key: Any, ndim: int) -> list:
+    """The key as a list with the ellipsis expanded (``None`` entries kept)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    key = [np.asarray(k) if isinstance(k, list) else k for k in key]
+    counted = sum(
+        (k.ndim if isinstance(k, np.ndarray) and k.dtype == bool else 1)
+        for k in key
+        if k is not None and k is not Ellipsis
+    )
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if counted > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {counted} were indexed")
+    if n_ell:
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + [slice(None)] * (ndim - counted) + key[i + 1 :]
+    else:
+        key = key + [slice(None)] * (ndim - counted)
+    return key
+
+
+def _is_fancy(k: Any) -> bool:
+    return isinstance(k, np.ndarray) and k.ndim > 0 or isinstance(k, np.ndarray) and k.dtype == bool
+
+
+def _as_int(k: Any, n: int, axis: int) -> int:
+    try:
+        i = int(k.__index__())
+    except (AttributeError, TypeError):
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays "
+            f"are valid indices, got {type(k).__name__}"
+        ) from None
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+    return i
+
+
+def _slice_sel(s: slice, n: int) -> tuple[tuple[int, int, int], bool]:
+    """A slice as a positive-step (start, stop, step) and whether the result is reversed."""
+    start, stop, step = s.indices(n)
+    if step > 0:
+        return (start, max(start, stop), step), False
+    count = len(range(start, stop, step))
+    if count == 0:
+        return (0, 0, 1), False
+    first = start + (count - 1) * step
+    return (first, start + 1, -step), True
+
+
+# ---------------------------------------------------------------------------------------------
+# the array
+
+
+class NDArray:
+    """An n-dimensional compressed array (b2nd), in memory or in a frame file
+    (``contiguous=True``) or sparse directory. Create one with :func:`zeros`, :func:`asarray`,
+    ... or open one with :func:`oxblosc.open`."""
+
+    def __init__(self, _native_array: Any, urlpath: str | None = None, mode: str = "a", **kwargs: Any) -> None:
+        self._n = _native_array
+        self._urlpath = urlpath
+        self._mode = mode
+        self._mmap_mode = kwargs.get("mmap_mode")
+        self._contiguous = kwargs.get("contiguous", True)
+        self._dtype = dtype_from_str(self._n.dtype, self._n.typesize)
+        self._schunk: SChunk | None = None
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._n.shape)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        return tuple(self._n.chunks)
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        return tuple(self._n.blocks)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._n.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Uncompressed bytes of the items (without chunk padding)."""
+        return self.size * self._dtype.itemsize
+
+    @property
+    def cbytes(self) -> int:
+        return self._n.cbytes
+
+    @property
+    def cratio(self) -> float:
+        return self.nbytes / self.cbytes if self.cbytes else math.inf
+
+    @property
+    def schunk(self) -> SChunk:
+        """The super-chunk holding the array (shares its storage: meta, vlmeta, chunks)."""
+        if self._schunk is None:
+            self._schunk = SChunk(
+                _native=self._n, urlpath=self._urlpath, mode=self._mode, mmap_mode=self._mmap_mode,
+                contiguous=self._contiguous,
+            )  # fmt: skip
+        return self._schunk
+
+    @property
+    def meta(self):
+        return self.schunk.meta
+
+    @property
+    def vlmeta(self):
+        return self.schunk.vlmeta
+
+    @property
+    def cparams(self) -> CParams:
+        return self.schunk.cparams
+
+    @property
+    def dparams(self) -> DParams:
+        return self.schunk.dparams
+
+    @property
+    def urlpath(self) -> str | None:
+        return self._urlpath
+
+    @property
+    def contiguous(self) -> bool:
+        return self._contiguous
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def fields(self) -> dict:
+        """For structured dtypes: a view per field (``arr.fields["x"][...]`` reads that field)."""
+        if self._dtype.fields is None:
+            return {}
+        return {name: _Field(self, name) for name in self._dtype.names}
+
+    @property
+    def blocks_decoded(self) -> int:
+        """Blocks decompressed by reads of this array object so far (special chunks cost none)."""
+        return self._n.blocks_decoded
+
+    @property
+    def info(self) -> str:
+        """A readable summary: shape, chunks, blocks, dtype, codec, filters, sizes and ratio."""
+        cp = self.cparams
+        filters = [f"{_core.Filter(f).name if f in _core.Filter._value2member_map_ else f}" for f in cp.filters if f]
+        codec = _core.Codec(cp.codec).name if cp.codec in _core.Codec._value2member_map_ else str(cp.codec)
+        rows = [
+            ("type", "NDArray"),
+            ("shape", self.shape),
+            ("chunks", self.chunks),
+            ("blocks", self.blocks),
+            ("dtype", self.dtype),
+            ("cparams", f"codec={codec} clevel={cp.clevel} filters={filters} nthreads={cp.nthreads}"),
+            ("nbytes", self.nbytes),
+            ("cbytes", self.cbytes),
+            ("cratio", f"{self.cratio:.2f}"),
+            ("urlpath", self._urlpath),
+            ("vlmeta", dict(self.vlmeta.getall()) if len(self.vlmeta) else {}),
+        ]
+        return "\n".join(f"{k:<8}: {v}" for k, v in rows)
+
+    def __len__(self) -> int:
+        if not self.ndim:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<oxblosc.NDArray shape={self.shape} dtype={self.dtype} chunks={self.chunks} blocks={self.blocks}>"
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self, sel: list[tuple[int, int, int]]) -> np.ndarray:
+        counts = tuple(len(range(a, b, s)) for a, b, s in sel)
+        out = np.empty(counts, dtype=self._dtype)
+        self._n.get_slice_into(sel, out.reshape(-1).view(np.uint8) if out.size else bytearray(0))
+        return out
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, NDArray):
+            key = key[()]
+        key = _expand(key, self.ndim)
+        if any(_is_fancy(k) for k in key):
+            return self._fancy_get(key)
+        sel, post, axis = [], [], 0
+        for k in key:
+            if k is None:
+                post.append(None)
+                continue
+            n = self.shape[axis]
+            if isinstance(k, slice):
+                s, rev = _slice_sel(k, n)
+                sel.append(s)
+                post.append(slice(None, None, -1) if rev else slice(None))
+            else:
+                i = _as_int(k, n, axis)
+                sel.append((i, i + 1, 1))
+                post.append(0)
+            axis += 1
+        out = self._read(sel)
+        if all(p == slice(None) for p in post):
+            return out
+        return out[tuple(post)]
+
+    def _box(self, key: list) -> tuple[list, list]:
+        """Bounding-box hyperslab of a key with index arrays, and the key relative to it."""
+        sel, rel, axis = [], [], 0
+        for k in key:
+            if k is None:
+                rel.append(None)
+                continue
+            if isinstance(k, np.ndarray) and k.dtype == bool:
+                dims = self.shape[axis : axis + max(k.ndim, 1)]
+                if k.shape != dims:
+                    raise IndexError(f"boolean index of shape {k.shape} does not match the array's {dims}")
+                nz = np.nonzero(k)
+                for d, idx in enumerate(nz):
+                    lo, hi = (int(idx.min()), int(idx.max()) + 1) if idx.size else (0, 0)
+                    sel.append((lo, hi, 1))
+                    k = k[(slice(None),) * d + (slice(lo, hi),)]
+                rel.append(k)
+                axis += len(dims)
+                continue
+            n = self.shape[axis]
+            if isinstance(k, np.ndarray):
+                if k.dtype.kind not in "iu":
+                    raise IndexError("arrays used as indices must be of integer (or boolean) type")
+                k = np.where(k < 0, k + n, k)
+                if k.size and (k.min() < 0 or k.max() >= n):
+                    raise IndexError(f"index out of bounds for axis {axis} with size {n}")
+                lo, hi = (int(k.min()), int(k.max()) + 1) if k.size else (0, 0)
+                sel.append((lo, hi, 1))
+                rel.append(k - lo)
+            elif isinstance(k, slice):
+                s, rev = _slice_sel(k, n)
+                sel.append(s)
+                rel.append(slice(None, None, -1) if rev else slice(None))
+            else:
+                i = _as_int(k, n, axis)
+                sel.append((i, i + 1, 1))
+                rel.append(0)
+            axis += 1
+        return sel, rel
+
+    def _fancy_get(self, key: list) -> np.ndarray:
+        sel, rel = self._box(key)
+        return self._read(sel)[tuple(rel)]
+
+    @property
+    def oindex(self) -> _OIndex:
+        """Orthogonal indexing: each index array selects along its own axis."""
+        return _OIndex(self)
+
+    def get_chunk(self, nchunk: int) -> bytes:
+        return self.schunk.get_chunk(nchunk)
+
+    def tobytes(self) -> bytes:
+        return self[()].tobytes() if self.ndim == 0 else self[...].tobytes()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self[...]
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def iterchunks(self) -> Iterator[np.ndarray]:
+        """Each chunk's part of the array (storage order), as a NumPy array."""
+        for n in range(self._n.nchunks):
+            start, stop = self._n.chunk_region(n)
+            yield self._read([(a, b, 1) for a, b in zip(start, stop, strict=False)])
+
+    def iterchunks_info(self):
+        return self.schunk.iterchunks_info()
+
+    def chunk_slices(self) -> Iterator[tuple[slice, ...]]:
+        """The region of the array each chunk holds (storage order)."""
+        for n in range(self._n.nchunks):
+            start, stop = self._n.chunk_region(n)
+            yield tuple(slice(a, b) for a, b in zip(start, stop, strict=False))
+
+    # ------------------------------------------------------------------ writing
+
+    def _writable(self) -> None:
+        if self._mode == "r":
+            raise ValueError("the array was opened read-only (mode 'r')")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._writable()
+        key = _expand(key, self.ndim)
+        if any(_is_fancy(k) for k in key):
+            sel, rel = self._box(key)
+            box = self._read(sel)
+            box[tuple(rel)] = value
+            self._n.set_slice(sel, np.ascontiguousarray(box))
+            return
+        sel, flip, axis = [], [], 0
+        for k in key:
+            if k is None:
+                continue
+            n = self.shape[axis]
+            if isinstance(k, slice):
+                s, rev = _slice_sel(k, n)
+                sel.append(s)
+                if rev:
+                    flip.append(len(sel) - 1)
+            else:
+                i = _as_int(k, n, axis)
+                sel.append((i, i + 1, 1))
+            axis += 1
+        counts = tuple(len(range(a, b, s)) for a, b, s in sel)
+        if isinstance(value, NDArray):
+            value = value[...]
+        v = np.broadcast_to(np.asarray(value, dtype=self._dtype), _squeezed_shape(key, counts)).reshape(counts)
+        if flip:
+            v = np.flip(v, axis=flip)
+        self._n.set_slice(sel, np.ascontiguousarray(v))
+
+    def resize(self, newshape: tuple[int, ...] | list[int]) -> None:
+        """Change the shape (same ndim); new items are zeros."""
+        self._writable()
+        newshape = tuple(int(s) for s in newshape)
+        if any(s < 0 for s in newshape):
+            raise ValueError(f"negative dimensions are not allowed: {newshape}")
+        self._n.resize(list(newshape))
+
+    def append(self, values: Any) -> tuple[int, ...]:
+        """Append along axis 0: ``values`` with shape ``(k, *shape[1:])`` (or one such row)."""
+        self._writable()
+        if self.ndim == 0:
+            raise ValueError("cannot append to a 0-d array")
+        v = np.asarray(values[...] if isinstance(values, NDArray) else values, dtype=self._dtype)
+        if v.shape == self.shape[1:]:
+            v = v[np.newaxis]
+        if v.shape[1:] != self.shape[1:]:
+            raise ValueError(f"appended values have shape {v.shape}, rows of this array are {self.shape[1:]}")
+        self._n.append(np.ascontiguousarray(v))
+        return self.shape
+
+    # ------------------------------------------------------------------ copies and persistence
+
+    def slice(self, key: Any, **kwargs: Any) -> NDArray:
+        """A new compressed array holding ``self[key]`` (chunks/blocks/cparams may change)."""
+        data = self[key]
+        kwargs.setdefault("cparams", self.cparams)
+        return asarray(np.asarray(data), **kwargs)
+
+    def copy(self, dtype: Any = None, **kwargs: Any) -> NDArray:
+        """A copy, optionally with another dtype, chunks, blocks, cparams or storage."""
+        if dtype is None and not kwargs:
+            return NDArray(self._n.copy(), urlpath=None, mode="a")
+        kwargs.setdefault("chunks", self.chunks)
+        kwargs.setdefault("blocks", self.blocks)
+        kwargs.setdefault("cparams", dataclasses.replace(self.cparams, typesize=np.dtype(dtype or self.dtype).itemsize))
+        meta = {k: self.meta[k] for k in self.meta.keys() if k not in ("b2nd", "caterva")}
+        kwargs.setdefault("meta", meta or None)
+        out = asarray(self[...].astype(dtype) if dtype is not None else self[...], **kwargs)
+        for k, v in self.vlmeta.getall().items():
+            out.vlmeta[k] = v
+        return out
+
+    def to_cframe(self) -> bytes:
+        return self._n.to_cframe()
+
+    def save(self, urlpath: str | os.PathLike, contiguous: bool = True, **kwargs: Any) -> None:
+        path = _fspath(urlpath)
+        remove_urlpath(path)
+        self._n.save(path, contiguous)
+
+
+class _Field:
+    """One field of a structured array (``arr.fields[name]``)."""
+
+    def __init__(self, arr: NDArray, name: str) -> None:
+        self._arr, self._name = arr, name
+        self.dtype = arr.dtype.fields[name][0]
+        self.shape = arr.shape
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.ascontiguousarray(self._arr[key][self._name])
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        part = self._arr[key]
+        part[self._name] = value
+        self._arr[key] = part
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self[...]
+        return a if dtype is None else a.astype(dtype)
+
+
+class _OIndex:
+    def __init__(self, arr: NDArray) -> None:
+        self._arr = arr
+
+    def _parts(self, key: Any) -> tuple[list, list]:
+        key = [k for k in _expand(key, self._arr.ndim) if k is not None]
+        sel, steps = self._arr._box(
+            [np.nonzero(k)[0] if isinstance(k, np.ndarray) and k.dtype == bool else k for k in key]
+        )
+        return sel, steps
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        sel, rel = self._parts(key)
+        box = self._arr._read(sel)
+        drop = []
+        for axis, r in enumerate(rel):
+            if isinstance(r, np.ndarray):
+                box = np.take(box, r.ravel(), axis=axis)
+            elif isinstance(r, slice):
+                box = box[(slice(None),) * axis + (r,)]
+            else:
+                drop.append(axis)
+        return box.reshape([n for a, n in enumerate(box.shape) if a not in drop]) if drop else box
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._arr._writable()
+        sel, rel = self._parts(key)
+        box = self._arr._read(sel)
+        idx = []
+        for r, n in zip(rel, box.shape, strict=False):
+            if isinstance(r, np.ndarray):
+                idx.append(r.ravel())
+            elif isinstance(r, slice):
+                idx.append(np.arange(n)[r])
+            else:
+                idx.append(np.array([r]))
+        shape = [len(i) for i in idx]
+        keep = [n for n, r in zip(shape, rel, strict=False) if isinstance(r, np.ndarray | slice)]
+        box[np.ix_(*idx)] = np.broadcast_to(np.asarray(value, dtype=box.dtype), keep).reshape(shape)
+        self._arr._n.set_slice(sel, np.ascontiguousarray(box))
+
+
+def _squeezed_shape(key: list, counts: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape ``arr[key]`` has (ints drop their axis, ``None`` adds one): what a value
+    assigned to it broadcasts to."""
+    out, axis = [], 0
+    for k in key:
+        if k is None:
+            out.append(1)
+            continue
+        if isinstance(k, slice):
+            out.append(counts[axis])
+        axis += 1
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# constructors
+
+
+def _storage_kwargs(kwargs: dict) -> dict:
+    for k in kwargs:
+        if k not in _KWARGS:
+            raise ValueError(f"{k} is not supported as keyword argument")
+    storage = kwargs.pop("storage", None)
+    if storage is not None:
+        if dataclasses.is_dataclass(storage):
+            storage = dataclasses.asdict(storage)
+        kwargs.update({k: v for k, v in storage.items() if v is not None})
+    return kwargs
+
+
+def _shape_tuple(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative dimensions are not allowed: {shape}")
+    if len(shape) > 16:
+        raise ValueError(f"at most 16 dimensions are supported, got {len(shape)}")
+    return shape
+
+
+def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, kwargs: dict) -> NDArray:
+    kwargs = _storage_kwargs(dict(kwargs))
+    shape = _shape_tuple(shape)
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        raise TypeError(f"dtype {dtype} holds Python objects, which cannot be stored")
+    if dtype.itemsize == 0:
+        raise ValueError(f"dtype {dtype} has no bytes per item")
+    chunks = kwargs.get("chunks")
+    blocks = kwargs.get("blocks")
+    if chunks is not None:
+        chunks = [int(c) for c in chunks]
+        if len(chunks) != len(shape):
+            raise ValueError(f"chunks {tuple(chunks)} must have the {len(shape)} dimensions of shape {shape}")
+    if blocks is not None:
+        blocks = [int(b) for b in blocks]
+        if len(blocks) != len(shape):
+            raise ValueError(f"blocks {tuple(blocks)} must have the {len(shape)} dimensions of shape {shape}")
+        if chunks is not None and any(b > c for b, c in zip(blocks, chunks, strict=False)):
+            raise ValueError("blocks cannot be greater than chunks")
+    cp = kwargs.get("cparams")
+    if cp is None:
+        cp = CParams(typesize=dtype.itemsize)
+    else:
+        cp = dataclasses.replace(_to_cparams(cp), typesize=dtype.itemsize)
+    dp = _to_dparams(kwargs.get("dparams") or DParams())
+    urlpath = _fspath(kwargs.get("urlpath"))
+    mode = kwargs.get("mode") or "a"
+    mmap_mode = kwargs.get("mmap_mode")
+    if mmap_mode is not None:
+        if mmap_mode not in _MMAP_MODES:
+            raise ValueError(f"Invalid mmap_mode: {mmap_mode}")
+        mode = _MMAP_MODES[mmap_mode]
+    contiguous = bool(kwargs.get("contiguous", True))
+    if urlpath is not None:
+        if mode == "r":
+            raise ValueError("cannot create an array in read-only mode 'r'")
+        if mode == "w":
+            remove_urlpath(urlpath)
+        elif os.path.exists(urlpath):
+            raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
+    meta = [(str(k), packb(v)) for k, v in (kwargs.get("meta") or {}).items()]
+    native = _native.NativeNDArray.create(
+        _native_cparams(cp),
+        _checked("nthreads", dp.nthreads, 1, 1 << 16),
+        urlpath,
+        contiguous,
+        meta,
+        list(shape),
+        chunks,
+        blocks,
+        dtype_to_str(dtype),
+        fill,
+        value,
+        data,
+    )
+    return NDArray(native, urlpath=urlpath, mode=mode if urlpath else "a", mmap_mode=mmap_mode, contiguous=contiguous)
+
+
+def empty(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
+    """An array whose items are not initialised (read as zeros; no data written)."""
+    return _create(shape, dtype, _FILL_UNINIT, None, None, kwargs)
+
+
+def uninit(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
+    """Same as :func:`empty`."""
+    return _create(shape, dtype, _FILL_UNINIT, None, None, kwargs)
+
+
+def zeros(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
+    """An array of zeros (special chunks: no data written)."""
+    return _create(shape, dtype, _FILL_ZEROS, None, None, kwargs)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """An array with every item ``fill_value`` (repeated-value chunks: no data written)."""
+    if dtype is None:
+        dtype = np.asarray(fill_value).dtype
+    dtype = np.dtype(dtype)
+    value = (
+        np.asarray(fill_value, dtype=dtype).tobytes() if dtype.fields is None else np.array(fill_value, dtype).tobytes()
+    )
+    if not any(value):
+        return _create(shape, dtype, _FILL_ZEROS, None, None, kwargs)
+    return _create(shape, dtype, _FILL_VALUE, value, None, kwargs)
+
+
+def ones(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
+    return full(shape, 1, dtype, **kwargs)
+
+
+def nans(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
+    """An array of NaNs (NaN special chunks for float32/float64)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise ValueError(f"nans needs a floating dtype, got {dtype}")
+    if dtype in (np.dtype("<f4"), np.dtype("<f8")):
+        return _create(shape, dtype, _FILL_NAN, None, None, kwargs)
+    return full(shape, np.nan, dtype, **kwargs)
+
+
+def asarray(array: Any, **kwargs: Any) -> NDArray:
+    """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order included)."""
+    if isinstance(array, NDArray):
+        return array.copy(**kwargs) if kwargs else array
+    a = np.asarray(array)
+    if a.dtype.hasobject:
+        raise TypeError("arrays of Python objects cannot be stored")
+    a = np.ascontiguousarray(a)
+    return _create(a.shape, a.dtype, _FILL_UNINIT, None, a.reshape(-1).view(np.uint8) if a.size else b"", kwargs)
+
+
+def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) -> NDArray:
+    """An array from the raw C-order bytes of ``buffer``."""
+    a = np.frombuffer(buffer, dtype=dtype)
+    shape = _shape_tuple(shape)
+    if a.size != math.prod(shape):
+        raise ValueError(f"buffer holds {a.size} items, shape {shape} needs {math.prod(shape)}")
+    return asarray(a.reshape(shape), **kwargs)
+
+
+def arange(
+    start: Any = 0, stop: Any = None, step: Any = 1, dtype: Any = None, shape: Any = None, **kwargs: Any
+) -> NDArray:
+    if stop is None:
+        start, stop = 0, start
+    a = np.arange(start, stop, step, dtype=dtype)
+    if shape is not None:
+        a = a.reshape(_shape_tuple(shape))
+    return asarray(a, **kwargs)
+
+
+def linspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, shape: Any = None, **kwargs: Any
+) -> NDArray:
+    a = np.linspace(start, stop, num=num, endpoint=endpoint, dtype=dtype)
+    if shape is not None:
+        a = a.reshape(_shape_tuple(shape))
+    return asarray(a, **kwargs)
+
+
+def copy(array: NDArray, dtype: Any = None, **kwargs: Any) -> NDArray:
+    return array.copy(dtype, **kwargs)
+
+
+def _like(a: Any, dtype: Any, kwargs: dict) -> tuple[tuple[int, ...], np.dtype, dict]:
+    dtype = np.dtype(dtype) if dtype is not None else np.dtype(a.dtype)
+    if isinstance(a, NDArray):
+        kwargs.setdefault("chunks", a.chunks)
+        kwargs.setdefault("blocks", a.blocks)
+    return tuple(a.shape), dtype, kwargs
+
+
+def empty_like(a: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
+    shape, dtype, kwargs = _like(a, dtype, kwargs)
+    return empty(shape, dtype, **kwargs)
+
+
+def uninit_like(a: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
+    return empty_like(a, dtype, **kwargs)
+
+
+def zeros_like(a: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
+    shape, dtype, kwargs = _like(a, dtype, kwargs)
+    return zeros(shape, dtype, **kwargs)
+
+
+def ones_like(a: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
+    shape, dtype, kwargs = _like(a, dtype, kwargs)
+    return ones(shape, dtype, **kwargs)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
+    shape, dtype, kwargs = _like(a, dtype, kwargs)
+    return full(shape, fill_value, dtype, **kwargs)
+
+
+def nans_like(a: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
+    shape, dtype, kwargs = _like(a, dtype, kwargs)
+    return nans(shape, dtype, **kwargs)
+
+
+def ndarray_from_cframe(cframe: Any, copy: bool = False) -> NDArray:
+    """An array from an in-memory contiguous frame (``NDArray.to_cframe`` or python-blosc2's)."""
+    return NDArray(_native.NativeNDArray.from_cframe(cframe), urlpath=None, mode="a")
+
+
+def _from_schunk(s: SChunk) -> NDArray:
+    """The array held by a super-chunk just opened (``oxblosc.open`` of a b2nd frame)."""
+    native = _native.NativeNDArray.from_schunk(s._n)
+    a = NDArray(native, urlpath=s.urlpath, mode=s.mode, mmap_mode=s.mmap_mode, contiguous=s.contiguous)
+    a.schunk.dparams = s.dparams
+    return a
+
+
+__all__ = [
+    "NDArray",
+    "arange",
+    "asarray",
+    "copy",
+    "dtype_from_str",
+    "dtype_to_str",
+    "empty",
+    "empty_like",
+    "frombuffer",
+    "full",
+    "full_like",
+    "linspace",
+    "nans",
+    "nans_like",
+    "ndarray_from_cframe",
+    "ones",
+    "ones_like",
+    "uninit",
+    "uninit_like",
+    "zeros",
+    "zeros_like",
+]
