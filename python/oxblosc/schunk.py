@@ -86,6 +86,17 @@ class _Locked:
         self._native = native
         self._mutex = threading.RLock()
 
+    def refresh(self) -> bool:
+        with self._mutex:
+            return bool(self._native.refresh())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            with self._mutex:
+                setattr(self._native, name, value)
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._native, name)
         if not callable(attr):

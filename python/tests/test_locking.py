@@ -211,3 +211,14 @@ def test_holding_lock_blocks_other_processes(tmp_path: Path) -> None:
             pass
     with oxblosc.open(path).holding_lock():  # no locking: a no-op
         pass
+
+
+def test_locked_handle_keeps_settings_across_refresh(tmp_path: Path) -> None:
+    path = tmp_path / "c.b2frame"
+    w = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w", locking=True)
+    w.enable_checksums()
+    w.append_data(_data(0))
+    r = oxblosc.open(path, locking=True, verify_checksums=True)
+    assert r.verify_checksums
+    w.append_data(_data(1))
+    assert r.refresh() and r.verify_checksums and r.nchunks == 2

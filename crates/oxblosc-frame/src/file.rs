@@ -612,6 +612,7 @@ impl SChunk {
         let mut fresh = open_with(&path, OpenConfig { locking: true, ..OpenConfig::default() })?;
         fresh.cparams.nthreads = self.cparams.nthreads;
         fresh.dparams = self.dparams.clone();
+        fresh.set_verify_checksums(self.verify_checksums());
         *self = fresh;
         Ok(true)
     }
