@@ -21,7 +21,8 @@ What differs from python-blosc2 4.14 (on purpose or not yet done):
   at a time: a second locked writer whose view is out of date gets ``FrameChangedError``.
   Calls on one locked handle are serialised (open one handle per thread to read in
   parallel). Not safe on NFS, not with ``mmap_mode`` (refused) and not with unlocked handles
-  writing concurrently. ``holding_lock()`` and ``change_tick`` are not implemented.
+  writing concurrently. ``holding_lock()`` works on writable handles (read-only locked
+  handles raise ValueError); ``change_tick`` is not implemented.
 * Pre/postfilters, ``reorder_offsets``, ``update_special``, ``get_vlblock`` and the
   ``deserialize`` policy are not implemented; embedded super-chunks in ``vlmeta`` (msgpack
   extension 42) are always decoded.
@@ -32,6 +33,7 @@ What differs from python-blosc2 4.14 (on purpose or not yet done):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import os
@@ -83,6 +85,17 @@ class _Locked:
     def __init__(self, native: Any) -> None:
         self._native = native
         self._mutex = threading.RLock()
+
+    def refresh(self) -> bool:
+        with self._mutex:
+            return bool(self._native.refresh())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            with self._mutex:
+                setattr(self._native, name, value)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._native, name)
@@ -537,6 +550,20 @@ class SChunk:
     def locking(self) -> bool:
         """Whether this handle uses the advisory ``.b2lock`` lock."""
         return bool(self._n.locking)
+
+    @contextlib.contextmanager
+    def holding_lock(self) -> Iterator[SChunk]:
+        """Hold the exclusive lock across several changes, so other locked handles (ours or
+        python-blosc2's) see all of them or none. A no-op without ``locking``; needs a
+        writable handle."""
+        if not self.locking:
+            yield self
+            return
+        self._n.hold_lock()
+        try:
+            yield self
+        finally:
+            self._n.release_lock()
 
     def refresh(self) -> bool:
         """Locked handles: re-read the frame if another handle changed it (python-blosc2's

@@ -140,6 +140,9 @@ def test_lock_file_and_generation(tmp_path: Path) -> None:
     assert r.nchunks == 2
     with pytest.raises(ValueError, match="mmap_mode"):
         oxblosc.open(path, mmap_mode="r", locking=True)
+    del s, r
+    oxblosc.remove_urlpath(path)  # removes the lock file too, as python-blosc2 does
+    assert not path.exists() and not gen.exists()
 
 
 def test_stale_writer_raises(tmp_path: Path) -> None:
@@ -181,3 +184,41 @@ def test_mmap_mode_r_reads_from_a_map(tmp_path: Path) -> None:
     w.append_data(_data(20))
     del w
     assert blosc2.open(str(path)).nchunks == 21
+
+
+def test_holding_lock_blocks_other_processes(tmp_path: Path) -> None:
+    path = tmp_path / "h.b2frame"
+    s = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w", locking=True)
+    s.append_data(_data(0))
+    probe = textwrap.dedent(
+        """
+        import sys, blosc2
+        r = blosc2.open(sys.argv[1], mode="r", locking=True)
+        r.refresh()
+        print(r.nchunks)
+        """
+    )
+    with s.holding_lock():
+        s.append_data(_data(1))
+        p = subprocess.Popen([sys.executable, "-c", probe, str(path)], stdout=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            p.wait(timeout=3)  # python-blosc2 waits for our exclusive lock
+        s.append_data(_data(2))
+    out, _ = p.communicate(timeout=60)
+    assert out.split() == ["3"]
+    with pytest.raises(ValueError):
+        with oxblosc.open(path, locking=True).holding_lock():
+            pass
+    with oxblosc.open(path).holding_lock():  # no locking: a no-op
+        pass
+
+
+def test_locked_handle_keeps_settings_across_refresh(tmp_path: Path) -> None:
+    path = tmp_path / "c.b2frame"
+    w = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w", locking=True)
+    w.enable_checksums()
+    w.append_data(_data(0))
+    r = oxblosc.open(path, locking=True, verify_checksums=True)
+    assert r.verify_checksums
+    w.append_data(_data(1))
+    assert r.refresh() and r.verify_checksums and r.nchunks == 2

@@ -71,7 +71,7 @@ use crate::lock::{FrameLock, LockGuard, LockView};
 use crate::mmap::Map;
 use crate::offsets;
 use crate::schunk::SChunk;
-use crate::slots::{Slot, BLOCK_ENTRIES};
+use crate::slots::{Dirty, Slot, BLOCK_ENTRIES};
 use crate::storage::{chunk_file_name, write_all_at, Backing, Source};
 use crate::{Error, Result};
 
@@ -125,6 +125,18 @@ pub(crate) struct Writer {
     contig: Option<Contig>,
     /// Present with locking: commits take the exclusive lock and bump the generation.
     lock: Option<Arc<LockView>>,
+    /// Sparse frames: encoded blocks of the index in `chunks.b2frame`.
+    sparse_index: SparseIndex,
+}
+
+/// The offsets index of a sparse frame kept as independently encoded 16 KiB blocks (like the
+/// contiguous writer's), so a commit re-encodes only the blocks whose entries changed (an
+/// append: the last) instead of the whole index; `chunks.b2frame` is still rewritten whole.
+#[derive(Debug, Default)]
+struct SparseIndex {
+    blocks: Vec<Option<Arc<[u8]>>>,
+    /// The chunk size the blocks were encoded for (special entries depend on it).
+    chunksize: Option<i64>,
 }
 
 impl Writer {
@@ -321,21 +333,11 @@ fn finalize(c: &Contig, f: &File, hlen: u64, sync: SyncMode) -> std::io::Result<
         let mut blocks = Vec::with_capacity(c.cache.len());
         for b in &c.cache {
             match b {
-                Some(b) => blocks.push(b.bytes.clone()),
+                Some(b) => blocks.push(&*b.bytes),
                 None => return Ok(()),
             }
         }
-        let data0 = 32 + 4 * blocks.len();
-        let total = data0 + blocks.iter().map(|b| b.len()).sum::<usize>();
-        out.extend_from_slice(&offsets::index_chunk_header(c.nentries * 8, total));
-        let mut pos = data0;
-        for b in &blocks {
-            out.extend_from_slice(&(pos as i32).to_le_bytes());
-            pos += b.len();
-        }
-        for b in &blocks {
-            out.extend_from_slice(b);
-        }
+        offsets::assemble_index(&mut out, c.nentries, &blocks);
     }
     out.extend_from_slice(&c.trailer);
     if c.header.len() < FIXED_LEN {
@@ -376,6 +378,22 @@ fn exclusive_fresh(lock: Option<&LockView>) -> Result<Option<LockGuard<'_>>> {
         return Err(Error::Stale);
     }
     Ok(Some(g))
+}
+
+/// Drop the cached encodings of the index blocks `dirty` names (and of every block from
+/// `dirty.from` on), size the cache to `nblocks`; returns the blocks to encode again.
+fn invalidate<T: Clone>(cache: &mut Vec<Option<T>>, dirty: &Dirty, nblocks: usize) -> Vec<usize> {
+    for &b in &dirty.blocks {
+        if let Some(e) = cache.get_mut(b) {
+            *e = None;
+        }
+    }
+    if let Some(from) = dirty.from {
+        cache.truncate(from);
+    }
+    cache.truncate(nblocks);
+    cache.resize(nblocks, None);
+    (0..nblocks).filter(|&j| cache[j].is_none()).collect()
 }
 
 fn io_at(path: &Path, offset: Option<u64>) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -477,6 +495,7 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView
                 sync_mode: SyncMode::None,
                 contig: Some(contig),
                 lock,
+                sparse_index: SparseIndex::default(),
             });
         }
     }
@@ -495,6 +514,7 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
     match mode {
         Mode::Read => s.read_only = true,
         Mode::Append => {
+            s.slots.set_tracking(true);
             s.writer = Some(Writer {
                 path: dir.to_path_buf(),
                 contiguous: false,
@@ -505,6 +525,7 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
                 sync_mode: SyncMode::None,
                 contig: None,
                 lock,
+                sparse_index: SparseIndex::default(),
             })
         }
     }
@@ -512,19 +533,23 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
 }
 
 /// Remove a frame file or a sparse frame directory (only a directory holding `chunks.b2frame`
-/// and chunk files is removed).
+/// and chunk files is removed), with its `.b2lock` lock file as python-blosc2 does.
 pub fn remove(path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     if path.is_dir() {
         if !path.join(SPARSE_INDEX).exists() {
             return Err(Error::param("path", "directory is not a sparse frame").in_file(path));
         }
-        fs::remove_dir_all(path).map_err(io_at(path, None))
-    } else if path.exists() {
-        fs::remove_file(path).map_err(io_at(path, None))
-    } else {
-        Ok(())
+        return fs::remove_dir_all(path).map_err(io_at(path, None));
     }
+    let lock = crate::lock::lock_path(path);
+    if lock.exists() {
+        fs::remove_file(&lock).map_err(io_at(&lock, None))?;
+    }
+    if path.exists() {
+        fs::remove_file(path).map_err(io_at(path, None))?;
+    }
+    Ok(())
 }
 
 impl SChunk {
@@ -596,6 +621,25 @@ impl SChunk {
         fresh.set_verify_checksums(self.verify_checksums());
         *self = fresh;
         Ok(true)
+    }
+
+    /// Locked writers: hold the exclusive lock across several changes until
+    /// [`release_lock`](Self::release_lock), so other locked handles see all of them or none
+    /// (python-blosc2's `holding_lock`). Fails with [`Error::Stale`] if another handle
+    /// committed since this writer's view.
+    pub fn hold_lock(&mut self) -> Result<()> {
+        let Some(v) = self.writer.as_ref().and_then(|w| w.lock.clone()) else {
+            return Err(Error::param("locking", "holding the lock needs a writable handle opened with locking"));
+        };
+        std::mem::forget(exclusive_fresh(Some(&v))?);
+        Ok(())
+    }
+
+    /// End one [`hold_lock`](Self::hold_lock).
+    pub fn release_lock(&mut self) {
+        if let Some(v) = self.writer.as_ref().and_then(|w| w.lock.as_ref()) {
+            v.lock.release();
+        }
     }
 
     /// Start locking a handle opened (or created) without it; the frame is assumed to be in
@@ -703,7 +747,8 @@ impl SChunk {
             offs.push(id as i64);
             id += 1;
         }
-        write_sparse_index(self, dir, &offs, cbytes, SyncMode::None)
+        let index = if self.nbytes > 0 { Some(offsets::encode_index(&offs)?) } else { None };
+        write_sparse_index(self, dir, index.as_deref(), cbytes, SyncMode::None)
     }
 
     /// Persist pending changes (called after every change of a writable file-backed schunk).
@@ -784,17 +829,7 @@ impl SChunk {
             c.cache.clear();
             c.encoded_for = (self.chunksize, hlen);
         }
-        for &b in &dirty.blocks {
-            if let Some(e) = c.cache.get_mut(b) {
-                *e = None;
-            }
-        }
-        if let Some(from) = dirty.from {
-            c.cache.truncate(from);
-        }
-        c.cache.truncate(nblocks);
-        c.cache.resize(nblocks, None);
-        let invalid: Vec<usize> = (0..nblocks).filter(|&j| c.cache[j].is_none()).collect();
+        let invalid = invalidate(&mut c.cache, &dirty, nblocks);
 
         // 1. Chunks not stored yet go to the free part of the chunk area (or a new extent).
         let mut pending: Vec<(usize, Arc<[u8]>)> = Vec::new();
@@ -972,7 +1007,18 @@ impl SChunk {
 
     fn sync_sparse(&mut self, w: &mut Writer) -> Result<()> {
         let dir = w.path.clone();
-        for i in 0..self.slots.len() {
+        // Index blocks whose entries changed (all of them after opening or a chunksize change).
+        let n = self.slots.len();
+        let nblocks = n.div_ceil(BLOCK_ENTRIES);
+        let dirty = self.slots.take_dirty();
+        let ix = &mut w.sparse_index;
+        if ix.chunksize != Some(self.chunksize) {
+            ix.blocks.clear();
+            ix.chunksize = Some(self.chunksize);
+        }
+        let invalid = invalidate(&mut ix.blocks, &dirty, nblocks);
+        let changed = invalid.iter().flat_map(|&j| j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n));
+        for i in changed.collect::<Vec<_>>() {
             if !self.pending(i) {
                 continue;
             }
@@ -989,13 +1035,28 @@ impl SChunk {
             self.slots.set(i, Slot::Stored(id));
             w.next_id += 1;
         }
-        let offs: Vec<i64> = (0..self.slots.len())
-            .map(|i| match self.slots.get(i) {
-                Slot::Stored(id) => self.index_entry(i, Some(id)),
-                _ => self.index_entry(i, None),
-            })
-            .collect();
-        write_sparse_index(self, &dir, &offs, self.stored_cbytes, w.sync_mode)?;
+        self.slots.take_dirty(); // the chunks just stored are in `invalid` blocks already
+        let index = if self.nbytes > 0 {
+            let mut raw = Vec::with_capacity(BLOCK_ENTRIES * 8);
+            for &j in &invalid {
+                raw.clear();
+                for i in j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n) {
+                    let e = match self.slots.get(i) {
+                        Slot::Stored(id) => self.index_entry(i, Some(id)),
+                        _ => self.index_entry(i, None),
+                    };
+                    raw.extend_from_slice(&e.to_le_bytes());
+                }
+                w.sparse_index.blocks[j] = Some(Arc::from(offsets::encode_index_block(&raw)?));
+            }
+            let blocks: Vec<&[u8]> = w.sparse_index.blocks.iter().map(|b| &**b.as_ref().expect("encoded")).collect();
+            let mut out = Vec::new();
+            offsets::assemble_index(&mut out, n, &blocks);
+            Some(out)
+        } else {
+            None
+        };
+        write_sparse_index(self, &dir, index.as_deref(), self.stored_cbytes, w.sync_mode)?;
         for id in w.retired.drain(..) {
             let _ = fs::remove_file(dir.join(chunk_file_name(id)));
         }
@@ -1003,15 +1064,15 @@ impl SChunk {
     }
 }
 
-/// Write `chunks.b2frame` of a sparse frame atomically (temp file + rename).
-fn write_sparse_index(s: &SChunk, dir: &Path, offs: &[i64], cbytes: u64, sync: SyncMode) -> Result<()> {
-    let index = if s.nbytes > 0 { Some(offsets::encode_index(offs)?) } else { None };
+/// Write `chunks.b2frame` of a sparse frame (header, `index` chunk, trailer) atomically
+/// (temp file + rename).
+fn write_sparse_index(s: &SChunk, dir: &Path, index: Option<&[u8]>, cbytes: u64, sync: SyncMode) -> Result<()> {
     let trailer = s.trailer_bytes()?;
     let mut h = s.frame_header(FRAME_SPARSE, cbytes);
     let hlen = FIXED_LEN + header::metalayers_len(&s.meta);
-    h.frame_len = (hlen + index.as_ref().map_or(0, Vec::len) + trailer.len()) as u64;
+    h.frame_len = (hlen + index.map_or(0, <[u8]>::len) + trailer.len()) as u64;
     let mut out = header::write_header(&h, &s.meta);
-    if let Some(ix) = &index {
+    if let Some(ix) = index {
         out.extend_from_slice(ix);
     }
     out.extend_from_slice(&trailer);

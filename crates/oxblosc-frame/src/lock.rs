@@ -141,6 +141,29 @@ impl FrameLock {
         Ok(LockGuard { lock: self, exclusive: true })
     }
 
+    /// Take the exclusive lock until [`release`](Self::release) (nests like the guards).
+    pub fn hold(&self) -> Result<()> {
+        std::mem::forget(self.exclusive()?);
+        Ok(())
+    }
+
+    /// End one [`hold`](Self::hold) (no-op without one).
+    pub fn release(&self) {
+        self.drop_one(true);
+    }
+
+    fn drop_one(&self, exclusive: bool) {
+        let mut h = self.state();
+        let n = if exclusive { &mut h.exclusive } else { &mut h.shared };
+        if *n == 0 {
+            return;
+        }
+        *n -= 1;
+        if h.shared == 0 && h.exclusive == 0 {
+            let _ = os_lock(&self.file, Kind::Unlock);
+        }
+    }
+
     /// The generation counter (0 for a new, empty lock file). Call with the lock held.
     pub fn generation(&self) -> Result<u64> {
         let len = self.file.metadata().map_err(|e| self.err(e))?.len();
@@ -168,15 +191,7 @@ impl FrameLock {
 
 impl Drop for LockGuard<'_> {
     fn drop(&mut self) {
-        let mut h = self.lock.state();
-        if self.exclusive {
-            h.exclusive -= 1;
-        } else {
-            h.shared -= 1;
-        }
-        if h.shared == 0 && h.exclusive == 0 {
-            let _ = os_lock(&self.lock.file, Kind::Unlock);
-        }
+        self.lock.drop_one(self.exclusive);
     }
 }
 

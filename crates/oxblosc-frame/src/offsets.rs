@@ -69,6 +69,23 @@ pub fn index_cparams() -> CParams {
     }
 }
 
+/// Append to `out` the index chunk of `nentries` entries made of `blocks` (each from
+/// [`encode_index_block`], in order): header, bstarts, blocks.
+pub(crate) fn assemble_index(out: &mut Vec<u8>, nentries: usize, blocks: &[&[u8]]) {
+    let data0 = 32 + 4 * blocks.len();
+    let total = data0 + blocks.iter().map(|b| b.len()).sum::<usize>();
+    out.reserve(total);
+    out.extend_from_slice(&index_chunk_header(nentries * 8, total));
+    let mut pos = data0;
+    for b in blocks {
+        out.extend_from_slice(&(pos as i32).to_le_bytes());
+        pos += b.len();
+    }
+    for b in blocks {
+        out.extend_from_slice(b);
+    }
+}
+
 /// Compress the index values into an index chunk.
 pub fn encode_index(offsets: &[i64]) -> Result<Vec<u8>> {
     let raw: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();

@@ -179,6 +179,7 @@ fn sigkill_during_writes() {
     let (mut killed_mid_op, mut max_chunks, mut py_checked) = (0, 0, 0);
     let mut seen = std::collections::BTreeMap::<&str, usize>::new();
     for round in 0..kills {
+        let _ = std::fs::remove_file(&log);
         let mut ch = Command::new(&exe)
             .args(["crash_child_entry", "--exact", "--nocapture", "--test-threads=1"])
             .env("OXBLOSC_CRASH_CHILD", &path)
@@ -188,8 +189,13 @@ fn sigkill_during_writes() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Let it start (open + first ops), then kill at a random moment.
-        std::thread::sleep(Duration::from_millis(30 + rng.below(120)));
+        // Let it start (reopen, read back, log its first committed state: a loaded machine can
+        // take longer than the random delay for that), then kill at a random moment.
+        let started = Instant::now();
+        while accepted(&log).is_empty() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(120)));
         ch.kill().unwrap(); // SIGKILL on Unix
         let status = ch.wait().unwrap();
         assert!(!status.success(), "round {round}: the child exited by itself: {status:?}");

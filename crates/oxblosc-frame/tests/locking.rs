@@ -284,3 +284,29 @@ fn stale_reader_gets_error_then_refreshes() {
     drop(w);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn held_lock_makes_several_changes_atomic() {
+    let dir = tmpdir("hold");
+    let path = dir.join("f.b2frame");
+    new_frame(&path, true, 2);
+    let mut w = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    let mut r = open_with(&path, cfg(Mode::Read, true)).unwrap();
+    w.hold_lock().unwrap();
+    // The reader blocks on the shared lock until the writer releases: it can only see the
+    // state before the hold (impossible here, it starts after) or after both changes.
+    let reader = std::thread::spawn(move || {
+        r.refresh().unwrap();
+        read_pass(&r).unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    w.append_data(&data(10)).unwrap();
+    w.update_data(0, &data(11)).unwrap();
+    w.release_lock();
+    assert_eq!(reader.join().unwrap(), vec![11, 1, 10]);
+    // Read-only handles cannot hold the lock.
+    let mut ro = open_with(&path, cfg(Mode::Read, true)).unwrap();
+    assert!(ro.hold_lock().is_err());
+    drop(w);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -107,6 +107,15 @@ impl NativeSChunk {
         py.allow_threads(|| self.inner.refresh()).map_err(|e| frame_err(py, e))
     }
 
+    /// Locked writers: hold the exclusive lock until `release_lock` (blocks other handles).
+    fn hold_lock(&mut self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| self.inner.hold_lock()).map_err(|e| frame_err(py, e))
+    }
+
+    fn release_lock(&mut self) {
+        self.inner.release_lock();
+    }
+
     #[getter]
     fn locking(&self) -> bool {
         self.inner.is_locked()
