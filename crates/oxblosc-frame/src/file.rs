@@ -21,8 +21,8 @@
 //!   (ours, C-Blosc2/python-blosc2) accept dead bytes inside the chunks section, gaps between an
 //!   index chunk's bstarts and its blocks, and a file longer than `frame_len` (checked with
 //!   python-blosc2 4.14). The writer allocates *extents* past everything the committed state
-//!   uses: a chunk area (room for the pending chunks plus a reserve of 1/8 of the estimated live
-//!   bytes, 256 KiB..1 GiB) followed by two index slots. Each change:
+//!   uses: a chunk area (room for the pending chunks plus a reserve as large as the estimated
+//!   live bytes, 1 MiB..1 GiB) followed by two index slots. Each change:
 //!   1. writes the new chunks at the free end of the chunk area (unreferenced bytes);
 //!   2. writes the new offsets index + trailer into the index slot the header does **not**
 //!      point to (the other one holds the committed state), blocks first, then the trailer,
@@ -233,9 +233,12 @@ impl Contig {
 /// Dead space below which a contiguous file is never compacted.
 const COMPACT_MIN: u64 = 1 << 20;
 
-/// Allocate a new extent at the end of the file: a chunk area of at least `data` bytes (plus
-/// a reserve of 1/8 of the estimated live bytes, 256 KiB..1 GiB) and two index slots with room
-/// for `index` bytes (index chunk + trailer) and growth. The current extent is abandoned.
+/// Allocate a new extent at the end of the file: a chunk area of `data` bytes plus a reserve
+/// as large as the estimated live bytes (1 MiB..1 GiB) and two index slots with room for
+/// `index` bytes (index chunk + trailer) and growth. The current extent is abandoned. The
+/// reserve doubles the room each time, so a file written by appends abandons O(log n)
+/// extents (each leaves its index slots and less than a chunk as dead space); the unused
+/// reserve is a hole until written and is cut off when the file is closed.
 /// With `area` = Some(free range below the committed index), that range is the chunk area.
 fn new_extent(c: &mut Contig, data: u64, nchunks: usize, index: u64, area: Option<(u64, u64)>) -> Extent {
     let cached: u64 = c.cache.iter().map(|b| b.as_ref().map_or(1024, |b| b.bytes.len() as u64)).sum();
@@ -246,7 +249,7 @@ fn new_extent(c: &mut Contig, data: u64, nchunks: usize, index: u64, area: Optio
         None => {
             let start = c.file_end.div_ceil(4096) * 4096;
             let live = nchunks as u64 * c.avg_chunk;
-            let reserve = data.max((live / 8).clamp(256 << 10, 1 << 30));
+            let reserve = data + live.clamp(1 << 20, 1 << 30);
             (start, start + reserve, start + reserve)
         }
     };
