@@ -153,12 +153,13 @@ class H5(Lib):
 
     def write(self, a):
         filt = hdf5plugin.Blosc2(cname="zstd", clevel=1, filters=hdf5plugin.Blosc2.SHUFFLE)
+        if getattr(self, "file", None) is not None:
+            self.file.close()  # the previous repetition's handle
+            self.file = None
         if self.where:
             with h5py.File(self.path(".h5"), "w") as f:
                 f.create_dataset("x", data=a, chunks=CHUNKS, **filt)
         else:
-            if getattr(self, "file", None) is not None:
-                self.file.close()
             self.file = h5py.File(f"mem-{id(self)}.h5", "w", driver="core", backing_store=False)
             self.file.create_dataset("x", data=a, chunks=CHUNKS, **filt)
 
