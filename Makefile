@@ -60,14 +60,14 @@ ci: lint test
 lint: $(STAMP)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
-	$(VENV)/bin/ruff check python bench scripts
-	$(VENV)/bin/ruff format --check python bench scripts
+	$(VENV)/bin/ruff check python bench scripts build_backend
+	$(VENV)/bin/ruff format --check python bench scripts build_backend
 	$(PY) scripts/check_layers.py
 
 fmt: $(STAMP)
 	$(CARGO) fmt --all
-	$(VENV)/bin/ruff format python bench scripts
-	$(VENV)/bin/ruff check --fix python bench scripts
+	$(VENV)/bin/ruff format python bench scripts build_backend
+	$(VENV)/bin/ruff check --fix python bench scripts build_backend
 
 ## bench-quick: side-by-side with python-blosc2, under a minute
 bench-quick: develop-release
