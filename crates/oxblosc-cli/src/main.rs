@@ -8,6 +8,7 @@
 mod args;
 mod error;
 mod info;
+mod interrupt;
 mod node;
 mod npy;
 mod output;
@@ -27,6 +28,7 @@ use args::{Cli, Cmd};
 use error::{CliError, EXIT_ERROR, EXIT_MISMATCH};
 
 fn main() -> ExitCode {
+    interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

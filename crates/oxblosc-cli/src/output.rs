@@ -1,6 +1,7 @@
 //! Where results go: never over an existing path without `-f`, and always through a temporary
 //! name in the target's directory renamed into place at the end, so an interrupted run leaves
-//! nothing under the final name (at worst a `.NAME.oxtmp-PID` leftover).
+//! nothing under the final name. Temporary paths are registered with [`crate::interrupt`] so
+//! Ctrl-C or SIGTERM removes them too (only SIGKILL or a power cut leaves a `.NAME.oxtmp-PID`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ impl Staged {
         let name = final_path.file_name().ok_or_else(|| CliError::at("output has no file name", final_path))?;
         let tmp = final_path.with_file_name(format!(".{}.oxtmp-{}", name.to_string_lossy(), std::process::id()));
         remove_any(&tmp);
+        crate::interrupt::register(&tmp);
         Ok(Staged { final_path: final_path.to_path_buf(), tmp, committed: false })
     }
 
@@ -46,6 +48,7 @@ impl Staged {
         }
         fs::rename(&self.tmp, f).map_err(|e| CliError::io(e, f))?;
         self.committed = true;
+        crate::interrupt::unregister(&self.tmp);
         Ok(())
     }
 }
@@ -54,11 +57,12 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
             remove_any(&self.tmp);
+            crate::interrupt::unregister(&self.tmp);
         }
     }
 }
 
-fn remove_any(p: &Path) {
+pub(crate) fn remove_any(p: &Path) {
     if p.is_dir() {
         let _ = fs::remove_dir_all(p);
     } else {
@@ -74,6 +78,7 @@ impl Scratch {
     pub fn new(tag: &str) -> Scratch {
         let p = std::env::temp_dir().join(format!("oxblosc-{tag}-{}.b2frame", std::process::id()));
         remove_any(&p);
+        crate::interrupt::register(&p);
         Scratch(p)
     }
 }
@@ -81,5 +86,6 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         remove_any(&self.0);
+        crate::interrupt::unregister(&self.0);
     }
 }

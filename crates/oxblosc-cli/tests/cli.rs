@@ -475,6 +475,46 @@ fn interrupted_run_leaves_nothing_under_the_final_name() {
     assert!(!Path::new(&out).exists(), "an interrupted run left {out}");
 }
 
+/// Ctrl-C (SIGINT) and SIGTERM remove the temporary output and exit 130 (SIGKILL, above,
+/// cannot be handled and leaves only a hidden temporary file).
+#[cfg(unix)]
+#[test]
+fn signals_remove_the_temporary_output() {
+    for sig in ["-INT", "-TERM"] {
+        let t = TmpDir::new(&format!("sig{sig}"));
+        let out = t.p("out.b2frame");
+        let mut child = Command::new(bin())
+            .args(["compress", "--chunk-size", "64K", "-", &out])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&data(1 << 20, 12)).unwrap();
+        stdin.flush().unwrap();
+        let tmp_exists =
+            || std::fs::read_dir(&t.0).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains(".oxtmp-"));
+        let mut seen = false;
+        for _ in 0..500 {
+            if tmp_exists() {
+                seen = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(seen, "the output is written under a temporary name first");
+        let status = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let done = child.wait_with_output().unwrap();
+        drop(stdin);
+        assert_eq!(done.status.code(), Some(130), "{sig}: exit code after the signal");
+        assert!(String::from_utf8_lossy(&done.stderr).contains("interrupted"), "{sig}: says why it stopped");
+        assert!(!tmp_exists(), "{sig}: the temporary output was left behind");
+        assert!(!Path::new(&out).exists(), "{sig}: an interrupted run left {out}");
+    }
+}
+
 // ------------------------------------------------------------------ python-blosc2 interop
 
 fn python() -> Option<std::ffi::OsString> {
