@@ -445,33 +445,42 @@ fn never_overwrites_without_force() {
     assert_eq!(names, ["d", "x", "x.b2frame"]);
 }
 
+fn has_temporary(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains(".oxtmp-"))
+}
+
+/// `oxblosc compress - OUT` fed 1 MiB on stdin (kept open, so it cannot finish), returned once
+/// its temporary output exists; the caller interrupts it.
+fn compress_in_progress(t: &TmpDir, out: &str, seed: u64) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = Command::new(bin())
+        .args(["compress", "--chunk-size", "64K", "-", out])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data(1 << 20, seed)).unwrap();
+    stdin.flush().unwrap();
+    for _ in 0..500 {
+        if has_temporary(&t.0) {
+            return (child, stdin);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the output is not written under a temporary name first");
+}
+
 #[test]
 fn interrupted_run_leaves_nothing_under_the_final_name() {
     let t = TmpDir::new("kill");
     let out = t.p("out.b2frame");
-    let mut child = Command::new(bin())
-        .args(["compress", "--chunk-size", "64K", "-", &out])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&data(1 << 20, 11)).unwrap();
-    stdin.flush().unwrap();
-    // Wait until the temporary frame exists (chunks are being written), then kill.
-    let mut seen = false;
-    for _ in 0..500 {
-        if std::fs::read_dir(&t.0).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains(".oxtmp-")) {
-            seen = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let (mut child, stdin) = compress_in_progress(&t, &out, 11);
     child.kill().unwrap();
     child.wait().unwrap();
     drop(stdin);
-    assert!(seen, "the output is written under a temporary name first");
     assert!(!Path::new(&out).exists(), "an interrupted run left {out}");
 }
 
@@ -483,34 +492,14 @@ fn signals_remove_the_temporary_output() {
     for sig in ["-INT", "-TERM"] {
         let t = TmpDir::new(&format!("sig{sig}"));
         let out = t.p("out.b2frame");
-        let mut child = Command::new(bin())
-            .args(["compress", "--chunk-size", "64K", "-", &out])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(&data(1 << 20, 12)).unwrap();
-        stdin.flush().unwrap();
-        let tmp_exists =
-            || std::fs::read_dir(&t.0).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains(".oxtmp-"));
-        let mut seen = false;
-        for _ in 0..500 {
-            if tmp_exists() {
-                seen = true;
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert!(seen, "the output is written under a temporary name first");
+        let (child, stdin) = compress_in_progress(&t, &out, 12);
         let status = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
         assert!(status.success());
         let done = child.wait_with_output().unwrap();
         drop(stdin);
         assert_eq!(done.status.code(), Some(130), "{sig}: exit code after the signal");
         assert!(String::from_utf8_lossy(&done.stderr).contains("interrupted"), "{sig}: says why it stopped");
-        assert!(!tmp_exists(), "{sig}: the temporary output was left behind");
+        assert!(!has_temporary(&t.0), "{sig}: the temporary output was left behind");
         assert!(!Path::new(&out).exists(), "{sig}: an interrupted run left {out}");
     }
 }
