@@ -7,6 +7,7 @@
 
 use oxblosc_chunk::{CParams, DParams};
 use oxblosc_frame::SChunk;
+use oxblosc_nd::reference::offsets;
 use oxblosc_nd::{DimSlice, Fill, Geometry, Meta, NdArray};
 
 use crate::{Bytes, Rng, MAX_FUZZ_FRAME_NBYTES};
@@ -75,31 +76,6 @@ fn below(b: &mut Bytes<'_>, n: u64) -> u64 {
     } else {
         u64::from(b.u8()) % n
     }
-}
-
-fn strides(shape: &[u64]) -> Vec<u64> {
-    let mut s = vec![1u64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1] * shape[d + 1];
-    }
-    s
-}
-
-/// Item offsets (C order) a selection visits, in selection order.
-fn offsets(shape: &[u64], sel: &[DimSlice]) -> Vec<usize> {
-    let st = strides(shape);
-    let counts: Vec<u64> = sel.iter().map(DimSlice::len).collect();
-    let total: u64 = counts.iter().product();
-    (0..total)
-        .map(|k| {
-            let (mut r, mut off) = (k, 0);
-            for d in (0..sel.len()).rev() {
-                off += (sel[d].start + (r % counts[d]) * sel[d].step) * st[d];
-                r /= counts[d];
-            }
-            off as usize
-        })
-        .collect()
 }
 
 fn pick_sel(b: &mut Bytes<'_>, shape: &[u64]) -> Vec<DimSlice> {

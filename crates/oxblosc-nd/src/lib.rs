@@ -16,6 +16,7 @@ pub mod auto;
 pub mod error;
 pub mod geometry;
 pub mod meta;
+pub mod reference;
 
 pub use array::{Fill, NdArray};
 pub use error::{Error, Result};

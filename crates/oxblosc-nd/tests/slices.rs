@@ -4,6 +4,7 @@
 
 use oxblosc_chunk::{CParams, DParams};
 use oxblosc_frame::SChunk;
+use oxblosc_nd::reference::offsets;
 use oxblosc_nd::{DimSlice, Fill, Geometry, Meta, NdArray};
 
 struct Rng(u64);
@@ -32,31 +33,6 @@ fn schunk(typesize: usize, nthreads: usize) -> SChunk {
 fn reference(n: u64, t: usize) -> Vec<u8> {
     (0..n)
         .flat_map(|i| ((i as u32).wrapping_mul(7).wrapping_add(1)).to_le_bytes().into_iter().cycle().take(t))
-        .collect()
-}
-
-fn strides(shape: &[u64]) -> Vec<u64> {
-    let mut s = vec![1u64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1] * shape[d + 1];
-    }
-    s
-}
-
-/// Item offsets (C order) of every selected multi-index, in selection order.
-fn offsets(shape: &[u64], sel: &[DimSlice]) -> Vec<usize> {
-    let st = strides(shape);
-    let counts: Vec<u64> = sel.iter().map(DimSlice::len).collect();
-    let total: u64 = counts.iter().product();
-    (0..total)
-        .map(|k| {
-            let (mut r, mut off) = (k, 0);
-            for d in (0..sel.len()).rev() {
-                off += (sel[d].start + (r % counts[d]) * sel[d].step) * st[d];
-                r /= counts[d];
-            }
-            off as usize
-        })
         .collect()
 }
 
