@@ -94,7 +94,8 @@ pub struct CodecArgs {
     /// Item size in bytes (shuffle granularity) [default: 8, or the .npy itemsize]
     #[arg(long)]
     pub typesize: Option<usize>,
-    /// Uncompressed bytes per chunk (K/M/G suffixes) [default: 4M]
+    /// Uncompressed bytes per chunk (K/M/G suffixes) [default: 4M; for .npy the automatic
+    /// chunk target, as whole trailing rows]
     #[arg(long, value_name = "SIZE")]
     pub chunk_size: Option<String>,
     /// Bytes per block inside a chunk (K/M/G suffixes) [default: automatic]

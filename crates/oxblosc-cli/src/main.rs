@@ -9,6 +9,7 @@ mod args;
 mod error;
 mod info;
 mod interrupt;
+mod layout;
 mod node;
 mod npy;
 mod output;

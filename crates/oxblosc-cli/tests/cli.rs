@@ -651,9 +651,10 @@ fn npy_round_trips_are_byte_identical() {
         let (code, json, _) = oxblosc(&["info", "--json", &b2nd]);
         assert_eq!(code, 0);
         assert!(json.contains("\"kind\": \"b2nd\"") && json.contains(&format!("\"dtype\": \"{descr}\"")), "{json}");
-        let stored: Vec<u64> = if *fortran { shape.iter().rev().copied().collect() } else { shape.clone() };
-        let stored_txt: Vec<String> = stored.iter().map(u64::to_string).collect();
-        assert!(json.contains(&format!("\"shape\": [{}]", stored_txt.join(", "))), "{json}");
+        // The logical shape, whatever the file's order.
+        let stored_txt: Vec<String> = shape.iter().map(u64::to_string).collect();
+        let array_shape = format!("\"ndim\": {}, \"shape\": [{}]", shape.len(), stored_txt.join(", "));
+        assert!(json.contains(&array_shape), "{array_shape} in {json}");
         let (code, so, err) = oxblosc(&["verify", &b2nd]);
         assert_eq!(code, 0, "{so}{err}");
         std::fs::remove_file(&f).unwrap();
@@ -704,7 +705,8 @@ for k, a in arrs.items():
         assert_eq!(code, 0, "{k}: {err}");
         assert_eq!(std::fs::read(&f).unwrap(), std::fs::read(format!("{d}/{k}.back.npy")).unwrap(), "{k}");
     }
-    // python-blosc2 reads our .b2nd (a Fortran array as its transpose) and writes one we turn into .npy.
+    // python-blosc2 reads our .b2nd (a Fortran array as the same logical array) and writes one
+    // we turn into .npy.
     let out = run_py(
         &py,
         &format!(
@@ -713,8 +715,7 @@ import numpy as np, blosc2
 for k in ["f8", "fort", "zero_d", "struct", "U", "c8"]:
     a = np.load(f"{d}/{{k}}.npy")
     b = blosc2.open(f"{d}/{{k}}.b2nd")[()]
-    want = a.T if np.isfortran(a) else a
-    assert b.dtype == want.dtype and b.shape == want.shape and np.array_equal(b, want), k
+    assert b.dtype == a.dtype and b.shape == a.shape and np.array_equal(b, a), k
 x = np.arange(24000, dtype="<u2").reshape(40, 600)
 blosc2.asarray(x, chunks=(7, 100), blocks=(3, 50), urlpath=f"{d}/theirs.b2nd", mode="w")
 np.save(f"{d}/theirs.expect.npy", x)
@@ -754,4 +755,105 @@ fn outputs_are_compact() {
         let len = std::fs::metadata(&f).unwrap().len();
         assert!(cbytes >= noise.len() as u64 && len - cbytes < 2048, "{chunk}: file {len}, chunks {cbytes}");
     }
+}
+
+#[test]
+fn fortran_npy_is_stored_as_its_logical_array() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("npy-fortran");
+    let d = t.0.to_string_lossy().into_owned();
+    let names = ["f3", "sq", "one", "u"];
+    run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np
+rng = np.random.default_rng(1)
+arrs = {{
+    "f3": np.asfortranarray(rng.random((30, 70, 5))),
+    "sq": np.asfortranarray(np.arange(64 * 64, dtype="<i4").reshape(64, 64)),
+    "one": np.asfortranarray(np.arange(5000, dtype=">u2")),
+    "u": np.asfortranarray(np.array([["ab", "c"], ["d", "efg"], ["h", "i"]])),
+}}
+for k, a in arrs.items():
+    np.save(f"{d}/{{k}}.npy", a)
+"#
+        ),
+    );
+    for k in names {
+        let f = format!("{d}/{k}.npy");
+        // Small chunks: the array spans many, each a transposed piece of the file.
+        let (code, _, err) = oxblosc(&["compress", "-q", "--chunk-size", "2K", &f]);
+        assert_eq!(code, 0, "{k}: {err}");
+        let b2nd = format!("{d}/{k}.b2nd");
+        let (_, json, _) = oxblosc(&["info", "--json", &b2nd]);
+        if k != "u" {
+            assert!(json_num(&json, "nchunks") > 1, "{k}: {json}");
+        }
+        let (code, _, err) = oxblosc(&["decompress", "-q", &b2nd, &format!("{d}/{k}.back.npy")]);
+        assert_eq!(code, 0, "{k}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), std::fs::read(format!("{d}/{k}.back.npy")).unwrap(), "{k}");
+    }
+    let (_, json, _) = oxblosc(&["info", "--json", &format!("{d}/f3.b2nd")]);
+    assert!(json.contains("\"ndim\": 3, \"shape\": [30, 70, 5]"), "{json}");
+    // python-blosc2 (and NumPy) see the same logical array; an array written by an older
+    // oxblosc (the transpose, no order marker) still decompresses to its original file.
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2
+for k in {names:?}:
+    a = np.load(f"{d}/{{k}}.npy")
+    b = blosc2.open(f"{d}/{{k}}.b2nd")
+    assert b.shape == a.shape and b.dtype == a.dtype and np.array_equal(b[()], a), k
+    assert np.array_equal(b[1:], a[1:]), k
+a = np.load(f"{d}/sq.npy")
+with open(f"{d}/sq.npy", "rb") as f:
+    np.lib.format.read_magic(f)
+    np.lib.format.read_array_header_1_0(f)
+    n = f.tell()
+    f.seek(0)
+    head = f.read(n)
+old = blosc2.asarray(np.ascontiguousarray(a.T), chunks=(16, 64), urlpath=f"{d}/old.b2nd", mode="w")
+old.schunk.vlmeta["_oxblosc_npy_header"] = head
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/old.b2nd"), &format!("{d}/old.npy")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(format!("{d}/sq.npy")).unwrap(), std::fs::read(format!("{d}/old.npy")).unwrap());
+}
+
+#[test]
+fn info_ratio_of_an_array_counts_its_items_not_the_padding() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("info-ratio");
+    let d = t.0.to_string_lossy().into_owned();
+    // Chunks of 7 x 256 over 40 x 600: the edge chunks are mostly padding.
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2, os
+x = (np.arange(40 * 600) % 97).astype("<f8").reshape(40, 600)
+b = blosc2.asarray(x, chunks=(7, 256), blocks=(7, 64), urlpath=f"{d}/p.b2nd", mode="w")
+print(b.nbytes, b.cbytes, b.schunk.nbytes, os.path.getsize(f"{d}/p.b2nd"))
+"#
+        ),
+    );
+    let v: Vec<u64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let (nbytes, cbytes, padded, file) = (v[0], v[1], v[2], v[3]);
+    assert!(padded > nbytes, "the case has padding");
+    let (code, json, err) = oxblosc(&["info", "--json", &format!("{d}/p.b2nd")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_num(&json, "nbytes"), nbytes, "{json}");
+    assert_eq!(json_num(&json, "cbytes"), cbytes, "{json}");
+    assert_eq!(json_num(&json, "padded_nbytes"), padded, "{json}");
+    assert_eq!(json_num(&json, "file_bytes"), file, "{json}");
+    let at = json.find("\"ratio\": ").unwrap() + 9;
+    let ratio: f64 = json[at..].split([',', '}']).next().unwrap().trim().parse().unwrap();
+    assert!((ratio - nbytes as f64 / cbytes as f64).abs() < 0.006, "{ratio} vs {nbytes}/{cbytes}");
 }
