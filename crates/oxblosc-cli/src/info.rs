@@ -23,7 +23,7 @@ pub fn info(a: &InfoArgs) -> Result<()> {
         let table = if a.chunks { Some(chunk_table(&s, path)?) } else { None };
         (tree, table)
     } else {
-        let bytes = std::fs::read(path).map_err(|e| CliError::io(e, path))?;
+        let bytes = crate::sniff::read_chunk_file(path)?;
         (chunk_node(&bytes).map_err(|e| CliError::chunk_layer(e, path))?, None)
     };
     let mut out = String::new();

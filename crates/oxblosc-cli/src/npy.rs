@@ -381,11 +381,12 @@ fn header_for(arr: &nd::NdArray) -> (Vec<u8>, bool) {
     (make_header(&descr, false, &shape), false)
 }
 
-/// Bytes held per piece when writing an array out: a few of its chunks, within 16..64 MiB
-/// unless one chunk is larger.
+/// Bytes held per piece when writing an array out: two of its chunks, within 1..64 MiB
+/// unless one chunk is larger (a piece, its decoded chunks and, for Fortran, its transpose
+/// are in memory at once).
 fn read_budget(arr: &nd::NdArray) -> usize {
     let cb = arr.geometry().chunk_bytes();
-    (cb * 4).clamp(chunk_budget(), 64 << 20).max(cb)
+    (cb * 2).clamp(1 << 20, 64 << 20).max(cb)
 }
 
 /// Write a b2nd array as `.npy`, a bounded piece at a time.

@@ -21,7 +21,7 @@ pub const DEFAULT_CHUNK: usize = 4 << 20;
 pub const DEFAULT_TYPESIZE: usize = 8;
 
 pub fn threads(c: &Common) -> usize {
-    c.threads.unwrap_or_else(|| CParams::default().nthreads).max(1)
+    c.threads.filter(|&n| n > 0).unwrap_or_else(|| CParams::default().nthreads).max(1)
 }
 
 /// Compression parameters from the options (`typesize` when not given on the command line).
@@ -224,7 +224,7 @@ pub fn decompress(a: &DecompressArgs) -> Result<()> {
 
 /// A single chunk file decompresses to its bytes (`OUTPUT` required unless it ends in `.cdata`).
 fn decompress_chunk_file(a: &DecompressArgs, path: &Path) -> Result<()> {
-    let bytes = std::fs::read(path).map_err(|e| CliError::io(e, path))?;
+    let bytes = crate::sniff::read_chunk_file(path)?;
     let dp = DParams { nthreads: threads(&a.common) };
     let out = chunk::decompress(&bytes, &dp).map_err(|e| CliError::chunk_layer(e, path))?;
     let target = target(a.output.as_deref(), &a.input, || strip(&a.input, &[".cdata", ".blosc"]))?;

@@ -26,7 +26,8 @@ fn report(e: CliError) {
 fn verify_one(path: &Path, a: &VerifyArgs) -> Result<bool> {
     let dp = DParams { nthreads: threads(&a.common) };
     if path.is_file() && !looks_like_frame(path) {
-        let bytes = std::fs::read(path).map_err(|e| CliError::io(e, path))?;
+        // Not Blosc at all is an error (exit 2), not damage (exit 1).
+        let bytes = crate::sniff::read_chunk_file(path)?;
         return match oxblosc::chunk::decompress(&bytes, &dp) {
             Ok(out) => {
                 if !a.common.quiet {

@@ -857,3 +857,162 @@ print(b.nbytes, b.cbytes, b.schunk.nbytes, os.path.getsize(f"{d}/p.b2nd"))
     let ratio: f64 = json[at..].split([',', '}']).next().unwrap().trim().parse().unwrap();
     assert!((ratio - nbytes as f64 / cbytes as f64).abs() < 0.006, "{ratio} vs {nbytes}/{cbytes}");
 }
+
+#[test]
+fn npy_conversions_hold_a_few_chunks_not_the_array() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("npy-rss");
+    // 128 MiB arrays (C and Fortran order) of wide rows, 1 MiB chunks: the peak resident size
+    // of each conversion must stay under 4 chunks + 64 MiB, i.e. well under the array.
+    let (n_rows, width) = (64u64, 262_144u64);
+    let row: Vec<u8> = (0..width).flat_map(|j| ((j % 251) as f64 * 0.5).to_le_bytes()).collect();
+    let body: Vec<u8> = (0..n_rows).flat_map(|i| row.iter().map(move |&b| b ^ (i as u8 & 1))).collect();
+    let limit_kib = (4 * 1024 + 64 * 1024) as u64;
+    for fortran in [false, true] {
+        let f = t.p(&format!("a{fortran}.npy"));
+        std::fs::write(&f, npy_bytes("<f8", fortran, &[n_rows, width], &body, 1)).unwrap();
+        let b2nd = t.p(&format!("a{fortran}.b2nd"));
+        let back = t.p(&format!("a{fortran}.back.npy"));
+        for args in [
+            vec!["compress", "-q", "--chunk-size", "1M", f.as_str(), b2nd.as_str()],
+            vec!["decompress", "-q", b2nd.as_str(), back.as_str()],
+        ] {
+            let out = Command::new(&py)
+                .args([
+                    "-c",
+                    "import resource, subprocess, sys\n\
+                     r = subprocess.run(sys.argv[1:])\n\
+                     print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+                    bin(),
+                ])
+                .args(&args)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: Vec<u64> = text.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            assert_eq!(v[0], 0, "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(v[1] < limit_kib, "{args:?} fortran={fortran}: peak {} KiB, limit {limit_kib} KiB", v[1]);
+        }
+        assert!(std::fs::read(&back).unwrap() == std::fs::read(&f).unwrap(), "fortran={fortran}");
+    }
+}
+
+// ------------------------------------------------------------------ zstd/gzip and Bloscpack habits
+
+#[test]
+fn zstd_style_flags_work() {
+    let t = TmpDir::new("habits");
+    let raw = data(300_000, 21);
+    let f = t.p("d.bin");
+    std::fs::write(&f, &raw).unwrap();
+    // `oxblosc FILE` compresses and keeps the input (-k is the default and accepted).
+    let (code, _, err) = oxblosc(&["-q", "-k", "-9", "-T", "1", &f]);
+    assert_eq!(code, 0, "{err}");
+    let frame = t.p("d.bin.b2frame");
+    assert!(Path::new(&f).exists() && Path::new(&frame).exists());
+    let (_, json, _) = oxblosc(&["info", "--json", &frame]);
+    assert!(json.contains("\"clevel\": 9"), "{json}");
+    // -dc: to stdout.
+    let out = Command::new(bin()).args(["-dc", &frame]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, raw);
+    // -o FILE, -T0 (all cores), -3 inside a subcommand.
+    let (code, _, err) = oxblosc(&["compress", "-q", "-3", "-T0", "-o", &t.p("o.b2frame"), &f]);
+    assert_eq!(code, 0, "{err}");
+    let (_, json, _) = oxblosc(&["info", "--json", &t.p("o.b2frame")]);
+    assert!(json.contains("\"clevel\": 3"), "{json}");
+    // --rm removes the input only after success; -t tests (verify); -l lists (info).
+    let (code, _, err) = oxblosc(&["-d", "--rm", "-q", "-o", &t.p("back.bin"), &frame]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!Path::new(&frame).exists());
+    assert_eq!(std::fs::read(t.p("back.bin")).unwrap(), raw);
+    let (code, out, _) = oxblosc(&["-t", &t.p("o.b2frame")]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("ok:"), "{out}");
+    let (code, out, _) = oxblosc(&["-l", &t.p("o.b2frame")]);
+    assert_eq!(code, 0);
+    assert!(out.contains("codec"), "{out}");
+    // --rm is refused when it cannot be honoured, and a failed run keeps the input.
+    let (code, _, err) = oxblosc(&["--rm", "-c", &f]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    let (code, _, _) = oxblosc(&["compress", "--rm", "-q", &f, &t.p("o.b2frame")]);
+    assert_eq!(code, 2, "output exists");
+    assert!(Path::new(&f).exists());
+    // The output given twice is refused.
+    let (code, _, err) = oxblosc(&["compress", "-c", &f, "x.b2frame"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("given twice"), "{err}");
+}
+
+#[test]
+fn look_alike_options_are_refused_with_a_hint() {
+    let t = TmpDir::new("hints");
+    let f = t.p("d.bin");
+    std::fs::write(&f, data(1000, 2)).unwrap();
+    for (args, hint) in [
+        (vec!["compress", "-t", "4", f.as_str()], "--typesize"),
+        (vec!["compress", "-t", "4", f.as_str()], "-T N"),
+        (vec!["compress", "-t", "4", f.as_str()], "verify"),
+        (vec!["decompress", "-t", "x"], "-T N"),
+        (vec!["compress", "-c", "lz4", f.as_str()], "--codec"),
+        (vec!["compress", "-k", "sha1", f.as_str()], "checksum"),
+        (vec!["compress", "-l", "9", f.as_str()], "--clevel"),
+        (vec!["compress", "-n", "4", f.as_str()], "-T N"),
+        (vec!["-x", f.as_str()], "unknown option -x"),
+    ] {
+        let (code, out, err) = oxblosc(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty());
+        one_error_line(&err);
+        assert!(err.contains(hint), "{args:?}: {err}");
+    }
+    // Nothing was written.
+    assert_eq!(std::fs::read_dir(&t.0).unwrap().count(), 1);
+}
+
+#[test]
+fn files_that_are_not_blosc_are_named() {
+    let t = TmpDir::new("not-blosc");
+    let npy = t.p("a.npy");
+    std::fs::write(&npy, npy_bytes("<f8", false, &[10], &data(80, 1), 1)).unwrap();
+    let h5 = t.p("a.h5");
+    std::fs::write(&h5, b"\x89HDF\r\n\x1a\n\0\0\0\0\0\x08\x08\0\x04\0\x10\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let rnd = t.p("r.bin");
+    let mut noise = data(5000, 3);
+    noise[0] = 0xA7; // not a chunk format version
+    std::fs::write(&rnd, &noise).unwrap();
+    for (f, what) in [(&npy, "NumPy .npy"), (&h5, "HDF5"), (&rnd, "not a Blosc2 frame or chunk")] {
+        for cmd in ["decompress", "info", "verify", "chunk-info", "chunk-check"] {
+            let (code, _, err) = oxblosc(&[cmd, f]);
+            assert_eq!(code, 2, "{cmd} {f}: {err}");
+            one_error_line(&err);
+            assert!(err.contains("not a Blosc2 frame or chunk") && err.contains(what), "{cmd}: {err}");
+        }
+    }
+    // A damaged chunk is damage (exit 1), not "not Blosc".
+    let c = t.p("c.cdata");
+    let chunk = std::fs::read(vector("blosc-1.11.1-zstd.cdata")).unwrap();
+    std::fs::write(&c, &chunk[..chunk.len() - 7]).unwrap();
+    let (code, _, err) = oxblosc(&["verify", &c]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("not a Blosc2"), "{err}");
+}
+
+#[test]
+fn temporary_names_stay_out_of_messages() {
+    let t = TmpDir::new("tmpnames");
+    let f = t.p("d.bin");
+    std::fs::write(&f, data(1000, 2)).unwrap();
+    let npy = t.p("a.npy");
+    std::fs::write(&npy, npy_bytes("<f8", false, &[10], &data(80, 1), 1)).unwrap();
+    for args in [
+        vec!["compress", f.as_str(), "/nonexistent-oxblosc-dir/x.b2frame"],
+        vec!["compress", npy.as_str(), "/nonexistent-oxblosc-dir/x.b2nd"],
+    ] {
+        let (code, _, err) = oxblosc(&args);
+        assert_eq!(code, 2);
+        one_error_line(&err);
+        assert!(!err.contains("oxtmp") && err.contains("/nonexistent-oxblosc-dir/x.b2"), "{err}");
+    }
+}
