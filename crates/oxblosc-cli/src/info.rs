@@ -17,7 +17,9 @@ pub fn info(a: &InfoArgs) -> Result<()> {
     if !path.exists() {
         return Err(CliError::at("no such file or directory", path));
     }
-    let (tree, table) = if looks_like_frame(path) {
+    let (tree, table) = if crate::blp::is_blp(path) {
+        (crate::blp::info(a)?, None)
+    } else if looks_like_frame(path) {
         let s = oxblosc::frame::open(path, oxblosc::frame::Mode::Read).map_err(|e| CliError::frame(e, path))?;
         let tree = frame_node(&s, path)?;
         let table = if a.chunks { Some(chunk_table(&s, path)?) } else { None };

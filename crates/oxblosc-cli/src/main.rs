@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod blp;
 mod error;
 mod habits;
 mod info;

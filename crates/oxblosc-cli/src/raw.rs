@@ -76,10 +76,22 @@ pub fn target(output: Option<&str>, input: &str, default: impl FnOnce() -> Resul
 }
 
 pub fn compress(a: &CompressArgs) -> Result<()> {
-    let cp = cparams(&a.codec, &a.common, DEFAULT_TYPESIZE)?;
+    // A Bloscpack file is converted: its decompressed bytes go into the frame.
+    let blp = a.input != "-" && crate::blp::is_blp(Path::new(&a.input));
+    let (input, typesize) = if blp {
+        let r = crate::blp::open(Path::new(&a.input), threads(&a.common))?;
+        let ts = usize::from(r.header().typesize.max(1));
+        let len = r.header().nbytes();
+        (stream::Input { name: a.input.clone().into(), reader: Box::new(r), len }, ts)
+    } else {
+        (stream::open_input(&a.input)?, DEFAULT_TYPESIZE)
+    };
+    let cp = cparams(&a.codec, &a.common, typesize)?;
     let cs = chunk_size(&a.codec, cp.typesize)?;
-    let target = target(a.output.as_deref(), &a.input, || Ok(format!("{}.b2frame", a.input).into()))?;
-    let input = stream::open_input(&a.input)?;
+    let target = target(a.output.as_deref(), &a.input, || {
+        let base = if blp { a.input.strip_suffix(".blp").unwrap_or(&a.input) } else { &a.input };
+        Ok(format!("{base}.b2frame").into())
+    })?;
     let checksums = !a.codec.no_checksum;
     let dp = DParams { nthreads: cp.nthreads };
     match target {
@@ -174,6 +186,9 @@ pub fn looks_like_frame(path: &Path) -> bool {
 
 pub fn decompress(a: &DecompressArgs) -> Result<()> {
     let input_path = PathBuf::from(&a.input);
+    if a.input != "-" && crate::blp::is_blp(&input_path) {
+        return crate::blp::decompress(a, &input_path);
+    }
     if a.input != "-" && !looks_like_frame(&input_path) && input_path.is_file() {
         return decompress_chunk_file(a, &input_path);
     }

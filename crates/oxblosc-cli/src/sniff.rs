@@ -16,7 +16,7 @@ pub fn known_format(head: &[u8]) -> Option<&'static str> {
     let table: [(&[u8], &str); 10] = [
         (b"\x93NUMPY", "a NumPy .npy file (oxblosc compress turns it into a .b2nd)"),
         (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
-        (b"blpk", "a Bloscpack .blp file"),
+        (b"blpk", "a Bloscpack .blp file (decompress, info, verify and compress read it)"),
         (b"\x28\xb5\x2f\xfd", "a zstd stream (use zstd -d)"),
         (b"\x1f\x8b", "a gzip stream (use gzip -d)"),
         (b"PK\x03\x04", "a zip archive"),

@@ -25,6 +25,9 @@ fn report(e: CliError) {
 
 fn verify_one(path: &Path, a: &VerifyArgs) -> Result<bool> {
     let dp = DParams { nthreads: threads(&a.common) };
+    if crate::blp::is_blp(path) {
+        return crate::blp::verify(path, dp.nthreads, a.common.quiet);
+    }
     if path.is_file() && !looks_like_frame(path) {
         // Not Blosc at all is an error (exit 2), not damage (exit 1).
         let bytes = crate::sniff::read_chunk_file(path)?;

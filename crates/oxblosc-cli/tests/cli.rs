@@ -1016,3 +1016,93 @@ fn temporary_names_stay_out_of_messages() {
         assert!(!err.contains("oxtmp") && err.contains("/nonexistent-oxblosc-dir/x.b2"), "{err}");
     }
 }
+
+// ------------------------------------------------------------------ Bloscpack (.blp)
+
+#[test]
+fn bloscpack_files_convert() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("blp");
+    let d = t.0.to_string_lossy().into_owned();
+    // Files made by the real bloscpack package (0.16 needs a Python >= 3.10 shim to import).
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import collections, collections.abc
+collections.MutableMapping = collections.abc.MutableMapping
+import bloscpack as bp, numpy as np
+a = np.linspace(0, 1, 300_000)
+bp.pack_ndarray_to_file(a, f"{d}/arr.blp")
+a.tofile(f"{d}/arr.expect")
+raw = (np.arange(100_000, dtype="<u4") // 7).tobytes()
+open(f"{d}/raw.bin", "wb").write(raw)
+for name, ck, offs, codec in [("crc", "crc32", False, "lz4"), ("sha", "sha256", True, "zstd"), ("none", "None", True, "zlib")]:
+    bp.pack_file_to_file(f"{d}/raw.bin", f"{d}/{{name}}.blp", chunk_size="64K",
+        blosc_args=bp.BloscArgs(typesize=4, cname=codec),
+        bloscpack_args=bp.BloscpackArgs(checksum=ck, offsets=offs))
+open(f"{d}/empty.bin", "wb").close()
+bp.pack_file_to_file(f"{d}/empty.bin", f"{d}/empty.blp")
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/arr.blp")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(format!("{d}/arr")).unwrap(), std::fs::read(format!("{d}/arr.expect")).unwrap());
+    let raw = std::fs::read(format!("{d}/raw.bin")).unwrap();
+    for name in ["crc", "sha", "none"] {
+        let f = format!("{d}/{name}.blp");
+        let (code, bytes, err) = {
+            let o = Command::new(bin()).args(["decompress", &f, "-"]).output().unwrap();
+            (o.status.code().unwrap(), o.stdout, String::from_utf8_lossy(&o.stderr).into_owned())
+        };
+        assert_eq!(code, 0, "{name}: {err}");
+        assert!(bytes == raw, "{name}");
+        let (code, out, _) = oxblosc(&["verify", &f]);
+        assert_eq!(code, 0, "{name}: {out}");
+        let (code, json, _) = oxblosc(&["info", "--json", &f]);
+        assert_eq!(code, 0);
+        assert!(json.contains("\"kind\": \"bloscpack\"") && json_num(&json, "nbytes") == raw.len() as u64, "{json}");
+        assert_eq!(json_num(&json, "file_bytes"), std::fs::metadata(&f).unwrap().len());
+    }
+    let (_, json, _) = oxblosc(&["info", "--json", &format!("{d}/arr.blp")]);
+    assert!(json.contains(r#"\"container\":\"numpy\""#), "metadata shown: {json}");
+    assert!(json.contains("\"typesize\": 8"), "{json}");
+    // compress: .blp -> .b2frame (typesize from the .blp), read by python-blosc2.
+    let (code, _, err) = oxblosc(&["compress", "-q", &format!("{d}/crc.blp")]);
+    assert_eq!(code, 0, "{err}");
+    let (_, json, _) = oxblosc(&["info", "--json", &format!("{d}/crc.b2frame")]);
+    assert!(json.contains("\"typesize\": 4") && json_num(&json, "nbytes") == raw.len() as u64, "{json}");
+    let out = run_py(
+        &py,
+        &format!("import blosc2\ns = blosc2.open('{d}/crc.b2frame')\nprint(s[:] == open('{d}/raw.bin', 'rb').read())"),
+    );
+    assert!(out.starts_with("True"), "{out}");
+    // Empty input.
+    let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/empty.blp"), &format!("{d}/empty.out")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::metadata(format!("{d}/empty.out")).unwrap().len(), 0);
+    // A flipped byte in a chunk: the digest catches it (verify exit 1, decompress exit 2,
+    // naming the byte); a truncated file is one line, exit 2.
+    let mut bytes = std::fs::read(format!("{d}/crc.blp")).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x10;
+    let bad = format!("{d}/bad.blp");
+    std::fs::write(&bad, &bytes).unwrap();
+    let (code, _, err) = oxblosc(&["verify", &bad]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("crc32 mismatch"), "{err}");
+    let (code, _, err) = oxblosc(&["decompress", &bad, &format!("{d}/bad.out")]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    assert!(err.contains("at byte") && !Path::new(&format!("{d}/bad.out")).exists(), "{err}");
+    std::fs::write(&bad, &std::fs::read(format!("{d}/arr.blp")).unwrap()[..5000]).unwrap();
+    for cmd in ["decompress", "info", "verify"] {
+        let (code, _, err) =
+            oxblosc(&[cmd, &bad, &format!("{d}/trunc.out")][..if cmd == "decompress" { 3 } else { 2 }]);
+        assert!(code == 2 || (cmd == "verify" && code == 1), "{cmd}: {err}");
+        assert!(err.lines().next().unwrap_or("").contains("needs") || err.contains("ends"), "{cmd}: {err}");
+    }
+}
