@@ -257,6 +257,10 @@ impl<R: Read> Reader<R> {
         if max_size > MAX_META || size > MAX_META {
             return err(format!("metadata of {size} bytes ({max_size} reserved) exceeds {MAX_META}"), at + 12);
         }
+        // zlib expands at most ~1032:1: a larger claimed size is a lie (and an allocation).
+        if codec == 1 && u64::from(size) > u64::from(comp_size) * 1032 + 64 {
+            return err(format!("metadata claims {size} bytes from {comp_size} zlib bytes"), at + 12);
+        }
         if comp_size > max_size || (codec == 0 && comp_size != size) {
             return err(
                 format!("metadata sizes disagree: {size} bytes, {comp_size} stored, {max_size} reserved"),
@@ -434,5 +438,16 @@ mod tests {
         f[16..24].copy_from_slice(&(1i64 << 60).to_le_bytes());
         let len = f.len() as u64;
         assert!(Reader::new(&f[..], len, 1).is_err());
+        // Metadata claiming 60 MiB from 10 zlib bytes is refused before inflating.
+        let mut f = b"blpk\x03\x02".to_vec();
+        f.resize(32, 0);
+        f.extend(b"JSON\0\0\0\0\0\0\x01\0");
+        for v in [60u32 << 20, 10, 10] {
+            f.extend(v.to_le_bytes());
+        }
+        f.resize(f.len() + 8 + 10, 0);
+        let len = f.len() as u64;
+        let e = Reader::new(&f[..], len, 1).err().expect("refused");
+        assert!(e.what.contains("claims"), "{e}");
     }
 }
