@@ -20,6 +20,7 @@ pub fn info(a: &InfoArgs) -> Result<()> {
     let (tree, table) = if crate::blp::is_blp(path) {
         (crate::blp::info(a)?, None)
     } else if looks_like_frame(path) {
+        crate::sniff::require_frame(path)?;
         let s = oxblosc::frame::open(path, oxblosc::frame::Mode::Read).map_err(|e| CliError::frame(e, path))?;
         let tree = frame_node(&s, path)?;
         let table = if a.chunks { Some(chunk_table(&s, path)?) } else { None };

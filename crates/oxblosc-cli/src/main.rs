@@ -95,7 +95,10 @@ fn dispatch(cmd: &Cmd) -> Result<bool, CliError> {
             raw::decompress(a)?;
             args::remove_input(&a.input, a.rm)?;
         }
-        Cmd::Append(a) => raw::append(a)?,
+        Cmd::Append(a) => {
+            sniff::require_frame(&a.file)?;
+            raw::append(a)?
+        }
         Cmd::Info(a) => info::info(a)?,
         Cmd::Verify(a) => return verify::verify(a),
         Cmd::ChunkInfo { file } => chunk_file(file, chunk_info)?,

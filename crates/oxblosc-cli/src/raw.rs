@@ -170,6 +170,7 @@ pub fn open_frame(arg: &str) -> Result<(SChunk, PathBuf, Option<Scratch>)> {
     } else {
         (PathBuf::from(arg), None)
     };
+    crate::sniff::require_frame(&path)?;
     let s = frame::open(&path, Mode::Read).map_err(|e| CliError::frame(e, &path))?;
     Ok((s, path, scratch))
 }

@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::Path;
 
 use oxblosc::chunk::ChunkHeader;
+use oxblosc::frame::SPARSE_INDEX;
 
 use crate::error::{CliError, Result};
 
@@ -30,11 +31,33 @@ pub fn known_format(head: &[u8]) -> Option<&'static str> {
 
 /// The error for a file that is neither a Blosc2 frame nor a chunk.
 pub fn not_blosc(path: &Path, head: &[u8], why: &str) -> CliError {
+    not_a(path, head, "a Blosc2 frame or chunk", why)
+}
+
+fn not_a(path: &Path, head: &[u8], expected: &str, why: &str) -> CliError {
     let what = match known_format(head) {
-        Some(k) => format!("not a Blosc2 frame or chunk: this is {k}"),
-        None => format!("not a Blosc2 frame or chunk (no frame magic; {why})"),
+        Some(k) => format!("not {expected}: this is {k}"),
+        None => format!("not {expected} (no frame magic; {why})"),
     };
     CliError::at(what, path)
+}
+
+/// Refuse, naming what it is, a path that must be a frame (a file with the frame magic, or a
+/// sparse frame directory) and is not. A missing path is left to the caller's own error.
+pub fn require_frame(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        if !path.join(SPARSE_INDEX).is_file() {
+            return Err(CliError::at(format!("not a sparse Blosc2 frame: the directory has no {SPARSE_INDEX}"), path));
+        }
+        return Ok(());
+    }
+    if !path.is_file() || crate::raw::looks_like_frame(path) {
+        return Ok(());
+    }
+    let mut head = Vec::with_capacity(32);
+    let f = std::fs::File::open(path).map_err(|e| CliError::io(e, path))?;
+    f.take(32).read_to_end(&mut head).map_err(|e| CliError::io(e, path))?;
+    Err(not_a(path, &head, "a Blosc2 frame", "a chunk file or other data"))
 }
 
 /// A file that is not a frame, read as one chunk: refused as "not Blosc" when its start is

@@ -44,6 +44,7 @@ fn verify_one(path: &Path, a: &VerifyArgs) -> Result<bool> {
             }
         };
     }
+    crate::sniff::require_frame(path)?;
     let mut s = frame::open(path, Mode::Read).map_err(|e| CliError::frame(e, path))?;
     s.set_dparams(dp);
     let mut bad = Vec::new();

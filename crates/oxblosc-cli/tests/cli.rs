@@ -1106,3 +1106,26 @@ print("ok")
         assert!(err.lines().next().unwrap_or("").contains("needs") || err.contains("ends"), "{cmd}: {err}");
     }
 }
+
+#[test]
+fn paths_that_must_be_frames_are_named() {
+    let t = TmpDir::new("not-frame");
+    let npy = t.p("a.npy");
+    std::fs::write(&npy, npy_bytes("<f8", false, &[10], &data(80, 1), 1)).unwrap();
+    let more = t.p("more.bin");
+    std::fs::write(&more, data(100, 2)).unwrap();
+    let (code, _, err) = oxblosc(&["append", &npy, &more]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    assert!(err.contains("not a Blosc2 frame: this is a NumPy .npy file"), "{err}");
+    // A directory that is not a sparse frame.
+    let dir = t.p("d");
+    std::fs::create_dir(&dir).unwrap();
+    for args in [vec!["decompress", dir.as_str(), "x"], vec!["info", dir.as_str()], vec!["verify", dir.as_str()]] {
+        let (code, _, err) = oxblosc(&args);
+        assert_eq!(code, 2, "{args:?}");
+        one_error_line(&err);
+        assert!(err.contains("not a sparse Blosc2 frame") && err.contains("chunks.b2frame"), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&more).unwrap(), data(100, 2));
+}
