@@ -147,3 +147,83 @@ pub fn info(a: &InfoArgs) -> Result<Node> {
     m.push(("convert".into(), "oxblosc compress FILE -> .b2frame; oxblosc decompress FILE -> raw bytes".into()));
     Ok(Node::Map(m))
 }
+
+/// `compress` of a `.blp` that Bloscpack wrote from a NumPy array (JSON metadata with
+/// `"container": "numpy"`, its dtype, shape and order): the array goes to `x.b2nd` with that
+/// dtype and shape, and decompresses to an `.npy`. `Ok(false)` when the file holds plain bytes.
+pub fn array_to_b2nd(a: &crate::args::CompressArgs, path: &Path) -> Result<bool> {
+    let r = open(path, threads(&a.common))?;
+    let Some(text) = r.metadata().map(|m| String::from_utf8_lossy(&m.data).into_owned()) else { return Ok(false) };
+    if json_str(&text, "container").as_deref() != Some("numpy") {
+        return Ok(false);
+    }
+    let bad = |what: &str| CliError::at(format!("Bloscpack numpy metadata: {what}"), path);
+    let dtype = json_str(&text, "dtype").ok_or_else(|| bad("no dtype"))?;
+    // The dtype is Python's repr: '<f8' for simple types, a list of tuples for structured ones.
+    let descr = dtype.trim().trim_matches(['\'', '"']).to_string();
+    let shape = json_uints(&text, "shape").ok_or_else(|| bad("no shape list"))?;
+    let fortran = match json_str(&text, "order").as_deref() {
+        Some("F") => true,
+        Some("C") | None => false,
+        Some(o) => return Err(bad(&format!("order {o:?} is neither C nor F"))),
+    };
+    let nbytes = r.header().nbytes().ok_or_else(|| bad("the header does not give the total size"))?;
+    let raw = crate::npy::make_header(&descr, fortran, &shape);
+    let h = crate::npy::read_header(&mut raw.as_slice(), path)?;
+    let input = crate::stream::Input { name: path.to_path_buf(), reader: Box::new(r), len: Some(nbytes) };
+    let base = a.input.strip_suffix(".blp").unwrap_or(&a.input);
+    crate::npy::array_to_b2nd(a, &h, input, nbytes, Path::new(&format!("{base}.b2nd")))?;
+    Ok(true)
+}
+
+/// The JSON string value of `"key"` in a flat object (Bloscpack's metadata), unescaped.
+fn json_str(text: &str, key: &str) -> Option<String> {
+    let rest = json_value(text, key)?.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => match chars.next()? {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                c => out.push(c),
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// The JSON list of non-negative integers at `"key"`.
+fn json_uints(text: &str, key: &str) -> Option<Vec<u64>> {
+    let rest = json_value(text, key)?.strip_prefix('[')?;
+    let body = &rest[..rest.find(']')?];
+    body.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().ok()).collect()
+}
+
+fn json_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let at = text.find(&format!("\"{key}\""))? + key.len() + 2;
+    text[at..].trim_start().strip_prefix(':').map(str::trim_start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numpy_metadata_fields() {
+        let t = r#"{"dtype":"[('a', '<i4'), ('b', '<f8')]","shape":[3, 4],"order":"F","container":"numpy","x":"q\"\u00e9"}"#;
+        assert_eq!(json_str(t, "dtype").unwrap(), "[('a', '<i4'), ('b', '<f8')]");
+        assert_eq!(json_uints(t, "shape").unwrap(), vec![3, 4]);
+        assert_eq!(json_str(t, "order").unwrap(), "F");
+        assert_eq!(json_str(t, "x").unwrap(), "q\"\u{e9}");
+        assert_eq!(json_str(t, "missing"), None);
+        assert_eq!(json_uints(r#"{"shape":[]}"#, "shape").unwrap(), Vec::<u64>::new());
+        assert_eq!(json_uints(r#"{"shape":[-1]}"#, "shape"), None);
+    }
+}

@@ -84,9 +84,10 @@ fn run(argv: Vec<std::ffi::OsString>) -> u8 {
 fn dispatch(cmd: &Cmd) -> Result<bool, CliError> {
     match cmd {
         Cmd::Compress(a) => {
-            if a.input != "-" && npy::is_npy(Path::new(&a.input)) {
-                npy::npy_to_b2nd(a, Path::new(&a.input))?
-            } else {
+            let input = Path::new(&a.input);
+            if a.input != "-" && npy::is_npy(input) {
+                npy::npy_to_b2nd(a, input)?
+            } else if !(a.input != "-" && blp::is_blp(input) && blp::array_to_b2nd(a, input)?) {
                 raw::compress(a)?
             }
             args::remove_input(&a.input, a.rm)?;

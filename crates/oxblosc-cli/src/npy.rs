@@ -199,6 +199,21 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
     let file_len = f.metadata().map_err(|e| CliError::io(e, path))?.len();
     let h = read_header(&mut f, path)?;
     let data_len = file_len - h.raw.len() as u64;
+    let input = crate::stream::Input { name: path.to_path_buf(), reader: Box::new(f), len: Some(data_len) };
+    array_to_b2nd(a, &h, input, data_len, &path.with_extension("b2nd"))
+}
+
+/// Stream the items of the array `h` describes (`data_len` bytes in the file's order, from
+/// `input`) into a new `.b2nd`: `a.output`, else `default_out`. The header is kept so the
+/// array decompresses to an `.npy` with exactly these header bytes.
+pub fn array_to_b2nd(
+    a: &CompressArgs,
+    h: &NpyHeader,
+    input: crate::stream::Input,
+    data_len: u64,
+    default_out: &Path,
+) -> Result<()> {
+    let path = &input.name.clone();
     let nitems = h.nitems().ok_or_else(|| CliError::at("shape overflows", path))?;
     let itemsize = match h.itemsize() {
         Some(n) => n as u64,
@@ -236,7 +251,7 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
     let out = match &a.output {
         Some(o) if o == "-" => return Err(CliError::new(".b2nd output cannot go to stdout; give a file name")),
         Some(o) => PathBuf::from(o),
-        None => path.with_extension("b2nd"),
+        None => default_out.to_path_buf(),
     };
     let staged = Staged::new(&out, a.force)?;
     let tmp = staged.path();
@@ -251,7 +266,6 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
     }
     let mut arr = nd::NdArray::create(s, geom, Some(&h.descr), nd::Fill::Zeros).map_err(|e| nd_err(e, &out))?;
     let mut progress = Progress::new("compress", Some(data_len), a.common.quiet);
-    let input = crate::stream::Input { name: path.to_path_buf(), reader: Box::new(f), len: Some(data_len) };
     if shape.is_empty() {
         let mut item = Vec::new();
         input.reader.take(itemsize).read_to_end(&mut item).map_err(|e| CliError::io(e, path))?;

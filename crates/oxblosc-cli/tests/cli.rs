@@ -1035,6 +1035,14 @@ import bloscpack as bp, numpy as np
 a = np.linspace(0, 1, 300_000)
 bp.pack_ndarray_to_file(a, f"{d}/arr.blp")
 a.tofile(f"{d}/arr.expect")
+arrays = {{
+    "fort": np.asfortranarray(np.arange(60_000, dtype="<i4").reshape(200, 300)),
+    "rec": np.array([(1, 2.5), (3, 4.5)] * 50, dtype=[("a", "<i4"), ("b", "<f8")]),
+    "u16": (np.arange(40 * 50 * 7) % 1000).astype(">u2").reshape(40, 50, 7),
+}}
+for k, v in arrays.items():
+    bp.pack_ndarray_to_file(v, f"{d}/{{k}}.blp", chunk_size="16K")
+    np.save(f"{d}/{{k}}.expect.npy", v)
 raw = (np.arange(100_000, dtype="<u4") // 7).tobytes()
 open(f"{d}/raw.bin", "wb").write(raw)
 for name, ck, offs, codec in [("crc", "crc32", False, "lz4"), ("sha", "sha256", True, "zstd"), ("none", "None", True, "zlib")]:
@@ -1080,6 +1088,36 @@ print("ok")
         &format!("import blosc2\ns = blosc2.open('{d}/crc.b2frame')\nprint(s[:] == open('{d}/raw.bin', 'rb').read())"),
     );
     assert!(out.starts_with("True"), "{out}");
+    // compress of a .blp packed from a NumPy array: a .b2nd of that dtype and shape (Fortran
+    // order kept as the logical array), which python-blosc2 reads and which decompresses to
+    // the .npy NumPy writes.
+    for k in ["arr", "fort", "rec", "u16"] {
+        let (code, _, err) = oxblosc(&["compress", "-q", &format!("{d}/{k}.blp")]);
+        assert_eq!(code, 0, "{k}: {err}");
+        if k != "arr" {
+            let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/{k}.b2nd"), &format!("{d}/{k}.back.npy")]);
+            assert_eq!(code, 0, "{k}: {err}");
+            assert!(
+                std::fs::read(format!("{d}/{k}.back.npy")).unwrap()
+                    == std::fs::read(format!("{d}/{k}.expect.npy")).unwrap(),
+                "{k}"
+            );
+        }
+    }
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2
+assert np.array_equal(blosc2.open("{d}/arr.b2nd")[()], np.fromfile("{d}/arr.expect"))
+for k in ["fort", "rec", "u16"]:
+    want, got = np.load(f"{d}/{{k}}.expect.npy"), blosc2.open(f"{d}/{{k}}.b2nd")
+    assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got[()], want), k
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
     // Empty input.
     let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/empty.blp"), &format!("{d}/empty.out")]);
     assert_eq!(code, 0, "{err}");
