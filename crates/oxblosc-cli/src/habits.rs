@@ -112,13 +112,15 @@ fn level_flag(a: &str) -> Option<u8> {
 /// `oxblosc [options] FILE...` as zstd reads it.
 fn zstd_style(prog: OsString, args: &[String]) -> Result<Vec<Vec<OsString>>, CliError> {
     let mut mode = "compress";
-    let mut opts: Vec<String> = Vec::new();
+    // Option groups (a flag and its value, if any), in order.
+    let mut opts: Vec<Vec<String>> = Vec::new();
     let mut output: Option<String> = None;
     let mut files: Vec<String> = Vec::new();
     let mut k = 0;
     let value = |k: usize, name: &str| -> Result<String, CliError> {
         args.get(k + 1).cloned().ok_or_else(|| CliError::new(format!("{name} needs a value (see oxblosc --help)")))
     };
+    let flag = |f: &str| vec![f.to_string()];
     while k < args.len() {
         let a = args[k].as_str();
         match a {
@@ -130,27 +132,26 @@ fn zstd_style(prog: OsString, args: &[String]) -> Result<Vec<Vec<OsString>>, Cli
             "-z" | "--compress" => mode = "compress",
             "-t" | "--test" => mode = "verify",
             "-l" | "--list" => mode = "info",
-            "-c" | "--stdout" => opts.push("--stdout".into()),
-            "-k" | "--keep" => opts.push("--keep".into()),
-            "--rm" => opts.push("--rm".into()),
-            "-f" | "--force" => opts.push("--force".into()),
-            "-q" | "--quiet" => opts.push("--quiet".into()),
+            "-c" | "--stdout" => opts.push(flag("--stdout")),
+            "-k" | "--keep" => opts.push(flag("--keep")),
+            "-f" | "--force" => opts.push(flag("--force")),
+            "-q" | "--quiet" => opts.push(flag("--quiet")),
             "-o" | "--output" => {
                 output = Some(value(k, a)?);
                 k += 1;
             }
             "-T" | "--threads" => {
-                opts.extend(["--threads".into(), value(k, a)?]);
+                opts.push(vec!["--threads".into(), value(k, a)?]);
                 k += 1;
             }
             _ if VALUED.contains(&a) => {
-                opts.extend([a.to_string(), value(k, a)?]);
+                opts.push(vec![a.to_string(), value(k, a)?]);
                 k += 1;
             }
             "-" => files.push(a.into()),
-            // Other long options pass through; clap judges them.
-            _ if a.starts_with("--") => opts.push(a.into()),
-            _ if a.starts_with("-T") => opts.extend(["--threads".into(), a[2..].to_string()]),
+            // Other long options (--rm, --json, --sparse, ...) pass through; clap judges them.
+            _ if a.starts_with("--") => opts.push(flag(a)),
+            _ if a.starts_with("-T") => opts.push(vec!["--threads".into(), a[2..].to_string()]),
             _ if a.starts_with('-') => {
                 // Bundled short flags: -dc, -kf9, -d -q ...
                 for c in a[1..].chars() {
@@ -159,11 +160,11 @@ fn zstd_style(prog: OsString, args: &[String]) -> Result<Vec<Vec<OsString>>, Cli
                         'z' => mode = "compress",
                         't' => mode = "verify",
                         'l' => mode = "info",
-                        'c' => opts.push("--stdout".into()),
-                        'k' => opts.push("--keep".into()),
-                        'f' => opts.push("--force".into()),
-                        'q' => opts.push("--quiet".into()),
-                        '0'..='9' => opts.extend(["--clevel".into(), c.to_string()]),
+                        'c' => opts.push(flag("--stdout")),
+                        'k' => opts.push(flag("--keep")),
+                        'f' => opts.push(flag("--force")),
+                        'q' => opts.push(flag("--quiet")),
+                        '0'..='9' => opts.push(vec!["--clevel".into(), c.to_string()]),
                         _ => {
                             return Err(CliError::new(format!(
                                 "unknown option -{c} in {a} (zstd-style flags: -d -z -t -l -c -k -f -q -o FILE -T N \
@@ -183,25 +184,31 @@ fn zstd_style(prog: OsString, args: &[String]) -> Result<Vec<Vec<OsString>>, Cli
     if output.is_some() && files.len() > 1 {
         return Err(CliError::new("-o names one output: give one input file"));
     }
-    // Options the read-only commands do not take are dropped for them.
-    let read_only = matches!(mode, "verify" | "info");
-    let mut runs = Vec::new();
+    // The read-only commands keep only the options they take (zstd's -k/-c/-f mean nothing there).
+    let writes_only = ["--stdout", "--keep", "--force", "--clevel", "--rm"];
+    let keep = |g: &&Vec<String>| match mode {
+        "verify" => !writes_only.contains(&g[0].as_str()),
+        "info" => !writes_only.contains(&g[0].as_str()) && g[0] != "--threads",
+        _ => true,
+    };
+    let groups: Vec<OsString> = opts.iter().filter(keep).flatten().map(OsString::from).collect();
+    let head = |v: &mut Vec<OsString>| {
+        v.extend([prog.clone(), mode.into()]);
+        v.extend(groups.iter().cloned());
+    };
     if mode == "verify" {
-        let mut v: Vec<OsString> = vec![prog.clone(), "verify".into()];
-        v.extend(opts.iter().filter(|o| *o == "--quiet").map(OsString::from));
+        let mut v = Vec::new();
+        head(&mut v);
         v.extend(files.iter().map(OsString::from));
         return Ok(vec![v]);
     }
+    let mut runs = Vec::new();
     for f in &files {
-        let mut v: Vec<OsString> = vec![prog.clone(), mode.into()];
-        if read_only {
-            v.push(f.into());
-        } else {
-            v.extend(opts.iter().map(OsString::from));
-            v.push(f.into());
-            if let Some(o) = &output {
-                v.extend(["--output".into(), o.into()]);
-            }
+        let mut v = Vec::new();
+        head(&mut v);
+        v.push(f.into());
+        if let Some(o) = &output {
+            v.extend(["--output".into(), o.into()]);
         }
         runs.push(v);
     }
@@ -233,6 +240,8 @@ mod tests {
         assert_eq!(run(&["--rm", "-k", f]).unwrap(), [vec!["oxblosc", "compress", "--rm", "--keep", f]]);
         assert!(run(&["-o", "x", f, f]).is_err());
         assert!(run(&["-x", f]).unwrap_err().contains("unknown option -x"));
+        assert_eq!(run(&["-lk", "--json", f]).unwrap(), [vec!["oxblosc", "info", "--json", f]]);
+        assert_eq!(run(&["-tq", "-T1", "-k", f]).unwrap(), [vec!["oxblosc", "verify", "--quiet", "--threads", "1", f]]);
         assert_eq!(run(&["nonexistent-word"]).unwrap(), [vec!["oxblosc", "nonexistent-word"]]);
     }
 
