@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import maturin
@@ -57,10 +58,12 @@ def _strip(binary: Path) -> None:
     """Drop symbols and debug info from the bundled binary (the release profile keeps line
     tables for backtraces; a wheel does not need them): ~28 MB -> a few MB."""
     tool = shutil.which("strip")
-    if tool is None:
-        print("oxblosc build: `strip` not found; the bundled CLI binary keeps its debug info")
+    if tool is None or os.name == "nt":
+        print("oxblosc build: no `strip` tool; the bundled CLI binary keeps its debug info")
         return
-    subprocess.run([tool, "--strip-all", str(binary)], check=True)
+    flags = ["-x"] if sys.platform == "darwin" else ["--strip-all"]
+    if subprocess.run([tool, *flags, str(binary)]).returncode != 0:
+        print("oxblosc build: `strip` failed; the bundled CLI binary keeps its debug info")
 
 
 # The hooks that need cargo check for it first: without this, maturin would try to fetch a
