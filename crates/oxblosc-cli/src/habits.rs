@@ -165,6 +165,9 @@ fn zstd_style(prog: OsString, args: &[String]) -> Result<Vec<Vec<OsString>>, Cli
                         'f' => opts.push(flag("--force")),
                         'q' => opts.push(flag("--quiet")),
                         '0'..='9' => opts.push(vec!["--clevel".into(), c.to_string()]),
+                        _ if bloscpack_hint(&format!("-{c}")).is_some() => {
+                            return Err(CliError::new(bloscpack_hint(&format!("-{c}")).unwrap_or_default()))
+                        }
                         _ => {
                             return Err(CliError::new(format!(
                                 "unknown option -{c} in {a} (zstd-style flags: -d -z -t -l -c -k -f -q -o FILE -T N \
@@ -180,6 +183,12 @@ fn zstd_style(prog: OsString, args: &[String]) -> Result<Vec<Vec<OsString>>, Cli
     }
     if files.is_empty() {
         return Err(CliError::new("no input file (see oxblosc --help)"));
+    }
+    // `blpk -n 4 compress x` style: options before a subcommand name.
+    if let Some(sub) = files.iter().find(|f| SUBCOMMANDS.contains(&f.as_str()) && !std::path::Path::new(f).exists()) {
+        return Err(CliError::new(format!(
+            "options go after the subcommand: oxblosc {sub} [OPTIONS] FILE (threads: -T N; Bloscpack's global -n/-v/-d are not options here)"
+        )));
     }
     if output.is_some() && files.len() > 1 {
         return Err(CliError::new("-o names one output: give one input file"));
@@ -240,6 +249,7 @@ mod tests {
         assert_eq!(run(&["--rm", "-k", f]).unwrap(), [vec!["oxblosc", "compress", "--rm", "--keep", f]]);
         assert!(run(&["-o", "x", f, f]).is_err());
         assert!(run(&["-x", f]).unwrap_err().contains("unknown option -x"));
+        assert!(run(&["-d", "decompress", f]).unwrap_err().contains("after the subcommand"));
         assert_eq!(run(&["-lk", "--json", f]).unwrap(), [vec!["oxblosc", "info", "--json", f]]);
         assert_eq!(run(&["-tq", "-T1", "-k", f]).unwrap(), [vec!["oxblosc", "verify", "--quiet", "--threads", "1", f]]);
         assert_eq!(run(&["nonexistent-word"]).unwrap(), [vec!["oxblosc", "nonexistent-word"]]);
