@@ -960,6 +960,8 @@ fn look_alike_options_are_refused_with_a_hint() {
         (vec!["compress", "-l", "9", f.as_str()], "--clevel"),
         (vec!["compress", "-n", "4", f.as_str()], "-T N"),
         (vec!["-x", f.as_str()], "unknown option -x"),
+        (vec!["-n", "4", "compress", f.as_str()], "-T N"),
+        (vec!["-q", "compress", f.as_str()], "after the subcommand"),
     ] {
         let (code, out, err) = oxblosc(&args);
         assert_eq!(code, 2, "{args:?}");
