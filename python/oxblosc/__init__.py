@@ -54,7 +54,8 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
-from .schunk import SChunk, open, remove_urlpath, schunk_from_cframe
+from .opening import open
+from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 
 
 def __getattr__(name):

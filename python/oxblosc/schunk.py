@@ -791,66 +791,6 @@ class SChunk:
 # module functions
 
 
-def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs: Any) -> SChunk:  # noqa: A001
-    """Open a frame file or sparse frame directory written by oxblosc or python-blosc2.
-
-    ``mode`` is "r" (read-only, the default as in python-blosc2 4.x), "a" (every change is
-    written back) or "w" (replace it with an empty super-chunk of the same parameters).
-    ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode="r"`` maps
-    the file read-only; "r+" or "c" select the access mode. ``locking=True`` takes
-    python-blosc2's advisory ``.b2lock`` lock (see the module docs); ``cparams``/``dparams``
-    apply to the opened super-chunk. ``verify_checksums=True`` (oxblosc only) checks every
-    chunk read against the checksums ``oxblosc compress`` stores.
-    """
-    path = _fspath(urlpath)
-    unknown = set(kwargs) - {
-        "cparams",
-        "dparams",
-        "mmap_mode",
-        "initial_mapping_size",
-        "locking",
-        "deserialize",
-        "verify_checksums",
-    }
-    if unknown:
-        raise ValueError(f"{sorted(unknown)[0]} is not supported as keyword argument")
-    mmap_mode = kwargs.get("mmap_mode")
-    if kwargs.get("locking") and mmap_mode is not None:
-        raise ValueError("locking is not supported together with mmap_mode")
-    locking = bool(kwargs.get("locking")) or _env_locking(mmap_mode)
-    if mmap_mode is not None:
-        if mmap_mode == "w+":
-            raise ValueError("w+ mmap_mode cannot be used to open an existing file")
-        if mmap_mode not in _MMAP_MODES:
-            raise ValueError(f"Invalid mmap_mode: {mmap_mode}")
-        mode = _MMAP_MODES[mmap_mode]
-    if mode not in ("r", "a", "w"):
-        raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
-    offset = _checked("offset", offset, 0, 2**63 - 1)
-    if not os.path.exists(path):
-        raise FileNotFoundError(2, "No such file or directory", path)
-    contiguous = not os.path.isdir(path)
-    copy_on_write = mmap_mode == "c"
-    native = _open_native(path, offset, mode == "a" and not copy_on_write, locking, mmap_mode == "r")
-    if copy_on_write:
-        native = native.copy()
-    if mode == "w":
-        cp = native.cparams
-        remove_urlpath(path)
-        native = _native.NativeSChunk.create(cp, native.dthreads, path, contiguous, [], locking)
-        native = _Locked(native) if locking else native
-    s = SChunk(_native=native, urlpath=path, mode=mode, mmap_mode=mmap_mode, contiguous=contiguous)
-    cp = kwargs.get("cparams")
-    s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
-    s.dparams = kwargs.get("dparams") or DParams()
-    s.verify_checksums = bool(kwargs.get("verify_checksums", False))
-    if {"b2nd", "caterva"} & set(s.meta.keys()):
-        from .ndarray import _from_schunk  # b2nd frames open as arrays, as in python-blosc2
-
-        return _from_schunk(s)
-    return s
-
-
 def _env_locking(mmap_mode: str | None) -> bool:
     """``BLOSC_LOCKING`` (set and not "0") turns locking on, except for mapped files."""
     return os.environ.get("BLOSC_LOCKING", "") not in ("", "0") and mmap_mode is None
@@ -875,4 +815,4 @@ def remove_urlpath(path: str | os.PathLike | None) -> None:
     _native.remove_urlpath(_fspath(path))
 
 
-__all__ = ["ChunkInfo", "ExtType", "Meta", "SChunk", "open", "packb", "remove_urlpath", "schunk_from_cframe", "unpackb"]
+__all__ = ["ChunkInfo", "ExtType", "Meta", "SChunk", "packb", "remove_urlpath", "schunk_from_cframe", "unpackb"]
