@@ -139,6 +139,14 @@ class NDArray:
             contiguous=kwargs.get("contiguous", True),
         )  # fmt: skip
 
+    # Context manager (``with oxblosc.open(p) as a:``), as python-blosc2's: every change is
+    # already written, so leaving the block has nothing to do.
+    def __enter__(self) -> NDArray:
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb) -> bool:
+        return False
+
     # ------------------------------------------------------------------ properties
 
     @property

@@ -22,7 +22,9 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     """Open a frame file or sparse frame directory written by oxblosc or python-blosc2.
 
     ``mode`` is "r" (read-only, the default as in python-blosc2 4.x), "a" (every change is
-    written back) or "w" (replace it with an empty super-chunk of the same parameters).
+    written back) or "w": as in python-blosc2, an array (b2nd frame) is opened writable with
+    its data, while a plain super-chunk is replaced by an empty one with the same compression
+    parameters (metalayers and vlmeta dropped).
     ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode="r"`` maps
     the file read-only; "r+" or "c" select the access mode. ``locking=True`` takes
     python-blosc2's advisory ``.b2lock`` lock (see the module docs); ``cparams``/``dparams``
@@ -58,10 +60,11 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
         raise FileNotFoundError(2, "No such file or directory", path)
     contiguous = not os.path.isdir(path)
     copy_on_write = mmap_mode == "c"
-    native = _open_native(path, offset, mode == "a" and not copy_on_write, locking, mmap_mode == "r")
+    native = _open_native(path, offset, mode != "r" and not copy_on_write, locking, mmap_mode == "r")
     if copy_on_write:
         native = native.copy()
-    if mode == "w":
+    is_array = bool({"b2nd", "caterva"} & set(native.meta_names()))
+    if mode == "w" and not is_array:
         cp = native.cparams
         remove_urlpath(path)
         native = _native.NativeSChunk.create(cp, native.dthreads, path, contiguous, [], locking)
@@ -71,7 +74,7 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
     s.dparams = kwargs.get("dparams") or DParams()
     s.verify_checksums = bool(kwargs.get("verify_checksums", False))
-    if {"b2nd", "caterva"} & set(s.meta.keys()):
+    if is_array:
         return _from_schunk(s)  # b2nd frames open as arrays, as in python-blosc2
     return s
 
