@@ -7,6 +7,7 @@ code can switch by changing the import.
 from . import core as _core
 from ._errors import ChunkError, FrameChangedError
 from ._native import __version__
+from .construct import arange, concat, expand_dims, eye, fromiter, linspace, meshgrid, reshape, squeeze, stack
 from .core import (
     EXTENDED_HEADER_LENGTH,
     MAX_BUFFERSIZE,
@@ -33,9 +34,10 @@ from .core import (
     set_nthreads,
     special_chunk,
 )
+from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
 from .ndarray import (
     NDArray,
-    arange,
+    NDField,
     asarray,
     copy,
     empty,
@@ -43,7 +45,6 @@ from .ndarray import (
     frombuffer,
     full,
     full_like,
-    linspace,
     nans,
     nans_like,
     ndarray_from_cframe,
@@ -55,6 +56,7 @@ from .ndarray import (
     zeros_like,
 )
 from .opening import open
+from .runtime import IS_WASM, print_versions, set_releasegil
 from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 
 
@@ -66,6 +68,22 @@ def __getattr__(name):
 
 
 __all__ = [
+    "IS_WASM",
+    "NDField",
+    "Storage",
+    "concat",
+    "cparams_dflts",
+    "dparams_dflts",
+    "expand_dims",
+    "eye",
+    "fromiter",
+    "meshgrid",
+    "print_versions",
+    "reshape",
+    "set_releasegil",
+    "squeeze",
+    "stack",
+    "storage_dflts",
     "EXTENDED_HEADER_LENGTH",
     "MAX_BUFFERSIZE",
     "MAX_OVERHEAD",

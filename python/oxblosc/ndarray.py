@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _native
+from . import _native, chunkwise
 from . import core as _core
 from .core import CParams, DParams, _checked, _native_cparams
 from .schunk import SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
@@ -44,9 +44,10 @@ _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
 
 
 def dtype_to_str(dtype: np.dtype) -> str:
-    """The b2nd dtype string python-blosc2 writes for ``dtype``."""
+    """The b2nd dtype string python-blosc2 writes for ``dtype`` (``str(dtype)`` for structured
+    and subarray dtypes such as ``("<f8", (10,))``, ``dtype.str`` otherwise)."""
     dtype = np.dtype(dtype)
-    return str(dtype) if dtype.fields is not None else dtype.str
+    return str(dtype) if dtype.fields is not None or dtype.subdtype is not None else dtype.str
 
 
 def dtype_from_str(s: str | None, typesize: int) -> np.dtype:
@@ -203,7 +204,12 @@ class NDArray:
         """For structured dtypes: a view per field (``arr.fields["x"][...]`` reads that field)."""
         if self._dtype.fields is None:
             return {}
-        return {name: _Field(self, name) for name in self._dtype.names}
+        return {name: NDField(self, name) for name in self._dtype.names}
+
+    def _field(self, name: str) -> NDField:
+        if self._dtype.fields is None or name not in self._dtype.fields:
+            raise ValueError(f"no field of name {name!r} in dtype {self._dtype}")
+        return NDField(self, name)
 
     @property
     def blocks_decoded(self) -> int:
@@ -248,6 +254,8 @@ class NDArray:
         return out
 
     def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return self._field(key)
         if isinstance(key, NDArray):
             key = key[()]
         key = _expand(key, self.ndim)
@@ -354,6 +362,9 @@ class NDArray:
             raise ValueError("the array was opened read-only (mode 'r')")
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, str):
+            self._field(key)[...] = value
+            return
         self._writable()
         key = _expand(key, self.ndim)
         if any(_is_fancy(k) for k in key):
@@ -379,7 +390,9 @@ class NDArray:
         counts = tuple(len(range(a, b, s)) for a, b, s in sel)
         if isinstance(value, NDArray):
             value = value[...]
-        v = np.broadcast_to(np.asarray(value, dtype=self._dtype), _squeezed_shape(key, counts)).reshape(counts)
+        # A subarray dtype (``("<f8", (10,))``) adds its shape after the array's, as in NumPy.
+        sub, base = self._dtype.shape, self._dtype.base
+        v = np.broadcast_to(np.asarray(value, dtype=base), _squeezed_shape(key, counts) + sub).reshape(counts + sub)
         if flip:
             v = np.flip(v, axis=flip)
         self._n.set_slice(sel, v.copy(order="C") if v.ndim == 0 else np.ascontiguousarray(v))
@@ -404,6 +417,61 @@ class NDArray:
             raise ValueError(f"appended values have shape {v.shape}, rows of this array are {self.shape[1:]}")
         self._n.append(np.ascontiguousarray(v))
         return self.shape
+
+    # ------------------------------------------------------------------ new shapes
+    # New arrays written chunk by chunk (``chunkwise``). python-blosc2 returns views for
+    # ``squeeze``; here every one is a copy.
+
+    def reshape(self, shape: Any, c_order: bool = True, **kwargs: Any) -> NDArray:
+        """A new array with the items of this one (read in C order) and shape ``shape`` (one
+        axis may be -1). ``c_order=False`` stores them chunk after chunk instead (python-
+        blosc2's insertion order). ``kwargs`` as for :func:`empty`."""
+        shape = tuple(int(s) for s in ((shape,) if isinstance(shape, int | np.integer) else shape))
+        if shape.count(-1) == 1 and self.size:
+            rest = math.prod(s for s in shape if s != -1)
+            shape = tuple(self.size // rest if s == -1 and rest else s for s in shape)
+        if math.prod(shape) != self.size or any(s < 0 for s in shape):
+            raise ValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
+        out = empty(shape, self.dtype, **kwargs)
+        return chunkwise.fill_flat(out, chunkwise.flat_reader(self), c_order)
+
+    def squeeze(self, axis: int | tuple[int, ...] | None = None) -> NDArray:
+        """A new array without the axes of length 1 (``axis``: only those)."""
+        if axis is None:
+            drop = {i for i, n in enumerate(self.shape) if n == 1}
+        else:
+            drop = _axes(axis, self.ndim)
+            if any(self.shape[a] != 1 for a in drop):
+                raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+        keep = [i for i in range(self.ndim) if i not in drop]
+        return self._rearranged(keep, lambda r: tuple(r[i] for i in keep))
+
+    def _permuted(self, axes: list[int]) -> NDArray:
+        return self._rearranged(axes, lambda r: tuple(r[a] for a in axes), lambda v: v.transpose(axes))
+
+    def _rearranged(self, axes: list[int], target: Any, transform: Any = None) -> NDArray:
+        """A copy whose axis ``i`` is this array's axis ``axes[i]`` (same chunks, blocks,
+        cparams)."""
+        out = empty(
+            tuple(self.shape[a] for a in axes), self.dtype, chunks=tuple(self.chunks[a] for a in axes),
+            blocks=tuple(self.blocks[a] for a in axes), cparams=self.cparams,
+        )  # fmt: skip
+        chunkwise.copy_regions(self, out, target, transform)
+        return out
+
+    @property
+    def T(self) -> NDArray:  # noqa: N802 - NumPy's name
+        """The transpose of a 2-d array (a new array)."""
+        if self.ndim != 2:
+            raise ValueError("This property only works for 2-dimensional arrays.")
+        return self._permuted([1, 0])
+
+    @property
+    def mT(self) -> NDArray:  # noqa: N802 - NumPy's name
+        """The last two axes swapped (a new array)."""
+        if self.ndim < 2:
+            raise ValueError("This property only works for N-dimensional arrays with N>=2.")
+        return self._permuted([*range(self.ndim - 2), self.ndim - 1, self.ndim - 2])
 
     # ------------------------------------------------------------------ copies and persistence
 
@@ -436,8 +504,9 @@ class NDArray:
         self._n.save(path, contiguous)
 
 
-class _Field:
-    """One field of a structured array (``arr.fields[name]``)."""
+class NDField:
+    """One field of a structured array (``arr["x"]``, ``arr.fields["x"]`` or
+    ``NDField(arr, "x")``): reads and writes go to that field of the array."""
 
     def __init__(self, arr: NDArray, name: str) -> None:
         self._arr, self._name = arr, name
@@ -497,6 +566,19 @@ class _OIndex:
         keep = [n for n, r in zip(shape, rel, strict=False) if isinstance(r, np.ndarray | slice)]
         box[np.ix_(*idx)] = np.broadcast_to(np.asarray(value, dtype=box.dtype), keep).reshape(shape)
         self._arr._n.set_slice(sel, np.ascontiguousarray(box))
+
+
+def _axes(axis: int | tuple[int, ...] | list[int], ndim: int) -> set[int]:
+    """Axis numbers (negative ones counted from the end), checked and unique."""
+    axes = [axis] if isinstance(axis, int | np.integer) else list(axis)
+    out = set()
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+        if a % ndim in out:
+            raise ValueError("Axis values must be unique.")
+        out.add(a % ndim)
+    return out
 
 
 def _squeezed_shape(key: list, counts: tuple[int, ...]) -> tuple[int, ...]:
@@ -662,26 +744,6 @@ def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) ->
     return asarray(a.reshape(shape), **kwargs)
 
 
-def arange(
-    start: Any = 0, stop: Any = None, step: Any = 1, dtype: Any = None, shape: Any = None, **kwargs: Any
-) -> NDArray:
-    if stop is None:
-        start, stop = 0, start
-    a = np.arange(start, stop, step, dtype=dtype)
-    if shape is not None:
-        a = a.reshape(_shape_tuple(shape))
-    return asarray(a, **kwargs)
-
-
-def linspace(
-    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, shape: Any = None, **kwargs: Any
-) -> NDArray:
-    a = np.linspace(start, stop, num=num, endpoint=endpoint, dtype=dtype)
-    if shape is not None:
-        a = a.reshape(_shape_tuple(shape))
-    return asarray(a, **kwargs)
-
-
 def copy(array: NDArray, dtype: Any = None, **kwargs: Any) -> NDArray:
     return array.copy(dtype, **kwargs)
 
@@ -740,7 +802,6 @@ def _from_schunk(s: SChunk) -> NDArray:
 
 __all__ = [
     "NDArray",
-    "arange",
     "asarray",
     "copy",
     "dtype_from_str",
@@ -750,7 +811,6 @@ __all__ = [
     "frombuffer",
     "full",
     "full_like",
-    "linspace",
     "nans",
     "nans_like",
     "ndarray_from_cframe",
