@@ -88,7 +88,7 @@ def test_expand_dims_squeeze_reshape_transpose(tmp_path):
     np.testing.assert_array_equal(m.T[:], a[0].T)
     np.testing.assert_array_equal(x.mT[:], np.swapaxes(a, 1, 2))
     with pytest.raises(ValueError):
-        x.T
+        _ = x.T
 
 
 def test_field_names_index_structured_arrays():
