@@ -35,6 +35,7 @@ from .core import (
     special_chunk,
 )
 from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
+from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .ndarray import (
     NDArray,
     NDField,
@@ -55,7 +56,21 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
-from .opening import open
+from .opening import from_cframe, open
+from .packing import (
+    load_array,
+    load_tensor,
+    pack,
+    pack_array,
+    pack_array2,
+    pack_tensor,
+    save_array,
+    save_tensor,
+    unpack,
+    unpack_array,
+    unpack_array2,
+    unpack_tensor,
+)
 from .runtime import IS_WASM, print_versions, set_releasegil
 from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 
@@ -68,6 +83,21 @@ def __getattr__(name):
 
 
 __all__ = [
+    "compute_chunks_blocks",
+    "from_cframe",
+    "get_slice_nchunks",
+    "load_array",
+    "load_tensor",
+    "pack",
+    "pack_array",
+    "pack_array2",
+    "pack_tensor",
+    "save_array",
+    "save_tensor",
+    "unpack",
+    "unpack_array",
+    "unpack_array2",
+    "unpack_tensor",
     "IS_WASM",
     "NDField",
     "Storage",

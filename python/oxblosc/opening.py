@@ -15,7 +15,16 @@ from . import _native
 from . import core as _core
 from .core import DParams, _checked
 from .ndarray import NDArray, _from_schunk
-from .schunk import _MMAP_MODES, SChunk, _env_locking, _fspath, _Locked, _open_native, remove_urlpath
+from .schunk import (
+    _MMAP_MODES,
+    SChunk,
+    _env_locking,
+    _fspath,
+    _Locked,
+    _open_native,
+    remove_urlpath,
+    schunk_from_cframe,
+)
 
 
 def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs: Any) -> SChunk | NDArray:  # noqa: A001
@@ -79,4 +88,11 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     return s
 
 
-__all__ = ["open"]
+def from_cframe(cframe: Any, copy: bool = True) -> SChunk | NDArray:
+    """The super-chunk or array (b2nd metalayer) held by an in-memory frame, from
+    ``to_cframe`` here or in python-blosc2. The bytes are copied once whatever ``copy`` says."""
+    s = schunk_from_cframe(cframe, copy)
+    return _from_schunk(s) if {"b2nd", "caterva"} & set(s.meta.keys()) else s
+
+
+__all__ = ["from_cframe", "open"]
