@@ -10,7 +10,9 @@ from ._native import __version__
 from .construct import arange, concat, expand_dims, eye, fromiter, linspace, meshgrid, reshape, squeeze, stack
 from .core import (
     EXTENDED_HEADER_LENGTH,
+    MAX_BLOCKSIZE,
     MAX_BUFFERSIZE,
+    MAX_DIM,
     MAX_OVERHEAD,
     MAX_TYPESIZE,
     MIN_HEADER_LENGTH,
@@ -25,12 +27,16 @@ from .core import (
     compress2,
     compress_blosc1,
     compress_vlblocks,
+    compressor_list,
     decompress,
     decompress2,
     decompress_vlblocks,
+    get_blocksize,
     get_cbuffer_sizes,
+    get_clib,
     getitem,
     ncores,
+    set_blocksize,
     set_nthreads,
     special_chunk,
 )
@@ -83,6 +89,12 @@ def __getattr__(name):
 
 
 __all__ = [
+    "MAX_BLOCKSIZE",
+    "MAX_DIM",
+    "compressor_list",
+    "get_blocksize",
+    "get_clib",
+    "set_blocksize",
     "compute_chunks_blocks",
     "from_cframe",
     "get_slice_nchunks",

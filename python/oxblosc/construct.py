@@ -47,15 +47,18 @@ def arange(
 def linspace(
     start: Any,
     stop: Any,
-    num: int = 50,
+    num: int | None = None,
     endpoint: bool = True,
     dtype: Any = None,
     shape: Any = None,
     c_order: bool = True,
     **kwargs: Any,
 ) -> NDArray:
-    """``numpy.linspace(start, stop, num, endpoint)`` as an array of ``shape``."""
-    if shape is not None and num is None:
+    """``numpy.linspace(start, stop, num, endpoint)`` as an array of ``shape``; ``num``
+    defaults to the size of ``shape`` (one of them is needed)."""
+    if num is None:
+        if shape is None:
+            raise ValueError("linspace needs num or shape")
         num = math.prod(_shape_tuple(shape))
     values = np.linspace(start, stop, num=num, endpoint=endpoint, dtype=dtype)
     return _from_values(values, shape, c_order, kwargs)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import html
 import math
 import os
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ import numpy as np
 from . import _native, chunkwise
 from . import core as _core
 from .core import CParams, DParams, _checked, _native_cparams
-from .schunk import SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
+from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
 _KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
@@ -217,12 +218,12 @@ class NDArray:
         return self._n.blocks_decoded
 
     @property
-    def info(self) -> str:
-        """A readable summary: shape, chunks, blocks, dtype, codec, filters, sizes and ratio."""
+    def info_items(self) -> list[tuple[str, Any]]:
+        """The ``(name, value)`` rows of :attr:`info`."""
         cp = self.cparams
         filters = [f"{_core.Filter(f).name if f in _core.Filter._value2member_map_ else f}" for f in cp.filters if f]
         codec = _core.Codec(cp.codec).name if cp.codec in _core.Codec._value2member_map_ else str(cp.codec)
-        rows = [
+        return [
             ("type", "NDArray"),
             ("shape", self.shape),
             ("chunks", self.chunks),
@@ -235,7 +236,12 @@ class NDArray:
             ("urlpath", self.urlpath),
             ("vlmeta", dict(self.vlmeta.getall()) if len(self.vlmeta) else {}),
         ]
-        return "\n".join(f"{k:<8}: {v}" for k, v in rows)
+
+    @property
+    def info(self) -> InfoTable:
+        """A readable summary: shape, chunks, blocks, dtype, codec, filters, sizes and ratio
+        (a ``str`` that a REPL or notebook shows as a table)."""
+        return InfoTable(self.info_items)
 
     def __len__(self) -> int:
         if not self.ndim:
@@ -504,6 +510,24 @@ class NDArray:
         self._n.save(path, contiguous)
 
 
+class InfoTable(str):
+    """``name : value`` rows as text; its repr is the text itself, so ``a.info`` at a
+    prompt prints the table (python-blosc2 shows ``info`` the same way)."""
+
+    def __new__(cls, items: list[tuple[str, Any]]) -> InfoTable:
+        width = max(len(k) for k, _ in items)
+        text = super().__new__(cls, "\n".join(f"{k:<{width}} : {v}" for k, v in items))
+        text.items = items
+        return text
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in self.items)
+        return f"<table>{cells}</table>"
+
+
 class NDField:
     """One field of a structured array (``arr["x"]``, ``arr.fields["x"]`` or
     ``NDField(arr, "x")``): reads and writes go to that field of the array."""
@@ -531,6 +555,8 @@ class _OIndex:
         self._arr = arr
 
     def _parts(self, key: Any) -> tuple[list, list]:
+        if isinstance(key, list) and any(isinstance(k, list | np.ndarray | slice) for k in key):
+            key = tuple(key)  # python-blosc2: a list holding one selection per axis
         key = [k for k in _expand(key, self._arr.ndim) if k is not None]
         sel, steps = self._arr._box(
             [np.nonzero(k)[0] if isinstance(k, np.ndarray) and k.dtype == bool else k for k in key]
@@ -600,6 +626,8 @@ def _squeezed_shape(key: list, counts: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _storage_kwargs(kwargs: dict) -> dict:
+    if kwargs.get("storage") is not None and _STORAGE_FIELDS & set(kwargs):
+        raise AttributeError("Cannot pass both `storage` and other kwargs already included in Storage")
     for k in kwargs:
         if k not in _KWARGS:
             raise ValueError(f"{k} is not supported as keyword argument")

@@ -72,6 +72,8 @@ _ALLOWED_KWARGS = {
     "_native",
 }
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
+#: The keywords ``storage=`` stands for (``oxblosc.Storage``'s fields).
+_STORAGE_FIELDS = {"contiguous", "urlpath", "mode", "mmap_mode", "initial_mapping_size", "locking", "meta"}
 
 
 class _Locked:
@@ -268,6 +270,11 @@ class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
     def __init__(self, schunk: SChunk):
         self.schunk = schunk
 
+    @property
+    def mode(self) -> str:
+        """The mode of the super-chunk holding these entries."""
+        return self.schunk.mode
+
     def __setitem__(self, name: str | slice, content: Any) -> None:
         if isinstance(name, slice):
             if name.start is None and name.stop is None:
@@ -313,6 +320,26 @@ def _fspath(urlpath: Any) -> str | None:
     if isinstance(urlpath, bytes):
         return urlpath.decode()
     return os.fspath(urlpath)
+
+
+def _fill_bytes(value: Any, typesize: int) -> bytes:
+    """The item a VALUE fill repeats: bytes as given, a NumPy scalar of that size as is, a
+    bool or int as a signed integer and a float as a float of ``typesize`` bytes."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+    elif isinstance(value, np.generic) and value.dtype.itemsize == typesize:
+        raw = value.tobytes()
+    else:
+        kind = "f" if isinstance(value, float | np.floating) else "i"
+        if not isinstance(value, int | float | np.number | np.bool_):
+            raise TypeError(f"value must be bytes, int, float or bool, got {type(value).__name__}")
+        try:
+            raw = np.array(value, dtype=f"{kind}{typesize}").tobytes()
+        except TypeError:  # no such NumPy type (e.g. a 3-byte int)
+            raw = b""
+    if len(raw) != typesize:
+        raise ValueError("value size in bytes must match with typesize")
+    return raw
 
 
 def _cparams_from_native(t: tuple) -> CParams:
@@ -368,7 +395,7 @@ class SChunk:
                 raise ValueError(f"{k} is not supported as keyword argument")
         storage = kwargs.pop("storage", None)
         if storage is not None:
-            if any(k in kwargs for k in ("urlpath", "contiguous", "mode", "mmap_mode", "meta")):
+            if _STORAGE_FIELDS & set(kwargs):
                 raise AttributeError("Cannot pass both `storage` and other kwargs already included in Storage")
             if dataclasses.is_dataclass(storage):
                 storage = dataclasses.asdict(storage)
@@ -406,6 +433,8 @@ class SChunk:
                     "did not specify a urlpath pointing to an existing file on-disk"
                 )
             self._n = _open_native(urlpath, 0, False, locking and urlpath is not None, mmap_mode == "r")
+            if {"b2nd", "caterva"} & set(self._n.meta_names()):
+                raise ValueError(f"Cannot open an NDArray as a SChunk ({urlpath}): use oxblosc.open()")
             self._contiguous = not os.path.isdir(urlpath)
             self._chunksize_hint = None
             self._dparams = DParams(nthreads=self._n.dthreads)
@@ -507,7 +536,9 @@ class SChunk:
 
     @property
     def blocksize(self) -> int:
-        return self._n.blocksize
+        """The requested block size in bytes, 0 for automatic (as python-blosc2 reports it;
+        each chunk's actual block size is in its header)."""
+        return self._n.cparams[6]
 
     @property
     def nchunks(self) -> int:
@@ -699,15 +730,7 @@ class SChunk:
                 return 0
             if self.nbytes > 0:
                 raise RuntimeError("Filling with special values only works on empty SChunks")
-            arr = np.array([value])
-            if arr.dtype.itemsize != self.typesize:
-                if isinstance(value, int) and not isinstance(value, bool):
-                    arr = np.array([value], dtype=f"i{self.typesize}")
-                elif isinstance(value, float):
-                    arr = np.array([value], dtype=f"f{self.typesize}")
-                else:
-                    raise ValueError("value size in bytes must match with typesize")
-            raw = arr.tobytes()
+            raw = _fill_bytes(value, self.typesize)
         cs = self.chunksize if self.chunksize > 0 else self._chunksize_hint
         return self._n.fill_special(nitems, int(kind), raw, cs)
 
