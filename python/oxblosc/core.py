@@ -251,6 +251,11 @@ def get_clib(bytesobj: Any) -> str:
     return _CODEC_LIBRARY[codec]
 
 
+def free_resources() -> None:
+    """python-blosc2 frees its C contexts here; oxblosc keeps only small per-thread scratch
+    buffers, reused between calls, so there is nothing to release."""
+
+
 def set_blocksize(blocksize: int = 0) -> None:
     """Force the block size :func:`compress` uses (0: automatic, the default)."""
     global _blosc1_blocksize
