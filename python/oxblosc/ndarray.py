@@ -674,6 +674,8 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
     if cp is None:
         cp = CParams(typesize=dtype.itemsize)
     else:
+        if isinstance(cp, dict):  # the dtype's typesize from the start (BYTEDELTA's meta follows it)
+            cp = {**cp, "typesize": dtype.itemsize}
         cp = dataclasses.replace(_to_cparams(cp), typesize=dtype.itemsize)
     dp = _to_dparams(kwargs.get("dparams") or DParams())
     urlpath = _fspath(kwargs.get("urlpath"))

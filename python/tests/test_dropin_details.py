@@ -31,6 +31,9 @@ def test_filters_meta_kept_as_given(lib):
     assert list(cp.filters) == [lib.Filter.BITSHUFFLE, lib.Filter.BYTEDELTA] and list(cp.filters_meta) == [0, 8]
     s = lib.SChunk(cparams=cp)
     assert list(s.cparams.filters_meta[:2]) == [0, 8]
+    x = np.arange(1000, dtype=np.int16)
+    a = lib.asarray(x, cparams={"filters": [lib.Filter.SHUFFLE, lib.Filter.BYTEDELTA]})
+    assert list(a.cparams.filters_meta[:2]) == [0, 2]
     cp = lib.CParams(filters=[lib.Filter.TRUNC_PREC], filters_meta=[-20], typesize=8)
     x = np.linspace(0, 1, 1000)
     got = np.frombuffer(lib.SChunk(chunksize=8000, data=x, cparams=cp).decompress_chunk(0), np.float64)
@@ -90,6 +93,7 @@ def test_codec_names_and_forced_blocksize():
     finally:
         ox.set_blocksize(0)
     assert ox.MAX_BLOCKSIZE == blosc2.MAX_BLOCKSIZE and ox.MAX_DIM == blosc2.MAX_DIM
+    assert ox.free_resources() is None
 
 
 def test_info_prints_as_a_table():
