@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import html
+import itertools
 import math
 import os
 from collections.abc import Iterator
@@ -36,6 +37,8 @@ from .core import CParams, DParams, _checked, _native_cparams
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
+#: An index-array read decodes its whole bounding box up to this size (or 4x what it picks).
+_BOX_BYTES = 64 << 20
 _KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
 
@@ -329,7 +332,53 @@ class NDArray:
 
     def _fancy_get(self, key: list) -> np.ndarray:
         sel, rel = self._box(key)
-        return self._read(sel)[tuple(rel)]
+        box, rel = self._read_box(sel, rel)
+        return box[tuple(rel)]
+
+    def _read_box(self, sel: list, rel: list) -> tuple[np.ndarray, list]:
+        """The bounding box of an index-array selection, and ``rel`` (the key relative to
+        it). When the box is much larger than what the indices pick (``[[0, n-1], [0, m-1]]``
+        spans the whole array), only the index positions used are read, in runs of nearby
+        positions, into a compact box, and ``rel`` is renumbered to match."""
+        axes_rel = [r for r in rel if r is not None]
+        compactable = len(axes_rel) == len(sel) and not any(
+            isinstance(r, np.ndarray) and r.dtype == bool for r in axes_rel
+        )
+        counts = [len(range(*s)) for s in sel]
+        used = [len(np.unique(r)) if isinstance(r, np.ndarray) else c for r, c in zip(axes_rel, counts, strict=False)]
+        itemsize = self._dtype.itemsize
+        if not compactable or math.prod(counts) * itemsize <= max(_BOX_BYTES, 4 * math.prod(used) * itemsize):
+            return self._read(sel), rel
+        uniq, new_rel = [], []
+        for r in axes_rel:
+            if isinstance(r, np.ndarray):
+                u, inverse = np.unique(r, return_inverse=True)
+                uniq.append(u)
+                new_rel.append(inverse.reshape(r.shape))
+            else:
+                uniq.append(None)
+                new_rel.append(r)
+        out = np.empty([len(u) if u is not None else c for u, c in zip(uniq, counts, strict=True)], self._dtype)
+        groups = [[None] if u is None else _nearby_groups(u) for u in uniq]
+        for combo in itertools.product(*groups):
+            sub, dst, picks = [], [], []
+            for (lo, hi, step), u, g in zip(sel, uniq, combo, strict=True):
+                if u is None:
+                    sub.append((lo, hi, step))
+                    dst.append(slice(None))
+                    picks.append(None)
+                else:
+                    a, b = g
+                    sub.append((lo + int(u[a]), lo + int(u[b - 1]) + 1, 1))
+                    dst.append(slice(a, b))
+                    picks.append(u[a:b] - u[a])
+            part = self._read(sub)
+            for axis, pick in enumerate(picks):
+                if pick is not None and len(pick) != part.shape[axis]:
+                    part = np.take(part, pick, axis=axis)
+            out[tuple(dst)] = part
+        it = iter(new_rel)
+        return out, [None if r is None else next(it) for r in rel]
 
     @property
     def oindex(self) -> _OIndex:
@@ -565,7 +614,7 @@ class _OIndex:
 
     def __getitem__(self, key: Any) -> np.ndarray:
         sel, rel = self._parts(key)
-        box = self._arr._read(sel)
+        box, rel = self._arr._read_box(sel, rel)
         drop = []
         for axis, r in enumerate(rel):
             if isinstance(r, np.ndarray):
@@ -592,6 +641,14 @@ class _OIndex:
         keep = [n for n, r in zip(shape, rel, strict=False) if isinstance(r, np.ndarray | slice)]
         box[np.ix_(*idx)] = np.broadcast_to(np.asarray(value, dtype=box.dtype), keep).reshape(shape)
         self._arr._n.set_slice(sel, np.ascontiguousarray(box))
+
+
+def _nearby_groups(u: np.ndarray) -> list[tuple[int, int]]:
+    """``[a, b)`` ranges of the sorted unique positions ``u`` whose gaps are small enough
+    (< 32) that reading the rows in between beats another read."""
+    breaks = np.flatnonzero(np.diff(u) >= 32) + 1
+    starts = [0, *breaks.tolist()]
+    return list(zip(starts, [*breaks.tolist(), len(u)], strict=True))
 
 
 def _axes(axis: int | tuple[int, ...] | list[int], ndim: int) -> set[int]:

@@ -134,3 +134,27 @@ def test_schunk_constructor_refuses_an_array_file(lib, tmp_path):
     with pytest.raises(ValueError, match="NDArray"):
         lib.SChunk(urlpath=p, mode="r")
     assert lib.open(p).schunk.vlmeta.mode == "r"
+
+
+def test_index_arrays_far_apart_read_only_what_they_pick(monkeypatch):
+    n = np.arange(2000 * 2000, dtype=np.float64).reshape(2000, 2000)
+    a = ox.asarray(n, chunks=(200, 200), blocks=(50, 50))
+    # The bounding box of these picks is the whole array; small here, so lower the limit
+    # under which the box is read whole to see the large-array path.
+    monkeypatch.setattr("oxblosc.ndarray._BOX_BYTES", 0)
+    before = a.blocks_decoded
+    np.testing.assert_array_equal(a.oindex[[0, 1999], [0, 1999]], n[np.ix_([0, 1999], [0, 1999])])
+    assert a.blocks_decoded - before == 4  # of 1600
+    before = a.blocks_decoded
+    np.testing.assert_array_equal(a[[0, 1999, 5], [0, 1999, 7]], n[[0, 1999, 5], [0, 1999, 7]])
+    assert a.blocks_decoded - before == 4
+    rng = np.random.default_rng(1)
+    m = n[:60, :70]
+    b = ox.asarray(m.reshape(60, 70, 1) * np.ones(8), chunks=(16, 16, 4), blocks=(4, 4, 2))
+    want = b[:]
+    for _ in range(100):
+        i, j, k = rng.integers(-60, 60, rng.integers(1, 6)), rng.integers(0, 70, 4), rng.integers(0, 8, 3)
+        np.testing.assert_array_equal(b.oindex[i, j, k], want[np.ix_(i % 60, j, k)])
+        np.testing.assert_array_equal(b.oindex[i, 3:50:7, k], want[np.ix_(i % 60, np.arange(3, 50, 7), k)])
+        np.testing.assert_array_equal(b[i[:, None], None, j[:1]], want[i[:, None], None, j[:1]])
+        np.testing.assert_array_equal(b[..., k], want[..., k])
