@@ -63,7 +63,7 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
-from .opening import from_cframe, open
+from .opening import from_cframe, load, open, save
 from .packing import (
     load_array,
     load_tensor,
@@ -99,6 +99,8 @@ __all__ = [
     "set_blocksize",
     "compute_chunks_blocks",
     "from_cframe",
+    "load",
+    "save",
     "get_slice_nchunks",
     "load_array",
     "load_tensor",

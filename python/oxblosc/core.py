@@ -130,6 +130,9 @@ def _make_params(cls, given: dict, key: str):
         if given:
             raise ValueError(f"pass either {key} or individual parameters, not both: {sorted(given)}")
         if isinstance(p, dict):
+            unknown = set(p) - {f.name for f in dataclasses.fields(cls)}
+            if unknown:
+                raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {cls.__name__}")
             return cls(**p)
         if isinstance(p, cls):
             return dataclasses.replace(p)

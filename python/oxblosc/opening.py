@@ -95,4 +95,16 @@ def from_cframe(cframe: Any, copy: bool = True) -> SChunk | NDArray:
     return _from_schunk(s) if {"b2nd", "caterva"} & set(s.meta.keys()) else s
 
 
-__all__ = ["from_cframe", "open"]
+def load(urlpath: str | os.PathLike, offset: int = 0, **kwargs: Any) -> SChunk | NDArray:
+    """The object stored at ``urlpath`` as a standalone in-memory copy (``kwargs`` as for
+    :func:`open`, which reads the file)."""
+    with open(urlpath, "r", offset, **kwargs) as stored:
+        return from_cframe(stored.to_cframe())
+
+
+def save(array: NDArray, urlpath: str | os.PathLike, contiguous: bool = True, **kwargs: Any) -> None:
+    """Write ``array`` to ``urlpath`` (:meth:`NDArray.save`)."""
+    array.save(urlpath, contiguous, **kwargs)
+
+
+__all__ = ["from_cframe", "load", "open", "save"]

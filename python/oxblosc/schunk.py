@@ -314,6 +314,11 @@ class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
 # SChunk
 
 
+class _MissingFile(FileNotFoundError, ValueError):
+    """A file to read is missing: python-blosc2 raises ValueError there, Python code
+    expects FileNotFoundError; this is both."""
+
+
 def _fspath(urlpath: Any) -> str | None:
     if urlpath is None:
         return None
@@ -432,6 +437,8 @@ class SChunk:
                     "Cannot open the SChunk in reading mode (mode or mmap_mode is 'r') because you "
                     "did not specify a urlpath pointing to an existing file on-disk"
                 )
+            if not os.path.exists(urlpath):
+                raise _MissingFile(2, f"the SChunk cannot be opened in reading mode: {urlpath} does not exist", urlpath)
             self._n = _open_native(urlpath, 0, False, locking and urlpath is not None, mmap_mode == "r")
             if {"b2nd", "caterva"} & set(self._n.meta_names()):
                 raise ValueError(f"Cannot open an NDArray as a SChunk ({urlpath}): use oxblosc.open()")

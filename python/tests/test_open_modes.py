@@ -51,3 +51,30 @@ def test_open_as_context_manager(tmp_path, lib):
         assert s[:] == np.arange(10).tobytes()
     with lib.asarray(np.arange(3)) as c:
         assert c[1] == 1
+
+
+@pytest.mark.parametrize("lib", [oxblosc, blosc2], ids=["oxblosc", "blosc2"])
+def test_load_is_an_in_memory_copy(tmp_path, lib):
+    pa, ps = str(tmp_path / "a.b2nd"), str(tmp_path / "s.b2frame")
+    a = np.arange(12).reshape(3, 4)
+    oxblosc.save(oxblosc.asarray(a, chunks=(2, 2)), pa)
+    np.testing.assert_array_equal(blosc2.open(pa)[:], a)
+    oxblosc.SChunk(chunksize=40, data=np.arange(20, dtype=np.int32), urlpath=ps)
+    x, s = lib.load(pa), lib.load(ps)
+    assert isinstance(x, lib.NDArray) and x.urlpath is None and x.chunks == (2, 2)
+    assert isinstance(s, lib.SChunk) and s.urlpath is None
+    x[0] = -1
+    if lib is oxblosc:  # python-blosc2 4.14.1 aborts (realloc) appending to a loaded SChunk
+        s.append_data(np.arange(10, dtype=np.int32))
+    np.testing.assert_array_equal(oxblosc.open(pa)[:], a)  # the files did not change
+    assert oxblosc.open(ps).nchunks == 2
+
+
+@pytest.mark.parametrize("lib", [oxblosc, blosc2], ids=["oxblosc", "blosc2"])
+def test_reading_a_missing_file_and_unknown_params_are_value_errors(tmp_path, lib):
+    with pytest.raises(ValueError, match="does not exist"):
+        lib.SChunk(urlpath=str(tmp_path / "missing.b2frame"), mode="r")
+    with pytest.raises(ValueError):
+        lib.empty((100,), cparams={"chunks": (10,)})
+    with pytest.raises(FileNotFoundError):
+        lib.open(str(tmp_path / "missing.b2nd"))
