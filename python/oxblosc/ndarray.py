@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import html
 import itertools
 import math
 import os
@@ -32,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from . import _native, chunkwise
-from . import core as _core
 from .core import CParams, DParams, _checked, _native_cparams
+from .info import InfoTable, cparams_summary, human_bytes
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
@@ -223,18 +222,15 @@ class NDArray:
     @property
     def info_items(self) -> list[tuple[str, Any]]:
         """The ``(name, value)`` rows of :attr:`info`."""
-        cp = self.cparams
-        filters = [f"{_core.Filter(f).name if f in _core.Filter._value2member_map_ else f}" for f in cp.filters if f]
-        codec = _core.Codec(cp.codec).name if cp.codec in _core.Codec._value2member_map_ else str(cp.codec)
         return [
             ("type", "NDArray"),
             ("shape", self.shape),
             ("chunks", self.chunks),
             ("blocks", self.blocks),
             ("dtype", self.dtype),
-            ("cparams", f"codec={codec} clevel={cp.clevel} filters={filters} nthreads={cp.nthreads}"),
-            ("nbytes", self.nbytes),
-            ("cbytes", self.cbytes),
+            ("cparams", cparams_summary(self.cparams)),
+            ("nbytes", human_bytes(self.nbytes)),
+            ("cbytes", human_bytes(self.cbytes)),
             ("cratio", f"{self.cratio:.2f}"),
             ("urlpath", self.urlpath),
             ("vlmeta", dict(self.vlmeta.getall()) if len(self.vlmeta) else {}),
@@ -557,24 +553,6 @@ class NDArray:
         path = _fspath(urlpath)
         remove_urlpath(path)
         self._n.save(path, contiguous)
-
-
-class InfoTable(str):
-    """``name : value`` rows as text; its repr is the text itself, so ``a.info`` at a
-    prompt prints the table (python-blosc2 shows ``info`` the same way)."""
-
-    def __new__(cls, items: list[tuple[str, Any]]) -> InfoTable:
-        width = max(len(k) for k, _ in items)
-        text = super().__new__(cls, "\n".join(f"{k:<{width}} : {v}" for k, v in items))
-        text.items = items
-        return text
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_html_(self) -> str:
-        cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in self.items)
-        return f"<table>{cells}</table>"
 
 
 class NDField:

@@ -48,6 +48,7 @@ from . import _native
 from . import core as _core
 from ._errors import FrameChangedError
 from .core import CParams, DParams, SpecialValue, _checked, _make_params, _native_cparams
+from .info import InfoTable, cparams_summary, human_bytes
 
 #: A msgpack extension value that oxblosc does not interpret (code, data).
 ExtType = namedtuple("ExtType", ["code", "data"])
@@ -640,6 +641,29 @@ class SChunk:
         """Check every chunk's checksum and decode it; returns how many chunks had a checksum.
         Raises ``oxblosc.ChunkError`` naming the first damaged chunk."""
         return sum(self._n.verify_chunk(i) for i in range(self.nchunks))
+
+    @property
+    def info_items(self) -> list[tuple[str, Any]]:
+        """The ``(name, value)`` rows of :attr:`info`."""
+        return [
+            ("type", "SChunk"),
+            ("chunksize", self.chunksize),
+            ("blocksize", self.blocksize),
+            ("typesize", self.typesize),
+            ("nchunks", self.nchunks),
+            ("nbytes", human_bytes(self.nbytes)),
+            ("cbytes", human_bytes(self.cbytes)),
+            ("cratio", f"{self.cratio:.2f}"),
+            ("cparams", cparams_summary(self.cparams)),
+            ("urlpath", self.urlpath),
+            ("contiguous", self.contiguous),
+            ("vlmeta", list(self.vlmeta)),
+        ]
+
+    @property
+    def info(self) -> InfoTable:
+        """A readable summary (a ``str`` that a REPL or notebook shows as a table)."""
+        return InfoTable(self.info_items)
 
     def __len__(self) -> int:
         """Number of items."""

@@ -97,11 +97,15 @@ def test_codec_names_and_forced_blocksize():
 
 
 def test_info_prints_as_a_table():
-    a = ox.asarray(np.arange(100).reshape(10, 10), chunks=(5, 5))
-    text = repr(a.info)  # what a REPL shows
-    assert "\\n" not in text and text.splitlines()[0].startswith("type") and " : " in text
-    assert "shape" in a.info and dict(a.info_items)["chunks"] == (5, 5)
-    assert "<table>" in a.info._repr_html_()
+    a = ox.asarray(np.arange(1000).reshape(100, 10), chunks=(50, 5))
+    s = ox.SChunk(chunksize=4000, data=np.arange(1000))
+    for obj, kind in [(a, "NDArray"), (s, "SChunk")]:
+        text = repr(obj.info)  # what a REPL shows
+        assert "\\n" not in text and text.splitlines()[0].split() == ["type", ":", kind]
+        items = dict(obj.info_items)
+        assert items["nbytes"] == "8000 (7.81 KiB)" and "(" in items["cbytes"]
+        assert "<table>" in obj.info._repr_html_()
+    assert dict(a.info_items)["chunks"] == (50, 5) and "shape" in a.info
 
 
 @LIBS
