@@ -25,6 +25,7 @@ import dataclasses
 import itertools
 import math
 import os
+from collections import namedtuple
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +37,8 @@ from .info import InfoTable, cparams_summary, human_bytes
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
+#: What ``NDArray.iterchunks_info`` yields (python-blosc2's fields).
+NDChunkInfo = namedtuple("NDChunkInfo", ["nchunk", "coords", "cratio", "special", "repeated_value", "lazychunk"])
 #: An index-array read decodes its whole bounding box up to this size (or 4x what it picks).
 _BOX_BYTES = 64 << 20
 _KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
@@ -397,8 +400,13 @@ class NDArray:
             start, stop = self._n.chunk_region(n)
             yield self._read([(a, b, 1) for a, b in zip(start, stop, strict=False)])
 
-    def iterchunks_info(self):
-        return self.schunk.iterchunks_info()
+    def iterchunks_info(self) -> Iterator[NDChunkInfo]:
+        """Per chunk, as python-blosc2: ``(nchunk, coords, cratio, special, repeated_value,
+        lazychunk)``, ``coords`` being the chunk's position in chunk units."""
+        for info in self.schunk.iterchunks_info():
+            start, _ = self._n.chunk_region(info.nchunk)
+            coords = tuple(a // c for a, c in zip(start, self.chunks, strict=True))
+            yield NDChunkInfo(info.nchunk, coords, *info[1:])
 
     def chunk_slices(self) -> Iterator[tuple[slice, ...]]:
         """The region of the array each chunk holds (storage order)."""

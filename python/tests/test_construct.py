@@ -128,3 +128,20 @@ def test_subarray_dtypes_roundtrip_with_blosc2(tmp_path, dtype):
     blosc2.zeros((3,), dtype=dtype, urlpath=q)
     got = ox.open(q)
     assert got.dtype == dtype and got[:].shape == np.zeros((3,), dtype).shape
+
+
+def test_iterchunks_info_coords_match_blosc2():
+    n = np.arange(60).reshape(6, 10)
+    ours = ox.asarray(n, chunks=(4, 3), blocks=(2, 3))
+    theirs = blosc2.asarray(n, chunks=(4, 3), blocks=(2, 3))
+    got = [(i.nchunk, i.coords) for i in ours.iterchunks_info()]
+    assert got == [(i.nchunk, tuple(int(c) for c in i.coords)) for i in theirs.iterchunks_info()]
+    # The insertion order of fromiter(c_order=False): chunk after chunk, each in C order.
+    f = ox.fromiter(iter(range(60)), (6, 10), np.int64, c_order=False, chunks=(4, 3), blocks=(2, 3))
+    start = 0
+    for info in f.iterchunks_info():
+        edges = zip(info.coords, f.chunks, f.shape, strict=True)
+        region = tuple(slice(c * s, min((c + 1) * s, n)) for c, s, n in edges)
+        size = f[region].size
+        np.testing.assert_array_equal(f[region].ravel(), np.arange(start, start + size))
+        start += size
