@@ -7,7 +7,19 @@ code can switch by changing the import.
 from . import core as _core
 from ._errors import ChunkError, FrameChangedError
 from ._native import __version__
-from .construct import arange, concat, expand_dims, eye, fromiter, linspace, meshgrid, reshape, squeeze, stack
+from .construct import (
+    arange,
+    broadcast_to,
+    concat,
+    expand_dims,
+    eye,
+    fromiter,
+    linspace,
+    meshgrid,
+    reshape,
+    squeeze,
+    stack,
+)
 from .core import (
     EXTENDED_HEADER_LENGTH,
     MAX_BLOCKSIZE,
@@ -97,6 +109,7 @@ __all__ = [
     "get_blocksize",
     "get_clib",
     "set_blocksize",
+    "broadcast_to",
     "compute_chunks_blocks",
     "from_cframe",
     "load",

@@ -1,5 +1,5 @@
 """Arrays computed from values or from other arrays, with python-blosc2's names and
-semantics: ``arange``, ``linspace``, ``eye``, ``fromiter``, ``meshgrid``, ``concat``,
+semantics: ``arange``, ``linspace``, ``eye``, ``fromiter``, ``meshgrid``, ``broadcast_to``, ``concat``,
 ``stack``, ``expand_dims``, ``squeeze`` and ``reshape``.
 
 Every result is written chunk by chunk (``chunkwise``), so memory stays about one chunk row
@@ -112,6 +112,26 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> tuple[NDArray, ...]:
     return tuple(out)
 
 
+def broadcast_to(arr: Any, shape: Any) -> NDArray:
+    """A new array of ``shape`` holding ``arr`` broadcast by NumPy's rules (ValueError when
+    the shapes are not compatible)."""
+    shape = _shape_tuple(shape)
+    src_shape = tuple(arr.shape)
+    if len(src_shape) > len(shape) or np.broadcast_shapes(src_shape, shape) != shape:
+        raise ValueError(f"operands could not be broadcast from shape {src_shape} to {shape}")
+    out = empty(shape, arr.dtype)
+    whole = None if len(src_shape) == len(shape) and src_shape and src_shape[0] != 1 else np.asarray(arr[...])
+    if not shape:
+        out[()] = whole
+        return out
+    rows = out.chunks[0]
+    for r0 in range(0, shape[0], rows):
+        r1 = min(r0 + rows, shape[0])
+        part = whole if whole is not None else np.asarray(arr[r0:r1])
+        out[r0:r1] = np.broadcast_to(part, (r1 - r0, *shape[1:]))
+    return out
+
+
 def concat(arrays: Sequence[NDArray], /, axis: int = 0, **kwargs: Any) -> NDArray:
     """The arrays joined along ``axis`` (same ndim and dtype, same shape elsewhere) in a new
     array with the first one's chunks and blocks (unless given in ``kwargs``)."""
@@ -193,6 +213,7 @@ def reshape(src: Any, shape: Any, c_order: bool = True, **kwargs: Any) -> NDArra
 
 __all__ = [
     "arange",
+    "broadcast_to",
     "concat",
     "expand_dims",
     "eye",

@@ -307,6 +307,10 @@ class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
     def getall(self) -> dict:
         return {name: self[name] for name in self}
 
+    def to_dict(self) -> dict:
+        """Every entry as a dict (same as :meth:`getall`)."""
+        return self.getall()
+
     def __repr__(self) -> str:
         return repr(self.getall())
 

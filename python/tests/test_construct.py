@@ -145,3 +145,29 @@ def test_iterchunks_info_coords_match_blosc2():
         size = f[region].size
         np.testing.assert_array_equal(f[region].ravel(), np.arange(start, start + size))
         start += size
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        ((3,), (4, 3)),
+        ((1, 5), (6, 5)),
+        ((6, 1), (6, 4)),
+        ((2, 1, 3), (5, 2, 4, 3)),
+        ((), (3, 2)),
+        ((4,), (4,)),
+        ((3,), (4, 2)),
+    ],
+)
+def test_broadcast_to_follows_numpy(src, dst):
+    n = np.arange(int(np.prod(src)), dtype=np.int32).reshape(src)
+    a = ox.asarray(n)
+    try:
+        want = np.broadcast_to(n, dst)
+    except ValueError:
+        with pytest.raises(ValueError):
+            ox.broadcast_to(a, dst)
+        return
+    got = ox.broadcast_to(a, dst)
+    assert got.shape == dst and got.dtype == n.dtype
+    np.testing.assert_array_equal(got[:], want)

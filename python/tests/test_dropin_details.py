@@ -138,6 +138,9 @@ def test_schunk_constructor_refuses_an_array_file(lib, tmp_path):
     with pytest.raises(ValueError, match="NDArray"):
         lib.SChunk(urlpath=p, mode="r")
     assert lib.open(p).schunk.vlmeta.mode == "r"
+    s = lib.SChunk()
+    s.vlmeta["a"], s.vlmeta["b"] = [1, 2], {"x": "y"}
+    assert s.vlmeta.to_dict() == {"a": [1, 2], "b": {"x": "y"}}
 
 
 def test_index_arrays_far_apart_read_only_what_they_pick(monkeypatch):
