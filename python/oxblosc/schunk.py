@@ -308,8 +308,9 @@ class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
         return {name: self[name] for name in self}
 
     def to_dict(self) -> dict:
-        """Every entry as a dict (same as :meth:`getall`)."""
-        return self.getall()
+        """Every entry as a dict keyed by the names as bytes (python-blosc2's ``to_dict``;
+        :meth:`getall` gives str keys)."""
+        return {name.encode(): value for name, value in self.getall().items()}
 
     def __repr__(self) -> str:
         return repr(self.getall())

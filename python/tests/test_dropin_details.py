@@ -140,7 +140,7 @@ def test_schunk_constructor_refuses_an_array_file(lib, tmp_path):
     assert lib.open(p).schunk.vlmeta.mode == "r"
     s = lib.SChunk()
     s.vlmeta["a"], s.vlmeta["b"] = [1, 2], {"x": "y"}
-    assert s.vlmeta.to_dict() == {"a": [1, 2], "b": {"x": "y"}}
+    assert s.vlmeta.to_dict() == {b"a": [1, 2], b"b": {"x": "y"}}
 
 
 def test_index_arrays_far_apart_read_only_what_they_pick(monkeypatch):
