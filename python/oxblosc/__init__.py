@@ -9,6 +9,7 @@ from ._errors import ChunkError, FrameChangedError
 from ._native import __version__
 from .construct import (
     arange,
+    array,
     broadcast_to,
     concat,
     expand_dims,
@@ -109,6 +110,7 @@ __all__ = [
     "get_blocksize",
     "get_clib",
     "set_blocksize",
+    "array",
     "broadcast_to",
     "compute_chunks_blocks",
     "from_cframe",

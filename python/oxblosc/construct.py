@@ -112,6 +112,12 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> tuple[NDArray, ...]:
     return tuple(out)
 
 
+def array(obj: Any, copy: bool | None = True, **kwargs: Any) -> NDArray:
+    """NumPy's ``array`` for compressed arrays: :func:`asarray` copying by default (an
+    ``NDArray`` given comes back as is only with ``copy=False`` or ``None``)."""
+    return asarray(obj, copy=copy, **kwargs)
+
+
 def broadcast_to(arr: Any, shape: Any) -> NDArray:
     """A new array of ``shape`` holding ``arr`` broadcast by NumPy's rules (ValueError when
     the shapes are not compatible)."""
@@ -213,6 +219,7 @@ def reshape(src: Any, shape: Any, c_order: bool = True, **kwargs: Any) -> NDArra
 
 __all__ = [
     "arange",
+    "array",
     "broadcast_to",
     "concat",
     "expand_dims",

@@ -796,11 +796,19 @@ def nans(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
     return full(shape, np.nan, dtype, **kwargs)
 
 
-def asarray(array: Any, **kwargs: Any) -> NDArray:
-    """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order included)."""
+def asarray(array: Any, copy: bool | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order
+    included, unless ``dtype`` says otherwise). An ``NDArray`` comes back as is when neither
+    ``dtype`` nor storage or parameters ask for a change, unless ``copy=True``; with
+    ``copy=False`` a needed copy is an error (python-blosc2's rules)."""
     if isinstance(array, NDArray):
-        return array.copy(**kwargs) if kwargs else array
-    a = np.asarray(array)
+        changes = bool(kwargs) or (dtype is not None and np.dtype(dtype) != array.dtype)
+        if not changes and not copy:
+            return array
+        if copy is False:
+            raise ValueError("asarray(copy=False): a copy is needed (another dtype, storage or parameters)")
+        return array.copy(dtype, **kwargs)
+    a = np.asarray(array, dtype=dtype)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
     if not a.flags.c_contiguous:

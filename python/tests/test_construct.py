@@ -171,3 +171,20 @@ def test_broadcast_to_follows_numpy(src, dst):
     got = ox.broadcast_to(a, dst)
     assert got.shape == dst and got.dtype == n.dtype
     np.testing.assert_array_equal(got[:], want)
+
+
+@pytest.mark.parametrize("lib", [ox, blosc2], ids=["oxblosc", "blosc2"])
+def test_array_and_asarray_copy_rules(lib, tmp_path):
+    a = lib.asarray(np.arange(10, dtype=np.int64), chunks=(5,), blocks=(2,))
+    assert lib.asarray(a) is a and lib.asarray(a, copy=None) is a and lib.array(a, copy=False) is a
+    b = lib.array(a)
+    assert b is not a and b.dtype == a.dtype
+    np.testing.assert_array_equal(b[:], a[:])
+    c = lib.asarray(a, dtype=np.float32)
+    assert c is not a and c.dtype == np.float32
+    np.testing.assert_array_equal(c[:], np.arange(10, dtype=np.float32))
+    for kwargs in ({"dtype": np.float64}, {"urlpath": str(tmp_path / "x.b2nd"), "mode": "w"}):
+        with pytest.raises(ValueError, match="copy=False"):
+            lib.asarray(a, copy=False, **kwargs)
+    d = lib.array([1, 2, 3, 4], dtype=np.float32, chunks=(4,), blocks=(2,))
+    assert d.dtype == np.float32 and d.chunks == (4,) and d.blocks == (2,)
