@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import urllib.parse
+import urllib.request
 from typing import Any
 
 from . import _native
@@ -40,7 +42,7 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     apply to the opened super-chunk. ``verify_checksums=True`` (oxblosc only) checks every
     chunk read against the checksums ``oxblosc compress`` stores.
     """
-    path = _fspath(urlpath)
+    path = _local_path(urlpath)
     unknown = set(kwargs) - {
         "cparams",
         "dparams",
@@ -86,6 +88,14 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     if is_array:
         return _from_schunk(s)  # b2nd frames open as arrays, as in python-blosc2
     return s
+
+
+def _local_path(urlpath: Any) -> str:
+    """The file a path or ``file://`` URI names (python-blosc2's ``open`` takes both)."""
+    path = _fspath(urlpath)
+    if path.startswith("file://"):
+        return urllib.request.url2pathname(urllib.parse.urlparse(path).path)
+    return path
 
 
 def from_cframe(cframe: Any, copy: bool = True) -> SChunk | NDArray:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import blosc2
 import numpy as np
 import oxblosc
@@ -46,6 +48,8 @@ def test_open_as_context_manager(tmp_path, lib):
     oxblosc.asarray(np.arange(10), urlpath=pa)
     oxblosc.SChunk(chunksize=80, data=np.arange(10), urlpath=ps)
     with lib.open(pa) as a:
+        np.testing.assert_array_equal(a[:], np.arange(10))
+    with lib.open(pathlib.Path(pa).as_uri()) as a:  # file:// URIs too
         np.testing.assert_array_equal(a[:], np.arange(10))
     with lib.open(ps) as s:
         assert s[:] == np.arange(10).tobytes()
