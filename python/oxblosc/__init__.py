@@ -35,6 +35,7 @@ from .core import (
     Filter,
     SpecialValue,
     SplitMode,
+    Tuner,
     chunk_info,
     compress,
     compress2,
@@ -104,6 +105,7 @@ def __getattr__(name):
 
 __all__ = [
     "MAX_BLOCKSIZE",
+    "Tuner",
     "MAX_DIM",
     "compressor_list",
     "free_resources",

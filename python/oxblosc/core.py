@@ -67,6 +67,14 @@ class SpecialValue(enum.IntEnum):
     UNINIT = 4
 
 
+class Tuner(enum.IntEnum):
+    """Block-size tuners, numbered as in Blosc2. oxblosc has its own automatic rule, which
+    stands for STUNE; BTUNE (a separate plugin for C-Blosc2) is not available."""
+
+    STUNE = 0
+    BTUNE = 32
+
+
 def _default_filters() -> list:
     return [Filter.NOFILTER] * 5 + [Filter.SHUFFLE]
 
@@ -89,8 +97,10 @@ class CParams:
     splitmode: SplitMode = SplitMode.AUTO_SPLIT
     filters: list = field(default_factory=_default_filters)
     filters_meta: list = field(default_factory=lambda: [0] * 6)
+    tuner: Tuner = Tuner.STUNE
 
     def __post_init__(self):
+        self.tuner = Tuner(getattr(self.tuner, "value", self.tuner))
         # As python-blosc2's CParams: the lists keep the user's length (filters_meta cut to
         # the filters'; here a shorter one is padded with zeros instead of refused), and a
         # BYTEDELTA without meta gets the typesize as its stream count.
@@ -146,6 +156,8 @@ def _make_params(cls, given: dict, key: str):
 
 
 def _native_cparams(cp: CParams) -> tuple:
+    if cp.tuner != Tuner.STUNE:
+        raise ValueError(f"tuner {cp.tuner.name} is not available in oxblosc (only STUNE)")
     typesize = _checked("typesize", cp.typesize, 1, MAX_TYPESIZE)
     filters = [_checked("filter", f, 0, 255) for f in cp.filters]
     meta = [_checked("filters_meta", m, -128, 255) & 0xFF for m in cp.filters_meta]

@@ -381,8 +381,6 @@ def _cparams_from_native(t: tuple) -> CParams:
 
 
 def _to_cparams(value: Any) -> CParams:
-    if isinstance(value, dict):
-        value = {k: v for k, v in value.items() if k != "tuner"}
     return _make_params(CParams, {"cparams": value}, "cparams")
 
 

@@ -29,7 +29,12 @@ def test_param_defaults_match_blosc2():
     assert ox.dparams_dflts == {"nthreads": ox.nthreads}
     ours = {k: _plain(v) for k, v in ox.cparams_dflts.items() if k != "nthreads"}
     assert ours == {k: _plain(v) for k, v in blosc2.cparams_dflts.items() if k in ours}
-    assert set(blosc2.cparams_dflts) - set(ox.cparams_dflts) == {"tuner"}  # no tuners here
+    assert set(blosc2.cparams_dflts) == set(ox.cparams_dflts)
+    assert ox.CParams(tuner=blosc2.Tuner.STUNE).tuner == ox.Tuner.STUNE
+    with pytest.raises(ValueError, match="BTUNE"):
+        ox.SChunk(cparams={"tuner": ox.Tuner.BTUNE})
+    with pytest.raises(ValueError, match="BTUNE"):
+        ox.compress2(b"x" * 100, tuner=ox.Tuner.BTUNE)
 
 
 def test_storage_object_in_constructors(tmp_path):
