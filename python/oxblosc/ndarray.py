@@ -102,6 +102,8 @@ def _is_fancy(k: Any) -> bool:
 
 
 def _as_int(k: Any, n: int, axis: int) -> int:
+    if isinstance(k, bool | np.bool_):  # True is not row 1: NumPy reads it as a new axis
+        raise IndexError("boolean scalar indices (a[True], a[False]) are not supported; use None or a boolean array")
     try:
         i = int(k.__index__())
     except (AttributeError, TypeError):

@@ -165,3 +165,14 @@ def test_index_arrays_far_apart_read_only_what_they_pick(monkeypatch):
         np.testing.assert_array_equal(b.oindex[i, 3:50:7, k], want[np.ix_(i % 60, np.arange(3, 50, 7), k)])
         np.testing.assert_array_equal(b[i[:, None], None, j[:1]], want[i[:, None], None, j[:1]])
         np.testing.assert_array_equal(b[..., k], want[..., k])
+
+
+def test_boolean_scalar_index_is_refused_not_read_as_a_row():
+    n = np.arange(20).reshape(4, 5)
+    a = ox.asarray(n)
+    for key in (True, False, (1, True), (slice(None), np.False_)):
+        with pytest.raises(IndexError, match="boolean scalar"):
+            a[key]
+        with pytest.raises(IndexError, match="boolean scalar"):
+            a[key] = 99
+    np.testing.assert_array_equal(a[:], n)  # nothing written
