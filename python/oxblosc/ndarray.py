@@ -101,9 +101,29 @@ def _is_fancy(k: Any) -> bool:
     return isinstance(k, np.ndarray) and k.ndim > 0 or isinstance(k, np.ndarray) and k.dtype == bool
 
 
+def _is_bool_scalar(k: Any) -> bool:
+    return isinstance(k, bool | np.bool_) or (isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype == bool)
+
+
+def _scalar_bools(key: Any) -> tuple[Any, bool | None]:
+    """NumPy's reading of boolean scalars in a key (``a[True]``, ``a[1, False]``): together
+    they add one axis at the first one's place, of length 1 when all are True, else 0.
+    Returns the key with that axis as ``None``, and whether it is empty (None: no boolean
+    scalar in the key)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    flags = [_is_bool_scalar(k) for k in items]
+    if not any(flags):
+        return key, None
+    if any(isinstance(k, list | np.ndarray) and not f for k, f in zip(items, flags, strict=True)):
+        raise IndexError("boolean scalar indices together with index arrays are not supported")
+    first = flags.index(True)
+    empty = not all(bool(k) for k, f in zip(items, flags, strict=True) if f)
+    return tuple(None if i == first else k for i, k in enumerate(items) if i == first or not flags[i]), empty
+
+
 def _as_int(k: Any, n: int, axis: int) -> int:
-    if isinstance(k, bool | np.bool_):  # True is not row 1: NumPy reads it as a new axis
-        raise IndexError("boolean scalar indices (a[True], a[False]) are not supported; use None or a boolean array")
+    if _is_bool_scalar(k):  # True is not row 1 (_scalar_bools turns these into an axis)
+        raise IndexError("boolean scalar indices are not supported here")
     try:
         i = int(k.__index__())
     except (AttributeError, TypeError):
@@ -268,6 +288,10 @@ class NDArray:
             return self._field(key)
         if isinstance(key, NDArray):
             key = key[()]
+        key, empty = _scalar_bools(original := key)
+        if empty:  # nothing selected: NumPy's result shape, from a zero-strided stand-in
+            stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), self.shape, (0,) * self.ndim)
+            return np.empty(stand_in[original].shape, self._dtype)
         key = _expand(key, self.ndim)
         if any(_is_fancy(k) for k in key):
             return self._fancy_get(key)
@@ -427,6 +451,9 @@ class NDArray:
             self._field(key)[...] = value
             return
         self._writable()
+        key, empty = _scalar_bools(key)
+        if empty:  # a False selects nothing
+            return
         key = _expand(key, self.ndim)
         if any(_is_fancy(k) for k in key):
             sel, rel = self._box(key)

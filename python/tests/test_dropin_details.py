@@ -167,12 +167,21 @@ def test_index_arrays_far_apart_read_only_what_they_pick(monkeypatch):
         np.testing.assert_array_equal(b[..., k], want[..., k])
 
 
-def test_boolean_scalar_index_is_refused_not_read_as_a_row():
-    n = np.arange(20).reshape(4, 5)
-    a = ox.asarray(n)
-    for key in (True, False, (1, True), (slice(None), np.False_)):
-        with pytest.raises(IndexError, match="boolean scalar"):
-            a[key]
-        with pytest.raises(IndexError, match="boolean scalar"):
-            a[key] = 99
-    np.testing.assert_array_equal(a[:], n)  # nothing written
+def test_boolean_scalar_indices_follow_numpy():
+    # NumPy: the boolean scalars of a key add one axis at the first one's place, of length
+    # 1 if all are True and 0 otherwise (never row 1 or row 0).
+    n = np.arange(60).reshape(3, 4, 5)
+    a = ox.asarray(n, chunks=(2, 2, 2))
+    keys = [True, False, (True, slice(None)), (slice(None), False), (1, True), (True, 1), (True, False),
+            (None, True), (slice(None), True, 1), (np.True_, slice(None)), (np.array(False),),
+            (Ellipsis, True), (True, Ellipsis, False), (slice(1), True, 2), (slice(1, 3), np.False_, 2)]  # fmt: skip
+    for key in keys:
+        got, want = a[key], n[key]
+        assert got.shape == want.shape and got.dtype == want.dtype, key
+        np.testing.assert_array_equal(got, want)
+    for key, value in [(True, -1), ((1, True), -2), (False, 99), ((2, False), 98)]:
+        a[key] = value
+        n[key] = value
+        np.testing.assert_array_equal(a[:], n)
+    with pytest.raises(IndexError):
+        a[True, [0, 1]]
