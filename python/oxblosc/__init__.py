@@ -20,6 +20,7 @@ from .construct import (
     reshape,
     squeeze,
     stack,
+    take,
 )
 from .core import (
     EXTENDED_HEADER_LENGTH,
@@ -146,6 +147,7 @@ __all__ = [
     "set_releasegil",
     "squeeze",
     "stack",
+    "take",
     "storage_dflts",
     "EXTENDED_HEADER_LENGTH",
     "MAX_BUFFERSIZE",

@@ -118,6 +118,14 @@ def array(obj: Any, copy: bool | None = True, **kwargs: Any) -> NDArray:
     return asarray(obj, copy=copy, **kwargs)
 
 
+def take(x: Any, indices: Any, axis: int | None = None) -> NDArray:
+    """The items of ``x`` at integer ``indices`` along ``axis`` (flattened when None), as a
+    new array: :meth:`NDArray.take`, or ``numpy.take`` for other array-likes."""
+    if isinstance(x, NDArray):
+        return x.take(indices, axis)
+    return asarray(np.take(np.asarray(x), np.asarray(indices), axis=axis))
+
+
 def broadcast_to(arr: Any, shape: Any) -> NDArray:
     """A new array of ``shape`` holding ``arr`` broadcast by NumPy's rules (ValueError when
     the shapes are not compatible)."""
@@ -230,4 +238,5 @@ __all__ = [
     "reshape",
     "squeeze",
     "stack",
+    "take",
 ]

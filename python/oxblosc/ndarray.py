@@ -405,6 +405,24 @@ class NDArray:
         it = iter(new_rel)
         return out, [None if r is None else next(it) for r in rel]
 
+    def take(self, indices: Any, axis: int | None = None) -> NDArray:
+        """A new array of the items at integer ``indices`` (any shape, negative counted from
+        the end) along ``axis``, or of the flattened array when ``axis`` is None (NumPy's
+        ``take``: that axis is replaced by ``indices.shape``)."""
+        idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
+        if idx.dtype.kind not in "iu" and idx.size:
+            raise IndexError("take needs integer indices")
+        idx = idx.astype(np.intp)
+        if axis is not None:
+            (axis,) = _axes(axis, self.ndim)
+            return asarray(self[(slice(None),) * axis + (idx,)])
+        n = self.size
+        flat = np.where(idx < 0, idx + n, idx).ravel()
+        if flat.size and (flat.min() < 0 or flat.max() >= n):
+            raise IndexError(f"index out of bounds for a flattened array of size {n}")
+        picked = self[np.unravel_index(flat, self.shape)] if self.ndim else np.asarray(self[()]).reshape(1)[flat]
+        return asarray(np.asarray(picked).reshape(idx.shape))
+
     @property
     def oindex(self) -> _OIndex:
         """Orthogonal indexing: each index array selects along its own axis."""

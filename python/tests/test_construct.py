@@ -188,3 +188,20 @@ def test_array_and_asarray_copy_rules(lib, tmp_path):
             lib.asarray(a, copy=False, **kwargs)
     d = lib.array([1, 2, 3, 4], dtype=np.float32, chunks=(4,), blocks=(2,))
     assert d.dtype == np.float32 and d.chunks == (4,) and d.blocks == (2,)
+
+
+def test_take_follows_numpy():
+    n = np.arange(120, dtype=np.int16).reshape(4, 5, 6)
+    a = ox.asarray(n, chunks=(2, 3, 4))
+    idx = np.array([[0, -1], [3, 2]])
+    for axis in (None, 0, 1, -1):
+        i = idx if axis is None else idx % n.shape[axis]
+        got = ox.take(a, i, axis=axis)
+        assert isinstance(got, ox.NDArray)
+        np.testing.assert_array_equal(got[:], np.take(n, i, axis=axis))
+    np.testing.assert_array_equal(a.take([5, 119, -120])[:], np.take(n, [5, 119, -120]))
+    np.testing.assert_array_equal(ox.take([[1, 2], [3, 4]], [1, 0], axis=1)[:], [[2, 1], [4, 3]])
+    with pytest.raises(IndexError):
+        a.take([120])
+    with pytest.raises(IndexError):
+        a.take([0.5])
