@@ -7,9 +7,26 @@ code can switch by changing the import.
 from . import core as _core
 from ._errors import ChunkError, FrameChangedError
 from ._native import __version__
+from .construct import (
+    arange,
+    array,
+    broadcast_to,
+    concat,
+    expand_dims,
+    eye,
+    fromiter,
+    linspace,
+    meshgrid,
+    reshape,
+    squeeze,
+    stack,
+    take,
+)
 from .core import (
     EXTENDED_HEADER_LENGTH,
+    MAX_BLOCKSIZE,
     MAX_BUFFERSIZE,
+    MAX_DIM,
     MAX_OVERHEAD,
     MAX_TYPESIZE,
     MIN_HEADER_LENGTH,
@@ -19,23 +36,31 @@ from .core import (
     Filter,
     SpecialValue,
     SplitMode,
+    Tuner,
     chunk_info,
     compress,
     compress2,
     compress_blosc1,
     compress_vlblocks,
+    compressor_list,
     decompress,
     decompress2,
     decompress_vlblocks,
+    free_resources,
+    get_blocksize,
     get_cbuffer_sizes,
+    get_clib,
     getitem,
     ncores,
+    set_blocksize,
     set_nthreads,
     special_chunk,
 )
+from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
+from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .ndarray import (
     NDArray,
-    arange,
+    NDField,
     asarray,
     copy,
     empty,
@@ -43,7 +68,6 @@ from .ndarray import (
     frombuffer,
     full,
     full_like,
-    linspace,
     nans,
     nans_like,
     ndarray_from_cframe,
@@ -54,7 +78,23 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
-from .schunk import SChunk, open, remove_urlpath, schunk_from_cframe
+from .opening import from_cframe, load, open, save
+from .packing import (
+    load_array,
+    load_tensor,
+    pack,
+    pack_array,
+    pack_array2,
+    pack_tensor,
+    save_array,
+    save_tensor,
+    unpack,
+    unpack_array,
+    unpack_array2,
+    unpack_tensor,
+)
+from .runtime import IS_WASM, print_versions, set_releasegil
+from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 
 
 def __getattr__(name):
@@ -65,6 +105,50 @@ def __getattr__(name):
 
 
 __all__ = [
+    "MAX_BLOCKSIZE",
+    "Tuner",
+    "MAX_DIM",
+    "compressor_list",
+    "free_resources",
+    "get_blocksize",
+    "get_clib",
+    "set_blocksize",
+    "array",
+    "broadcast_to",
+    "compute_chunks_blocks",
+    "from_cframe",
+    "load",
+    "save",
+    "get_slice_nchunks",
+    "load_array",
+    "load_tensor",
+    "pack",
+    "pack_array",
+    "pack_array2",
+    "pack_tensor",
+    "save_array",
+    "save_tensor",
+    "unpack",
+    "unpack_array",
+    "unpack_array2",
+    "unpack_tensor",
+    "IS_WASM",
+    "NDField",
+    "Storage",
+    "concat",
+    "cparams_dflts",
+    "dparams_dflts",
+    "expand_dims",
+    "eye",
+    "fromiter",
+    "meshgrid",
+    "print_versions",
+    "reshape",
+    "set_releasegil",
+    "squeeze",
+    "stack",
+    "take",
+    "storage_dflts",
     "EXTENDED_HEADER_LENGTH",
     "MAX_BUFFERSIZE",
     "MAX_OVERHEAD",

@@ -18,6 +18,8 @@ MAX_BUFFERSIZE = 2_147_483_615
 MAX_OVERHEAD = 32
 MIN_HEADER_LENGTH = 16
 EXTENDED_HEADER_LENGTH = 32
+MAX_BLOCKSIZE = 536_866_816
+MAX_DIM = 16
 
 ncores: int = _native.default_nthreads()
 #: Default number of threads, from ``BLOSC_NTHREADS`` or the number of cores.
@@ -65,6 +67,14 @@ class SpecialValue(enum.IntEnum):
     UNINIT = 4
 
 
+class Tuner(enum.IntEnum):
+    """Block-size tuners, numbered as in Blosc2. oxblosc has its own automatic rule, which
+    stands for STUNE; BTUNE (a separate plugin for C-Blosc2) is not available."""
+
+    STUNE = 0
+    BTUNE = 32
+
+
 def _default_filters() -> list:
     return [Filter.NOFILTER] * 5 + [Filter.SHUFFLE]
 
@@ -87,12 +97,21 @@ class CParams:
     splitmode: SplitMode = SplitMode.AUTO_SPLIT
     filters: list = field(default_factory=_default_filters)
     filters_meta: list = field(default_factory=lambda: [0] * 6)
+    tuner: Tuner = Tuner.STUNE
 
     def __post_init__(self):
-        if len(self.filters) > 6 or len(self.filters_meta) > 6:
+        self.tuner = Tuner(getattr(self.tuner, "value", self.tuner))
+        # As python-blosc2's CParams: the lists keep the user's length (filters_meta cut to
+        # the filters'; here a shorter one is padded with zeros instead of refused), and a
+        # BYTEDELTA without meta gets the typesize as its stream count.
+        if len(self.filters) > 6:
             raise ValueError("filters and filters_meta hold at most 6 entries")
-        self.filters = list(self.filters) + [Filter.NOFILTER] * (6 - len(self.filters))
-        self.filters_meta = list(self.filters_meta) + [0] * (6 - len(self.filters_meta))
+        self.filters = list(self.filters)
+        self.filters_meta = list(self.filters_meta)[: len(self.filters)]
+        self.filters_meta += [0] * (len(self.filters) - len(self.filters_meta))
+        for i, f in enumerate(self.filters):
+            if f == Filter.BYTEDELTA and self.filters_meta[i] == 0:
+                self.filters_meta[i] = self.typesize
 
 
 @dataclass
@@ -121,6 +140,9 @@ def _make_params(cls, given: dict, key: str):
         if given:
             raise ValueError(f"pass either {key} or individual parameters, not both: {sorted(given)}")
         if isinstance(p, dict):
+            unknown = set(p) - {f.name for f in dataclasses.fields(cls)}
+            if unknown:
+                raise ValueError(f"unknown parameter(s) {sorted(unknown)} for {cls.__name__}")
             return cls(**p)
         if isinstance(p, cls):
             return dataclasses.replace(p)
@@ -134,6 +156,8 @@ def _make_params(cls, given: dict, key: str):
 
 
 def _native_cparams(cp: CParams) -> tuple:
+    if cp.tuner != Tuner.STUNE:
+        raise ValueError(f"tuner {cp.tuner.name} is not available in oxblosc (only STUNE)")
     typesize = _checked("typesize", cp.typesize, 1, MAX_TYPESIZE)
     filters = [_checked("filter", f, 0, 255) for f in cp.filters]
     meta = [_checked("filters_meta", m, -128, 255) & 0xFF for m in cp.filters_meta]
@@ -221,15 +245,55 @@ def decompress2(src: Any, dst: Any = None, **kwargs) -> bytes | None:
     return None
 
 
+#: Block size forced on :func:`compress` by :func:`set_blocksize` (0: automatic).
+_blosc1_blocksize = 0
+
+#: The library behind each codec, as python-blosc2's ``get_clib`` names it.
+_CODEC_LIBRARY = {0: "BloscLZ", 1: "LZ4", 2: "LZ4", 4: "Zlib", 5: "Zstd"}
+
+
+def compressor_list(plugins: bool = False) -> list[Codec]:
+    """The codecs this build compresses with (there are no plugins)."""
+    return list(Codec)
+
+
+def get_clib(bytesobj: Any) -> str:
+    """The name of the library that compressed chunk ``bytesobj`` ("BloscLZ", "LZ4", "Zlib",
+    "Zstd")."""
+    codec = chunk_info(bytesobj)["codec"]
+    if codec not in _CODEC_LIBRARY:
+        raise ValueError(f"chunk compressed with codec {codec}, which has no library here")
+    return _CODEC_LIBRARY[codec]
+
+
+def free_resources() -> None:
+    """python-blosc2 frees its C contexts here; oxblosc keeps only small per-thread scratch
+    buffers, reused between calls, so there is nothing to release."""
+
+
+def set_blocksize(blocksize: int = 0) -> None:
+    """Force the block size :func:`compress` uses (0: automatic, the default)."""
+    global _blosc1_blocksize
+    _blosc1_blocksize = _checked("blocksize", blocksize, 0, MAX_BLOCKSIZE)
+
+
+def get_blocksize() -> int:
+    """The block size set with :func:`set_blocksize` (0: automatic)."""
+    return _blosc1_blocksize
+
+
 def compress(
     src: Any,
-    typesize: int = 8,
+    typesize: int | None = 8,
     clevel: int = 1,
     filter: Filter = Filter.SHUFFLE,
     codec: Codec = Codec.ZSTD,
     _ignore_multiple_size: bool = False,
 ) -> bytes:
-    """Blosc1-style call (python-blosc2's ``compress``); writes a Blosc2 chunk."""
+    """Blosc1-style call (python-blosc2's ``compress``); writes a Blosc2 chunk.
+    ``typesize=None`` takes the item size of ``src`` (1 for objects without ``itemsize``)."""
+    if typesize is None:
+        typesize = getattr(src, "itemsize", 1)
     size = memoryview(src).nbytes
     if not _ignore_multiple_size and typesize > 0 and size % typesize != 0:
         raise ValueError(f"len(src) can only be a multiple of typesize ({typesize}).")
@@ -239,7 +303,7 @@ def compress(
         filters = [Filter.NOFILTER] * 5 + [f]
     else:
         filters = [Filter.NOFILTER] * 6
-    return compress2(src, typesize=typesize, clevel=clevel, filters=filters, codec=codec)
+    return compress2(src, typesize=typesize, clevel=clevel, filters=filters, codec=codec, blocksize=_blosc1_blocksize)
 
 
 def decompress(src: Any, dst: Any = None, as_bytearray: bool = False) -> bytes | bytearray | None:

@@ -22,19 +22,25 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 import math
 import os
+from collections import namedtuple
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from . import _native
-from . import core as _core
+from . import _native, chunkwise
 from .core import CParams, DParams, _checked, _native_cparams
-from .schunk import SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
+from .info import InfoTable, cparams_summary, human_bytes
+from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
+#: What ``NDArray.iterchunks_info`` yields (python-blosc2's fields).
+NDChunkInfo = namedtuple("NDChunkInfo", ["nchunk", "coords", "cratio", "special", "repeated_value", "lazychunk"])
+#: An index-array read decodes its whole bounding box up to this size (or 4x what it picks).
+_BOX_BYTES = 64 << 20
 _KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
 
@@ -44,9 +50,10 @@ _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
 
 
 def dtype_to_str(dtype: np.dtype) -> str:
-    """The b2nd dtype string python-blosc2 writes for ``dtype``."""
+    """The b2nd dtype string python-blosc2 writes for ``dtype`` (``str(dtype)`` for structured
+    and subarray dtypes such as ``("<f8", (10,))``, ``dtype.str`` otherwise)."""
     dtype = np.dtype(dtype)
-    return str(dtype) if dtype.fields is not None else dtype.str
+    return str(dtype) if dtype.fields is not None or dtype.subdtype is not None else dtype.str
 
 
 def dtype_from_str(s: str | None, typesize: int) -> np.dtype:
@@ -94,7 +101,29 @@ def _is_fancy(k: Any) -> bool:
     return isinstance(k, np.ndarray) and k.ndim > 0 or isinstance(k, np.ndarray) and k.dtype == bool
 
 
+def _is_bool_scalar(k: Any) -> bool:
+    return isinstance(k, bool | np.bool_) or (isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype == bool)
+
+
+def _scalar_bools(key: Any) -> tuple[Any, bool | None]:
+    """NumPy's reading of boolean scalars in a key (``a[True]``, ``a[1, False]``): together
+    they add one axis at the first one's place, of length 1 when all are True, else 0.
+    Returns the key with that axis as ``None``, and whether it is empty (None: no boolean
+    scalar in the key)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    flags = [_is_bool_scalar(k) for k in items]
+    if not any(flags):
+        return key, None
+    if any(isinstance(k, list | np.ndarray) and not f for k, f in zip(items, flags, strict=True)):
+        raise IndexError("boolean scalar indices together with index arrays are not supported")
+    first = flags.index(True)
+    empty = not all(bool(k) for k, f in zip(items, flags, strict=True) if f)
+    return tuple(None if i == first else k for i, k in enumerate(items) if i == first or not flags[i]), empty
+
+
 def _as_int(k: Any, n: int, axis: int) -> int:
+    if _is_bool_scalar(k):  # True is not row 1 (_scalar_bools turns these into an axis)
+        raise IndexError("boolean scalar indices are not supported here")
     try:
         i = int(k.__index__())
     except (AttributeError, TypeError):
@@ -138,6 +167,14 @@ class NDArray:
             _native=self._n, urlpath=urlpath, mode=mode, mmap_mode=kwargs.get("mmap_mode"),
             contiguous=kwargs.get("contiguous", True),
         )  # fmt: skip
+
+    # Context manager (``with oxblosc.open(p) as a:``), as python-blosc2's: every change is
+    # already written, so leaving the block has nothing to do.
+    def __enter__(self) -> NDArray:
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb) -> bool:
+        return False
 
     # ------------------------------------------------------------------ properties
 
@@ -195,7 +232,12 @@ class NDArray:
         """For structured dtypes: a view per field (``arr.fields["x"][...]`` reads that field)."""
         if self._dtype.fields is None:
             return {}
-        return {name: _Field(self, name) for name in self._dtype.names}
+        return {name: NDField(self, name) for name in self._dtype.names}
+
+    def _field(self, name: str) -> NDField:
+        if self._dtype.fields is None or name not in self._dtype.fields:
+            raise ValueError(f"no field of name {name!r} in dtype {self._dtype}")
+        return NDField(self, name)
 
     @property
     def blocks_decoded(self) -> int:
@@ -203,25 +245,27 @@ class NDArray:
         return self._n.blocks_decoded
 
     @property
-    def info(self) -> str:
-        """A readable summary: shape, chunks, blocks, dtype, codec, filters, sizes and ratio."""
-        cp = self.cparams
-        filters = [f"{_core.Filter(f).name if f in _core.Filter._value2member_map_ else f}" for f in cp.filters if f]
-        codec = _core.Codec(cp.codec).name if cp.codec in _core.Codec._value2member_map_ else str(cp.codec)
-        rows = [
+    def info_items(self) -> list[tuple[str, Any]]:
+        """The ``(name, value)`` rows of :attr:`info`."""
+        return [
             ("type", "NDArray"),
             ("shape", self.shape),
             ("chunks", self.chunks),
             ("blocks", self.blocks),
             ("dtype", self.dtype),
-            ("cparams", f"codec={codec} clevel={cp.clevel} filters={filters} nthreads={cp.nthreads}"),
-            ("nbytes", self.nbytes),
-            ("cbytes", self.cbytes),
+            ("cparams", cparams_summary(self.cparams)),
+            ("nbytes", human_bytes(self.nbytes)),
+            ("cbytes", human_bytes(self.cbytes)),
             ("cratio", f"{self.cratio:.2f}"),
             ("urlpath", self.urlpath),
             ("vlmeta", dict(self.vlmeta.getall()) if len(self.vlmeta) else {}),
         ]
-        return "\n".join(f"{k:<8}: {v}" for k, v in rows)
+
+    @property
+    def info(self) -> InfoTable:
+        """A readable summary: shape, chunks, blocks, dtype, codec, filters, sizes and ratio
+        (a ``str`` that a REPL or notebook shows as a table)."""
+        return InfoTable(self.info_items)
 
     def __len__(self) -> int:
         if not self.ndim:
@@ -240,8 +284,14 @@ class NDArray:
         return out
 
     def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return self._field(key)
         if isinstance(key, NDArray):
             key = key[()]
+        key, empty = _scalar_bools(original := key)
+        if empty:  # nothing selected: NumPy's result shape, from a zero-strided stand-in
+            stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), self.shape, (0,) * self.ndim)
+            return np.empty(stand_in[original].shape, self._dtype)
         key = _expand(key, self.ndim)
         if any(_is_fancy(k) for k in key):
             return self._fancy_get(key)
@@ -307,7 +357,71 @@ class NDArray:
 
     def _fancy_get(self, key: list) -> np.ndarray:
         sel, rel = self._box(key)
-        return self._read(sel)[tuple(rel)]
+        box, rel = self._read_box(sel, rel)
+        return box[tuple(rel)]
+
+    def _read_box(self, sel: list, rel: list) -> tuple[np.ndarray, list]:
+        """The bounding box of an index-array selection, and ``rel`` (the key relative to
+        it). When the box is much larger than what the indices pick (``[[0, n-1], [0, m-1]]``
+        spans the whole array), only the index positions used are read, in runs of nearby
+        positions, into a compact box, and ``rel`` is renumbered to match."""
+        axes_rel = [r for r in rel if r is not None]
+        compactable = len(axes_rel) == len(sel) and not any(
+            isinstance(r, np.ndarray) and r.dtype == bool for r in axes_rel
+        )
+        counts = [len(range(*s)) for s in sel]
+        used = [len(np.unique(r)) if isinstance(r, np.ndarray) else c for r, c in zip(axes_rel, counts, strict=False)]
+        itemsize = self._dtype.itemsize
+        if not compactable or math.prod(counts) * itemsize <= max(_BOX_BYTES, 4 * math.prod(used) * itemsize):
+            return self._read(sel), rel
+        uniq, new_rel = [], []
+        for r in axes_rel:
+            if isinstance(r, np.ndarray):
+                u, inverse = np.unique(r, return_inverse=True)
+                uniq.append(u)
+                new_rel.append(inverse.reshape(r.shape))
+            else:
+                uniq.append(None)
+                new_rel.append(r)
+        out = np.empty([len(u) if u is not None else c for u, c in zip(uniq, counts, strict=True)], self._dtype)
+        groups = [[None] if u is None else _nearby_groups(u) for u in uniq]
+        for combo in itertools.product(*groups):
+            sub, dst, picks = [], [], []
+            for (lo, hi, step), u, g in zip(sel, uniq, combo, strict=True):
+                if u is None:
+                    sub.append((lo, hi, step))
+                    dst.append(slice(None))
+                    picks.append(None)
+                else:
+                    a, b = g
+                    sub.append((lo + int(u[a]), lo + int(u[b - 1]) + 1, 1))
+                    dst.append(slice(a, b))
+                    picks.append(u[a:b] - u[a])
+            part = self._read(sub)
+            for axis, pick in enumerate(picks):
+                if pick is not None and len(pick) != part.shape[axis]:
+                    part = np.take(part, pick, axis=axis)
+            out[tuple(dst)] = part
+        it = iter(new_rel)
+        return out, [None if r is None else next(it) for r in rel]
+
+    def take(self, indices: Any, axis: int | None = None) -> NDArray:
+        """A new array of the items at integer ``indices`` (any shape, negative counted from
+        the end) along ``axis``, or of the flattened array when ``axis`` is None (NumPy's
+        ``take``: that axis is replaced by ``indices.shape``)."""
+        idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
+        if idx.dtype.kind not in "iu" and idx.size:
+            raise IndexError("take needs integer indices")
+        idx = idx.astype(np.intp)
+        if axis is not None:
+            (axis,) = _axes(axis, self.ndim)
+            return asarray(self[(slice(None),) * axis + (idx,)])
+        n = self.size
+        flat = np.where(idx < 0, idx + n, idx).ravel()
+        if flat.size and (flat.min() < 0 or flat.max() >= n):
+            raise IndexError(f"index out of bounds for a flattened array of size {n}")
+        picked = self[np.unravel_index(flat, self.shape)] if self.ndim else np.asarray(self[()]).reshape(1)[flat]
+        return asarray(np.asarray(picked).reshape(idx.shape))
 
     @property
     def oindex(self) -> _OIndex:
@@ -330,8 +444,13 @@ class NDArray:
             start, stop = self._n.chunk_region(n)
             yield self._read([(a, b, 1) for a, b in zip(start, stop, strict=False)])
 
-    def iterchunks_info(self):
-        return self.schunk.iterchunks_info()
+    def iterchunks_info(self) -> Iterator[NDChunkInfo]:
+        """Per chunk, as python-blosc2: ``(nchunk, coords, cratio, special, repeated_value,
+        lazychunk)``, ``coords`` being the chunk's position in chunk units."""
+        for info in self.schunk.iterchunks_info():
+            start, _ = self._n.chunk_region(info.nchunk)
+            coords = tuple(a // c for a, c in zip(start, self.chunks, strict=True))
+            yield NDChunkInfo(info.nchunk, coords, *info[1:])
 
     def chunk_slices(self) -> Iterator[tuple[slice, ...]]:
         """The region of the array each chunk holds (storage order)."""
@@ -346,7 +465,13 @@ class NDArray:
             raise ValueError("the array was opened read-only (mode 'r')")
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, str):
+            self._field(key)[...] = value
+            return
         self._writable()
+        key, empty = _scalar_bools(key)
+        if empty:  # a False selects nothing
+            return
         key = _expand(key, self.ndim)
         if any(_is_fancy(k) for k in key):
             sel, rel = self._box(key)
@@ -371,7 +496,9 @@ class NDArray:
         counts = tuple(len(range(a, b, s)) for a, b, s in sel)
         if isinstance(value, NDArray):
             value = value[...]
-        v = np.broadcast_to(np.asarray(value, dtype=self._dtype), _squeezed_shape(key, counts)).reshape(counts)
+        # A subarray dtype (``("<f8", (10,))``) adds its shape after the array's, as in NumPy.
+        sub, base = self._dtype.shape, self._dtype.base
+        v = np.broadcast_to(np.asarray(value, dtype=base), _squeezed_shape(key, counts) + sub).reshape(counts + sub)
         if flip:
             v = np.flip(v, axis=flip)
         self._n.set_slice(sel, v.copy(order="C") if v.ndim == 0 else np.ascontiguousarray(v))
@@ -396,6 +523,61 @@ class NDArray:
             raise ValueError(f"appended values have shape {v.shape}, rows of this array are {self.shape[1:]}")
         self._n.append(np.ascontiguousarray(v))
         return self.shape
+
+    # ------------------------------------------------------------------ new shapes
+    # New arrays written chunk by chunk (``chunkwise``). python-blosc2 returns views for
+    # ``squeeze``; here every one is a copy.
+
+    def reshape(self, shape: Any, c_order: bool = True, **kwargs: Any) -> NDArray:
+        """A new array with the items of this one (read in C order) and shape ``shape`` (one
+        axis may be -1). ``c_order=False`` stores them chunk after chunk instead (python-
+        blosc2's insertion order). ``kwargs`` as for :func:`empty`."""
+        shape = tuple(int(s) for s in ((shape,) if isinstance(shape, int | np.integer) else shape))
+        if shape.count(-1) == 1 and self.size:
+            rest = math.prod(s for s in shape if s != -1)
+            shape = tuple(self.size // rest if s == -1 and rest else s for s in shape)
+        if math.prod(shape) != self.size or any(s < 0 for s in shape):
+            raise ValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
+        out = empty(shape, self.dtype, **kwargs)
+        return chunkwise.fill_flat(out, chunkwise.flat_reader(self), c_order)
+
+    def squeeze(self, axis: int | tuple[int, ...] | None = None) -> NDArray:
+        """A new array without the axes of length 1 (``axis``: only those)."""
+        if axis is None:
+            drop = {i for i, n in enumerate(self.shape) if n == 1}
+        else:
+            drop = _axes(axis, self.ndim)
+            if any(self.shape[a] != 1 for a in drop):
+                raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+        keep = [i for i in range(self.ndim) if i not in drop]
+        return self._rearranged(keep, lambda r: tuple(r[i] for i in keep))
+
+    def _permuted(self, axes: list[int]) -> NDArray:
+        return self._rearranged(axes, lambda r: tuple(r[a] for a in axes), lambda v: v.transpose(axes))
+
+    def _rearranged(self, axes: list[int], target: Any, transform: Any = None) -> NDArray:
+        """A copy whose axis ``i`` is this array's axis ``axes[i]`` (same chunks, blocks,
+        cparams)."""
+        out = empty(
+            tuple(self.shape[a] for a in axes), self.dtype, chunks=tuple(self.chunks[a] for a in axes),
+            blocks=tuple(self.blocks[a] for a in axes), cparams=self.cparams,
+        )  # fmt: skip
+        chunkwise.copy_regions(self, out, target, transform)
+        return out
+
+    @property
+    def T(self) -> NDArray:  # noqa: N802 - NumPy's name
+        """The transpose of a 2-d array (a new array)."""
+        if self.ndim != 2:
+            raise ValueError("This property only works for 2-dimensional arrays.")
+        return self._permuted([1, 0])
+
+    @property
+    def mT(self) -> NDArray:  # noqa: N802 - NumPy's name
+        """The last two axes swapped (a new array)."""
+        if self.ndim < 2:
+            raise ValueError("This property only works for N-dimensional arrays with N>=2.")
+        return self._permuted([*range(self.ndim - 2), self.ndim - 1, self.ndim - 2])
 
     # ------------------------------------------------------------------ copies and persistence
 
@@ -428,8 +610,9 @@ class NDArray:
         self._n.save(path, contiguous)
 
 
-class _Field:
-    """One field of a structured array (``arr.fields[name]``)."""
+class NDField:
+    """One field of a structured array (``arr["x"]``, ``arr.fields["x"]`` or
+    ``NDField(arr, "x")``): reads and writes go to that field of the array."""
 
     def __init__(self, arr: NDArray, name: str) -> None:
         self._arr, self._name = arr, name
@@ -454,6 +637,8 @@ class _OIndex:
         self._arr = arr
 
     def _parts(self, key: Any) -> tuple[list, list]:
+        if isinstance(key, list) and any(isinstance(k, list | np.ndarray | slice) for k in key):
+            key = tuple(key)  # python-blosc2: a list holding one selection per axis
         key = [k for k in _expand(key, self._arr.ndim) if k is not None]
         sel, steps = self._arr._box(
             [np.nonzero(k)[0] if isinstance(k, np.ndarray) and k.dtype == bool else k for k in key]
@@ -462,7 +647,7 @@ class _OIndex:
 
     def __getitem__(self, key: Any) -> np.ndarray:
         sel, rel = self._parts(key)
-        box = self._arr._read(sel)
+        box, rel = self._arr._read_box(sel, rel)
         drop = []
         for axis, r in enumerate(rel):
             if isinstance(r, np.ndarray):
@@ -491,6 +676,27 @@ class _OIndex:
         self._arr._n.set_slice(sel, np.ascontiguousarray(box))
 
 
+def _nearby_groups(u: np.ndarray) -> list[tuple[int, int]]:
+    """``[a, b)`` ranges of the sorted unique positions ``u`` whose gaps are small enough
+    (< 32) that reading the rows in between beats another read."""
+    breaks = np.flatnonzero(np.diff(u) >= 32) + 1
+    starts = [0, *breaks.tolist()]
+    return list(zip(starts, [*breaks.tolist(), len(u)], strict=True))
+
+
+def _axes(axis: int | tuple[int, ...] | list[int], ndim: int) -> set[int]:
+    """Axis numbers (negative ones counted from the end), checked and unique."""
+    axes = [axis] if isinstance(axis, int | np.integer) else list(axis)
+    out = set()
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+        if a % ndim in out:
+            raise ValueError("Axis values must be unique.")
+        out.add(a % ndim)
+    return out
+
+
 def _squeezed_shape(key: list, counts: tuple[int, ...]) -> tuple[int, ...]:
     """The shape ``arr[key]`` has (ints drop their axis, ``None`` adds one): what a value
     assigned to it broadcasts to."""
@@ -510,6 +716,8 @@ def _squeezed_shape(key: list, counts: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _storage_kwargs(kwargs: dict) -> dict:
+    if kwargs.get("storage") is not None and _STORAGE_FIELDS & set(kwargs):
+        raise AttributeError("Cannot pass both `storage` and other kwargs already included in Storage")
     for k in kwargs:
         if k not in _KWARGS:
             raise ValueError(f"{k} is not supported as keyword argument")
@@ -556,6 +764,8 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
     if cp is None:
         cp = CParams(typesize=dtype.itemsize)
     else:
+        if isinstance(cp, dict):  # the dtype's typesize from the start (BYTEDELTA's meta follows it)
+            cp = {**cp, "typesize": dtype.itemsize}
         cp = dataclasses.replace(_to_cparams(cp), typesize=dtype.itemsize)
     dp = _to_dparams(kwargs.get("dparams") or DParams())
     urlpath = _fspath(kwargs.get("urlpath"))
@@ -633,11 +843,19 @@ def nans(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
     return full(shape, np.nan, dtype, **kwargs)
 
 
-def asarray(array: Any, **kwargs: Any) -> NDArray:
-    """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order included)."""
+def asarray(array: Any, copy: bool | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order
+    included, unless ``dtype`` says otherwise). An ``NDArray`` comes back as is when neither
+    ``dtype`` nor storage or parameters ask for a change, unless ``copy=True``; with
+    ``copy=False`` a needed copy is an error (python-blosc2's rules)."""
     if isinstance(array, NDArray):
-        return array.copy(**kwargs) if kwargs else array
-    a = np.asarray(array)
+        changes = bool(kwargs) or (dtype is not None and np.dtype(dtype) != array.dtype)
+        if not changes and not copy:
+            return array
+        if copy is False:
+            raise ValueError("asarray(copy=False): a copy is needed (another dtype, storage or parameters)")
+        return array.copy(dtype, **kwargs)
+    a = np.asarray(array, dtype=dtype)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
     if not a.flags.c_contiguous:
@@ -652,26 +870,6 @@ def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) ->
     if a.size != math.prod(shape):
         raise ValueError(f"buffer holds {a.size} items, shape {shape} needs {math.prod(shape)}")
     return asarray(a.reshape(shape), **kwargs)
-
-
-def arange(
-    start: Any = 0, stop: Any = None, step: Any = 1, dtype: Any = None, shape: Any = None, **kwargs: Any
-) -> NDArray:
-    if stop is None:
-        start, stop = 0, start
-    a = np.arange(start, stop, step, dtype=dtype)
-    if shape is not None:
-        a = a.reshape(_shape_tuple(shape))
-    return asarray(a, **kwargs)
-
-
-def linspace(
-    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, shape: Any = None, **kwargs: Any
-) -> NDArray:
-    a = np.linspace(start, stop, num=num, endpoint=endpoint, dtype=dtype)
-    if shape is not None:
-        a = a.reshape(_shape_tuple(shape))
-    return asarray(a, **kwargs)
 
 
 def copy(array: NDArray, dtype: Any = None, **kwargs: Any) -> NDArray:
@@ -732,7 +930,6 @@ def _from_schunk(s: SChunk) -> NDArray:
 
 __all__ = [
     "NDArray",
-    "arange",
     "asarray",
     "copy",
     "dtype_from_str",
@@ -742,7 +939,6 @@ __all__ = [
     "frombuffer",
     "full",
     "full_like",
-    "linspace",
     "nans",
     "nans_like",
     "ndarray_from_cframe",

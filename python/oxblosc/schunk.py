@@ -48,6 +48,7 @@ from . import _native
 from . import core as _core
 from ._errors import FrameChangedError
 from .core import CParams, DParams, SpecialValue, _checked, _make_params, _native_cparams
+from .info import InfoTable, cparams_summary, human_bytes
 
 #: A msgpack extension value that oxblosc does not interpret (code, data).
 ExtType = namedtuple("ExtType", ["code", "data"])
@@ -72,6 +73,8 @@ _ALLOWED_KWARGS = {
     "_native",
 }
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
+#: The keywords ``storage=`` stands for (``oxblosc.Storage``'s fields).
+_STORAGE_FIELDS = {"contiguous", "urlpath", "mode", "mmap_mode", "initial_mapping_size", "locking", "meta"}
 
 
 class _Locked:
@@ -268,6 +271,11 @@ class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
     def __init__(self, schunk: SChunk):
         self.schunk = schunk
 
+    @property
+    def mode(self) -> str:
+        """The mode of the super-chunk holding these entries."""
+        return self.schunk.mode
+
     def __setitem__(self, name: str | slice, content: Any) -> None:
         if isinstance(name, slice):
             if name.start is None and name.stop is None:
@@ -299,6 +307,11 @@ class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
     def getall(self) -> dict:
         return {name: self[name] for name in self}
 
+    def to_dict(self) -> dict:
+        """Every entry as a dict keyed by the names as bytes (python-blosc2's ``to_dict``;
+        :meth:`getall` gives str keys)."""
+        return {name.encode(): value for name, value in self.getall().items()}
+
     def __repr__(self) -> str:
         return repr(self.getall())
 
@@ -307,12 +320,37 @@ class vlmeta(MutableMapping):  # noqa: N801 - python-blosc2's name
 # SChunk
 
 
+class _MissingFile(FileNotFoundError, ValueError):
+    """A file to read is missing: python-blosc2 raises ValueError there, Python code
+    expects FileNotFoundError; this is both."""
+
+
 def _fspath(urlpath: Any) -> str | None:
     if urlpath is None:
         return None
     if isinstance(urlpath, bytes):
         return urlpath.decode()
     return os.fspath(urlpath)
+
+
+def _fill_bytes(value: Any, typesize: int) -> bytes:
+    """The item a VALUE fill repeats: bytes as given, a NumPy scalar of that size as is, a
+    bool or int as a signed integer and a float as a float of ``typesize`` bytes."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+    elif isinstance(value, np.generic) and value.dtype.itemsize == typesize:
+        raw = value.tobytes()
+    else:
+        kind = "f" if isinstance(value, float | np.floating) else "i"
+        if not isinstance(value, int | float | np.number | np.bool_):
+            raise TypeError(f"value must be bytes, int, float or bool, got {type(value).__name__}")
+        try:
+            raw = np.array(value, dtype=f"{kind}{typesize}").tobytes()
+        except TypeError:  # no such NumPy type (e.g. a 3-byte int)
+            raw = b""
+    if len(raw) != typesize:
+        raise ValueError("value size in bytes must match with typesize")
+    return raw
 
 
 def _cparams_from_native(t: tuple) -> CParams:
@@ -343,8 +381,6 @@ def _cparams_from_native(t: tuple) -> CParams:
 
 
 def _to_cparams(value: Any) -> CParams:
-    if isinstance(value, dict):
-        value = {k: v for k, v in value.items() if k != "tuner"}
     return _make_params(CParams, {"cparams": value}, "cparams")
 
 
@@ -368,7 +404,7 @@ class SChunk:
                 raise ValueError(f"{k} is not supported as keyword argument")
         storage = kwargs.pop("storage", None)
         if storage is not None:
-            if any(k in kwargs for k in ("urlpath", "contiguous", "mode", "mmap_mode", "meta")):
+            if _STORAGE_FIELDS & set(kwargs):
                 raise AttributeError("Cannot pass both `storage` and other kwargs already included in Storage")
             if dataclasses.is_dataclass(storage):
                 storage = dataclasses.asdict(storage)
@@ -405,7 +441,11 @@ class SChunk:
                     "Cannot open the SChunk in reading mode (mode or mmap_mode is 'r') because you "
                     "did not specify a urlpath pointing to an existing file on-disk"
                 )
+            if not os.path.exists(urlpath):
+                raise _MissingFile(2, f"the SChunk cannot be opened in reading mode: {urlpath} does not exist", urlpath)
             self._n = _open_native(urlpath, 0, False, locking and urlpath is not None, mmap_mode == "r")
+            if {"b2nd", "caterva"} & set(self._n.meta_names()):
+                raise ValueError(f"Cannot open an NDArray as a SChunk ({urlpath}): use oxblosc.open()")
             self._contiguous = not os.path.isdir(urlpath)
             self._chunksize_hint = None
             self._dparams = DParams(nthreads=self._n.dthreads)
@@ -507,7 +547,9 @@ class SChunk:
 
     @property
     def blocksize(self) -> int:
-        return self._n.blocksize
+        """The requested block size in bytes, 0 for automatic (as python-blosc2 reports it;
+        each chunk's actual block size is in its header)."""
+        return self._n.cparams[6]
 
     @property
     def nchunks(self) -> int:
@@ -602,6 +644,29 @@ class SChunk:
         """Check every chunk's checksum and decode it; returns how many chunks had a checksum.
         Raises ``oxblosc.ChunkError`` naming the first damaged chunk."""
         return sum(self._n.verify_chunk(i) for i in range(self.nchunks))
+
+    @property
+    def info_items(self) -> list[tuple[str, Any]]:
+        """The ``(name, value)`` rows of :attr:`info`."""
+        return [
+            ("type", "SChunk"),
+            ("chunksize", self.chunksize),
+            ("blocksize", self.blocksize),
+            ("typesize", self.typesize),
+            ("nchunks", self.nchunks),
+            ("nbytes", human_bytes(self.nbytes)),
+            ("cbytes", human_bytes(self.cbytes)),
+            ("cratio", f"{self.cratio:.2f}"),
+            ("cparams", cparams_summary(self.cparams)),
+            ("urlpath", self.urlpath),
+            ("contiguous", self.contiguous),
+            ("vlmeta", list(self.vlmeta)),
+        ]
+
+    @property
+    def info(self) -> InfoTable:
+        """A readable summary (a ``str`` that a REPL or notebook shows as a table)."""
+        return InfoTable(self.info_items)
 
     def __len__(self) -> int:
         """Number of items."""
@@ -699,15 +764,7 @@ class SChunk:
                 return 0
             if self.nbytes > 0:
                 raise RuntimeError("Filling with special values only works on empty SChunks")
-            arr = np.array([value])
-            if arr.dtype.itemsize != self.typesize:
-                if isinstance(value, int) and not isinstance(value, bool):
-                    arr = np.array([value], dtype=f"i{self.typesize}")
-                elif isinstance(value, float):
-                    arr = np.array([value], dtype=f"f{self.typesize}")
-                else:
-                    raise ValueError("value size in bytes must match with typesize")
-            raw = arr.tobytes()
+            raw = _fill_bytes(value, self.typesize)
         cs = self.chunksize if self.chunksize > 0 else self._chunksize_hint
         return self._n.fill_special(nitems, int(kind), raw, cs)
 
@@ -791,66 +848,6 @@ class SChunk:
 # module functions
 
 
-def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs: Any) -> SChunk:  # noqa: A001
-    """Open a frame file or sparse frame directory written by oxblosc or python-blosc2.
-
-    ``mode`` is "r" (read-only, the default as in python-blosc2 4.x), "a" (every change is
-    written back) or "w" (replace it with an empty super-chunk of the same parameters).
-    ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode="r"`` maps
-    the file read-only; "r+" or "c" select the access mode. ``locking=True`` takes
-    python-blosc2's advisory ``.b2lock`` lock (see the module docs); ``cparams``/``dparams``
-    apply to the opened super-chunk. ``verify_checksums=True`` (oxblosc only) checks every
-    chunk read against the checksums ``oxblosc compress`` stores.
-    """
-    path = _fspath(urlpath)
-    unknown = set(kwargs) - {
-        "cparams",
-        "dparams",
-        "mmap_mode",
-        "initial_mapping_size",
-        "locking",
-        "deserialize",
-        "verify_checksums",
-    }
-    if unknown:
-        raise ValueError(f"{sorted(unknown)[0]} is not supported as keyword argument")
-    mmap_mode = kwargs.get("mmap_mode")
-    if kwargs.get("locking") and mmap_mode is not None:
-        raise ValueError("locking is not supported together with mmap_mode")
-    locking = bool(kwargs.get("locking")) or _env_locking(mmap_mode)
-    if mmap_mode is not None:
-        if mmap_mode == "w+":
-            raise ValueError("w+ mmap_mode cannot be used to open an existing file")
-        if mmap_mode not in _MMAP_MODES:
-            raise ValueError(f"Invalid mmap_mode: {mmap_mode}")
-        mode = _MMAP_MODES[mmap_mode]
-    if mode not in ("r", "a", "w"):
-        raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
-    offset = _checked("offset", offset, 0, 2**63 - 1)
-    if not os.path.exists(path):
-        raise FileNotFoundError(2, "No such file or directory", path)
-    contiguous = not os.path.isdir(path)
-    copy_on_write = mmap_mode == "c"
-    native = _open_native(path, offset, mode == "a" and not copy_on_write, locking, mmap_mode == "r")
-    if copy_on_write:
-        native = native.copy()
-    if mode == "w":
-        cp = native.cparams
-        remove_urlpath(path)
-        native = _native.NativeSChunk.create(cp, native.dthreads, path, contiguous, [], locking)
-        native = _Locked(native) if locking else native
-    s = SChunk(_native=native, urlpath=path, mode=mode, mmap_mode=mmap_mode, contiguous=contiguous)
-    cp = kwargs.get("cparams")
-    s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
-    s.dparams = kwargs.get("dparams") or DParams()
-    s.verify_checksums = bool(kwargs.get("verify_checksums", False))
-    if {"b2nd", "caterva"} & set(s.meta.keys()):
-        from .ndarray import _from_schunk  # b2nd frames open as arrays, as in python-blosc2
-
-        return _from_schunk(s)
-    return s
-
-
 def _env_locking(mmap_mode: str | None) -> bool:
     """``BLOSC_LOCKING`` (set and not "0") turns locking on, except for mapped files."""
     return os.environ.get("BLOSC_LOCKING", "") not in ("", "0") and mmap_mode is None
@@ -875,4 +872,4 @@ def remove_urlpath(path: str | os.PathLike | None) -> None:
     _native.remove_urlpath(_fspath(path))
 
 
-__all__ = ["ChunkInfo", "ExtType", "Meta", "SChunk", "open", "packb", "remove_urlpath", "schunk_from_cframe", "unpackb"]
+__all__ = ["ChunkInfo", "ExtType", "Meta", "SChunk", "packb", "remove_urlpath", "schunk_from_cframe", "unpackb"]

@@ -69,8 +69,25 @@ impl Default for CParams {
 }
 
 impl CParams {
-    /// Reject anything C-Blosc2 would crash on or silently mis-store (pitfalls 6, Trap 40).
+    /// Reject anything C-Blosc2 would crash on or silently mis-store (pitfalls 6, Trap 40):
+    /// [`validate_settings`](Self::validate_settings) plus the lossy filters' precision
+    /// against the typesize. Every compression runs this.
     pub fn validate(&self) -> Result<()> {
+        self.validate_settings()?;
+        for (&id, &meta) in self.filters.iter().zip(&self.filters_meta) {
+            match id {
+                filter::TRUNC_PREC => filter::trunc_prec::validate(meta as i8, self.typesize)?,
+                filter::INT_TRUNC => filter::int_trunc::validate(meta as i8, self.typesize)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The checks that do not depend on the data's type: ids, ranges, filter ids. What a
+    /// super-chunk checks when its parameters are set, as python-blosc2 accepts e.g.
+    /// `TRUNC_PREC` with precision 0 there and fails only when a chunk is compressed.
+    pub fn validate_settings(&self) -> Result<()> {
         let bad = |name, reason: String| Err(Error::InvalidParam { name, reason });
         if !crate::codec::is_supported(self.codec) {
             return bad(
@@ -90,12 +107,10 @@ impl CParams {
         if self.blocksize > MAX_BLOCKSIZE {
             return bad("blocksize", format!("{} exceeds 536866816", self.blocksize));
         }
-        for (slot, (&id, &meta)) in self.filters.iter().zip(&self.filters_meta).enumerate() {
+        for (slot, &id) in self.filters.iter().enumerate() {
             match id {
                 filter::NOFILTER | filter::SHUFFLE | filter::BITSHUFFLE | filter::DELTA => {}
-                filter::BYTEDELTA | filter::BYTEDELTA_V1 => {}
-                filter::TRUNC_PREC => filter::trunc_prec::validate(meta as i8, self.typesize)?,
-                filter::INT_TRUNC => filter::int_trunc::validate(meta as i8, self.typesize)?,
+                filter::BYTEDELTA | filter::BYTEDELTA_V1 | filter::TRUNC_PREC | filter::INT_TRUNC => {}
                 other => return bad("filters", format!("slot {slot} holds {other}, not a built-in filter")),
             }
         }

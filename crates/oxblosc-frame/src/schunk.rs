@@ -115,7 +115,7 @@ fn chunk_err(i: usize) -> impl FnOnce(oxblosc_chunk::Error) -> Error {
 impl SChunk {
     /// An empty super-chunk compressing with `cparams` (typesize included).
     pub fn new(cparams: CParams, dparams: DParams) -> Result<SChunk> {
-        cparams.validate().map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+        cparams.validate_settings().map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
         Ok(SChunk {
             blocksize: cparams.blocksize,
             cparams,
@@ -186,7 +186,7 @@ impl SChunk {
 
     /// Change how new chunks are compressed (typesize must stay the same once chunks exist).
     pub fn set_cparams(&mut self, cparams: CParams) -> Result<()> {
-        cparams.validate().map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+        cparams.validate_settings().map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
         if !self.slots.is_empty() && cparams.typesize != self.cparams.typesize {
             return Err(Error::param("typesize", "cannot change once the super-chunk holds chunks"));
         }
