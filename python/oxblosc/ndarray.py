@@ -347,6 +347,10 @@ class NDArray:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._writable()
+        with self._schunk._wlock:  # shape and read-modify-write stay one change
+            self._setitem(key, value)
+
+    def _setitem(self, key: Any, value: Any) -> None:
         key = _expand(key, self.ndim)
         if any(_is_fancy(k) for k in key):
             sel, rel = self._box(key)
@@ -382,7 +386,8 @@ class NDArray:
         newshape = tuple(int(s) for s in newshape)
         if any(s < 0 for s in newshape):
             raise ValueError(f"negative dimensions are not allowed: {newshape}")
-        self._n.resize(list(newshape))
+        with self._schunk._wlock:
+            self._n.resize(list(newshape))
 
     def append(self, values: Any) -> tuple[int, ...]:
         """Append along axis 0: ``values`` with shape ``(k, *shape[1:])`` (or one such row)."""
@@ -394,8 +399,8 @@ class NDArray:
             v = v[np.newaxis]
         if v.shape[1:] != self.shape[1:]:
             raise ValueError(f"appended values have shape {v.shape}, rows of this array are {self.shape[1:]}")
-        self._n.append(np.ascontiguousarray(v))
-        return self.shape
+        with self._schunk._wlock:
+            return tuple(self._n.append(np.ascontiguousarray(v)))
 
     # ------------------------------------------------------------------ copies and persistence
 
@@ -440,9 +445,10 @@ class _Field:
         return np.ascontiguousarray(self._arr[key][self._name])
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        part = self._arr[key]
-        part[self._name] = value
-        self._arr[key] = part
+        with self._arr._schunk._wlock:
+            part = self._arr[key]
+            part[self._name] = value
+            self._arr[key] = part
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self[...]
@@ -475,6 +481,10 @@ class _OIndex:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._arr._writable()
+        with self._arr._schunk._wlock:
+            self._set(key, value)
+
+    def _set(self, key: Any, value: Any) -> None:
         sel, rel = self._parts(key)
         box = self._arr._read(sel)
         idx = []

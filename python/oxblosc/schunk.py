@@ -363,6 +363,9 @@ class SChunk:
     """
 
     def __init__(self, chunksize: int | None = None, data: Any = None, **kwargs: Any) -> None:
+        # Serialises this handle's changes made of several native calls (the native object
+        # itself is safe to share: parallel reads, one change at a time).
+        self._wlock = threading.RLock()
         for k in kwargs:
             if k not in _ALLOWED_KWARGS:
                 raise ValueError(f"{k} is not supported as keyword argument")
@@ -743,6 +746,10 @@ class SChunk:
         if key.step is not None and key.step != 1:
             raise IndexError("`step` must be 1")
         self._writable()
+        with self._wlock:  # the item count read here must hold until written
+            self._setitems(key, value)
+
+    def _setitems(self, key: slice, value: Any) -> None:
         n = len(self)
         start = 0 if key.start is None else key.start + n if key.start < 0 else key.start
         stop = n if key.stop is None else key.stop + n if key.stop < 0 else key.stop

@@ -112,7 +112,7 @@ impl NdArray {
 
     /// View a super-chunk carrying a `b2nd` (or legacy `caterva`) metalayer as an array,
     /// after checking the metalayer against the frame: chunk count, chunk size, block size.
-    pub fn from_schunk(schunk: SChunk) -> Result<NdArray> {
+    pub fn from_schunk(mut schunk: SChunk) -> Result<NdArray> {
         let (meta_name, bytes) = match (schunk.meta(NAME), schunk.meta(LEGACY_NAME)) {
             (Some(b), _) => (NAME, b),
             (None, Some(b)) => (LEGACY_NAME, b),
@@ -135,6 +135,14 @@ impl NdArray {
                 geom.chunk_bytes(),
                 schunk.chunksize()
             )));
+        }
+        // New chunks, and the frame header that C-Blosc2 builds special chunks from, carry
+        // the geometry's block size (python-blosc2 cannot slice zero chunks added by a
+        // resize otherwise).
+        if schunk.blocksize() != geom.block_bytes() && geom.block_bytes() > 0 {
+            let mut cp = schunk.cparams().clone();
+            cp.blocksize = geom.block_bytes();
+            schunk.set_cparams(cp)?;
         }
         let nthreads = schunk.dparams().nthreads;
         Ok(NdArray { schunk, geom, dtype: meta.dtype, meta_name, nthreads, decoded_blocks: AtomicU64::new(0) })

@@ -10,6 +10,7 @@ mod cparams;
 mod ndarray;
 mod pack;
 mod schunk;
+mod shared;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
