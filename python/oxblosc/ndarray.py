@@ -32,10 +32,12 @@ import numpy as np
 from . import _native
 from . import core as _core
 from .core import CParams, DParams, _checked, _native_cparams
-from .schunk import SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
+from .schunk import SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
-_KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
+_KWARGS = {
+    "chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage", "locking",
+}  # fmt: skip
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
 
 
@@ -242,6 +244,8 @@ class NDArray:
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, NDArray):
             key = key[()]
+        if isinstance(self._n, _Locked):
+            self._n.refresh()  # a data access follows another handle's changes (shape too)
         key = _expand(key, self.ndim)
         if any(_is_fancy(k) for k in key):
             return self._fancy_get(key)
@@ -584,6 +588,9 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
         elif os.path.exists(urlpath):
             raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
     meta = [(str(k), packb(v)) for k, v in (kwargs.get("meta") or {}).items()]
+    locking = bool(kwargs.get("locking")) and urlpath is not None
+    if locking and mmap_mode is not None:
+        raise ValueError("locking is not supported together with mmap_mode")
     native = _native.NativeNDArray.create(
         _native_cparams(cp),
         _checked("nthreads", dp.nthreads, 1, 1 << 16),
@@ -597,7 +604,10 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
         fill,
         value,
         data,
+        locking=locking,
     )
+    if locking:
+        native = _Locked(native)
     return NDArray(native, urlpath=urlpath, mode=mode if urlpath else "a", mmap_mode=mmap_mode, contiguous=contiguous)
 
 
@@ -732,9 +742,10 @@ def ndarray_from_cframe(cframe: Any, copy: bool = False) -> NDArray:
 
 def _from_schunk(s: SChunk) -> NDArray:
     """The array held by a super-chunk just opened (``oxblosc.open`` of a b2nd frame)."""
-    if not isinstance(s._n, _native.NativeSChunk):
-        raise NotImplementedError("locking is not implemented for NDArray yet (open without locking=True)")
-    native = _native.NativeNDArray.from_schunk(s._n)
+    if isinstance(s._n, _Locked):  # locking=True: the array's handle locks the same way
+        native = _Locked(_native.NativeNDArray.from_schunk(s._n._native))
+    else:
+        native = _native.NativeNDArray.from_schunk(s._n)
     a = NDArray(native, urlpath=s.urlpath, mode=s.mode, mmap_mode=s.mmap_mode, contiguous=s.contiguous)
     a.schunk.dparams = s.dparams
     return a

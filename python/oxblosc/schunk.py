@@ -97,6 +97,10 @@ class _Locked:
             with self._mutex:
                 setattr(self._native, name, value)
 
+    #: Changes made of several commits (an array's append, resize or slice write): the
+    #: exclusive lock is held across them, so other locked handles see all or none of them.
+    _MULTI_COMMIT = frozenset({"set_slice", "resize", "append", "extend"})
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._native, name)
         if not callable(attr):
@@ -106,11 +110,17 @@ class _Locked:
             with self._mutex:
                 for _ in range(self._RETRIES):
                     self._native.refresh()
+                    held = name in self._MULTI_COMMIT and self._native.writable
+                    if held:
+                        self._native.hold_lock()
                     try:
                         return getattr(self._native, name)(*args, **kwargs)
                     except FrameChangedError:
                         if self._native.writable:
                             raise
+                    finally:
+                        if held:
+                            self._native.release_lock()
                 raise FrameChangedError(f"{name}: the frame kept changing during {self._RETRIES} attempts")
 
         return call

@@ -222,3 +222,61 @@ def test_locked_handle_keeps_settings_across_refresh(tmp_path: Path) -> None:
     assert r.verify_checksums
     w.append_data(_data(1))
     assert r.refresh() and r.verify_checksums and r.nchunks == 2
+
+
+ND_CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    import numpy as np
+    lib = __import__(sys.argv[1])
+    role, path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+    def check(x):
+        # Row r holds r // 10 in every state the writer commits (10 rows per append).
+        rows = x.shape[0]
+        assert rows % 10 == 0, f"{rows} rows: an append was seen half done"
+        assert (x == (np.arange(rows) // 10)[:, None]).all(), f"torn read at {rows} rows"
+        return rows
+
+    if role == "writer":
+        a = lib.open(path, mode="a", locking=True)
+        for k in range(1, n + 1):
+            a.append(np.full((10, 50), k, dtype=np.int64))
+            time.sleep(0.002)
+        print("FINAL", check(a[:]))
+    else:
+        a = lib.open(path, mode="r", locking=True)
+        seen = set()
+        deadline = time.time() + 120
+        while True:
+            finished = os.path.exists(path + ".done")
+            seen.add(check(a[:]))
+            if finished:
+                break
+            assert time.time() < deadline, "reader timed out"
+        print("SEEN", len(seen))
+        print("FINAL", max(seen))
+    """
+)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_ndarray_writer_and_readers_across_processes(tmp_path: Path, contiguous: bool) -> None:
+    """NDArray with locking=True: each append (zero-fill, metalayer and chunk writes) is
+    seen by locked readers in other processes whole or not at all, and they follow it."""
+    script = tmp_path / "child.py"
+    script.write_text(ND_CHILD)
+    path = tmp_path / "a.b2nd"
+    a = oxblosc.zeros((10, 50), dtype="i8", chunks=(4, 50), blocks=(2, 50), urlpath=str(path),
+                      contiguous=contiguous, locking=True)  # fmt: skip
+    assert a.schunk.locking
+    del a
+    readers = [_spawn(script, "oxblosc", "reader", path) for _ in range(2)]
+    w = _result(_spawn(script, "oxblosc", "writer", path, 40), "writer")
+    Path(str(path) + ".done").write_text("")
+    assert w["FINAL"] == "410"
+    for k, r in enumerate(readers):
+        res = _result(r, f"reader {k}")
+        assert res["FINAL"] == "410", f"reader {k} did not end on the writer's final state"
+        assert int(res["SEEN"]) >= 2, f"reader {k} never saw an append"
+    assert blosc2.open(str(path)).shape == (410, 50)

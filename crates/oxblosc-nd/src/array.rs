@@ -113,6 +113,21 @@ impl NdArray {
     /// View a super-chunk carrying a `b2nd` (or legacy `caterva`) metalayer as an array,
     /// after checking the metalayer against the frame: chunk count, chunk size, block size.
     pub fn from_schunk(mut schunk: SChunk) -> Result<NdArray> {
+        let (meta_name, dtype, geom) = Self::parse(&schunk)?;
+        // New chunks, and the frame header that C-Blosc2 builds special chunks from, carry
+        // the geometry's block size (python-blosc2 cannot slice zero chunks added by a
+        // resize otherwise).
+        if schunk.blocksize() != geom.block_bytes() && geom.block_bytes() > 0 {
+            let mut cp = schunk.cparams().clone();
+            cp.blocksize = geom.block_bytes();
+            schunk.set_cparams(cp)?;
+        }
+        let nthreads = schunk.dparams().nthreads;
+        Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks: AtomicU64::new(0) })
+    }
+
+    /// The metalayer of `schunk`, checked against the frame: its name, dtype and geometry.
+    fn parse(schunk: &SChunk) -> Result<(&'static str, Option<String>, Geometry)> {
         let (meta_name, bytes) = match (schunk.meta(NAME), schunk.meta(LEGACY_NAME)) {
             (Some(b), _) => (NAME, b),
             (None, Some(b)) => (LEGACY_NAME, b),
@@ -136,16 +151,18 @@ impl NdArray {
                 schunk.chunksize()
             )));
         }
-        // New chunks, and the frame header that C-Blosc2 builds special chunks from, carry
-        // the geometry's block size (python-blosc2 cannot slice zero chunks added by a
-        // resize otherwise).
-        if schunk.blocksize() != geom.block_bytes() && geom.block_bytes() > 0 {
-            let mut cp = schunk.cparams().clone();
-            cp.blocksize = geom.block_bytes();
-            schunk.set_cparams(cp)?;
+        Ok((meta_name, meta.dtype, geom))
+    }
+
+    /// Locked handles: follow changes another handle committed (shape included). Returns
+    /// whether there were any; see `SChunk::refresh`.
+    pub fn refresh(&mut self) -> Result<bool> {
+        if !self.schunk.refresh()? {
+            return Ok(false);
         }
-        let nthreads = schunk.dparams().nthreads;
-        Ok(NdArray { schunk, geom, dtype: meta.dtype, meta_name, nthreads, decoded_blocks: AtomicU64::new(0) })
+        let (meta_name, dtype, geom) = Self::parse(&self.schunk)?;
+        (self.meta_name, self.dtype, self.geom) = (meta_name, dtype, geom);
+        Ok(true)
     }
 
     // ------------------------------------------------------------------ properties

@@ -87,7 +87,7 @@ impl NativeNDArray {
     /// A new array. `chunks`/`blocks` None: chosen automatically. `fill`: 0 zeros, 1 uninit,
     /// 2 NaN, 3 the `value` bytes; `data` (C-order bytes) overrides the fill.
     #[staticmethod]
-    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data))]
+    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data, locking=false))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -103,6 +103,7 @@ impl NativeNDArray {
         fill: u8,
         value: Option<Vec<u8>>,
         data: Option<&Bound<'_, PyAny>>,
+        locking: bool,
     ) -> PyResult<Self> {
         let cp = cparams.into_cparams()?;
         let dp = DParams { nthreads: dthreads.max(1) };
@@ -131,11 +132,19 @@ impl NativeNDArray {
                 for (name, content) in &meta {
                     s.add_meta(name, content)?;
                 }
-                let Some(v) = &view else { return NdArray::create(s, geom, Some(&dtype), fill) };
+                let Some(v) = &view else {
+                    if locking {
+                        s.enable_locking()?;
+                    }
+                    return NdArray::create(s, geom, Some(&dtype), fill);
+                };
                 let a = NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice())?;
                 let Some(p) = &urlpath else { return Ok(a) };
                 a.save(p, contiguous)?;
                 let mut s = frame::open(p, Mode::Append)?;
+                if locking {
+                    s.enable_locking()?;
+                }
                 s.set_cparams(cp.clone())?;
                 s.set_dparams(dp);
                 NdArray::from_schunk(s)
@@ -174,13 +183,41 @@ impl NativeNDArray {
         Ok(NativeNDArray::new(inner, None))
     }
 
+    /// Open a b2nd frame file or sparse directory (`locking`, `mmap`: as `NativeSChunk.open`).
     #[staticmethod]
-    fn open(py: Python<'_>, urlpath: PathBuf, writable: bool) -> PyResult<Self> {
+    #[pyo3(signature = (urlpath, writable, locking=false, mmap=false))]
+    fn open(py: Python<'_>, urlpath: PathBuf, writable: bool, locking: bool, mmap: bool) -> PyResult<Self> {
         let mode = if writable { Mode::Append } else { Mode::Read };
+        let cfg = frame::OpenConfig { mode, offset: 0, locking, mmap };
         let inner = py
-            .allow_threads(|| NdArray::from_schunk(frame::open(&urlpath, mode)?))
+            .allow_threads(|| NdArray::from_schunk(frame::open_with(&urlpath, cfg)?))
             .map_err(|e| nd_err(py, e).and_note(py, &urlpath))?;
         Ok(NativeNDArray::new(inner, Some(urlpath)))
+    }
+
+    /// Locked handles: follow changes another handle committed; returns whether there were.
+    fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
+        self.inner.write(py, |a| a.refresh()).map_err(|e| self.err(py, e))
+    }
+
+    /// Locked writers: hold the exclusive lock until `release_lock` (blocks other handles).
+    fn hold_lock(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.write(py, |a| a.schunk_mut().hold_lock()).map_err(|e| self.schunk_err(py, e))
+    }
+
+    fn release_lock(&self, py: Python<'_>) {
+        self.inner.write(py, |a| a.schunk_mut().release_lock());
+    }
+
+    #[getter]
+    fn locking(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |a| a.schunk().is_locked())
+    }
+
+    /// Whether changes are written back to a file or directory.
+    #[getter]
+    fn writable(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |a| a.schunk().urlpath().is_some())
     }
 
     // ------------------------------------------------------------ array properties
