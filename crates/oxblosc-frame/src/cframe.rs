@@ -205,6 +205,7 @@ pub(crate) fn build(mut p: Parsed, backing: Backing, base: u64, sparse: bool) ->
         starts: OnceLock::new(),
         section_end: if sparse { u64::MAX } else { base + hlen + h.cbytes as u64 },
         checksums,
+        txn: None,
     })
 }
 
