@@ -444,8 +444,13 @@ impl NdArray {
 
     // ------------------------------------------------------------------ writing
 
-    /// Write `data` (C-order bytes of the selection's shape) into the hyperslab `sel`.
+    /// Write `data` (C-order bytes of the selection's shape) into the hyperslab `sel`:
+    /// every chunk it touches, or (on an error) none of them.
     pub fn set_slice(&mut self, sel: &[DimSlice], data: &[u8]) -> Result<()> {
+        self.atomically(|a| a.set_slice_inner(sel, data))
+    }
+
+    fn set_slice_inner(&mut self, sel: &[DimSlice], data: &[u8]) -> Result<()> {
         let need = self.sel_bytes(sel)?;
         let plan = self.geom.plan(sel)?;
         if data.len() != need {
@@ -543,11 +548,15 @@ impl NdArray {
     /// Change the shape (same number of dimensions). New items read as zeros; chunks that
     /// stay keep their compressed bytes.
     pub fn resize(&mut self, new_shape: &[u64]) -> Result<()> {
-        self.resize_inner(new_shape, true)
+        self.atomically(|a| a.resize_inner(new_shape, true))
     }
 
     /// Append `data` (C-order rows of `shape[1..]`) along axis 0: the streaming primitive.
     pub fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.atomically(|a| a.append_inner(data))
+    }
+
+    fn append_inner(&mut self, data: &[u8]) -> Result<()> {
         if self.ndim() == 0 {
             return Err(Error::param("append", "a 0-d array has no axis to append along"));
         }
@@ -569,7 +578,39 @@ impl NdArray {
         self.resize_inner(&shape, false)?;
         let mut sel = self.full_selection();
         sel[0] = DimSlice::new(old0, shape[0], 1);
-        self.set_slice(&sel, data)
+        self.set_slice_inner(&sel, data)
+    }
+
+    /// Run `f` (several chunk and metalayer changes) as one commit of the super-chunk: on
+    /// any error neither the file nor this handle (shape included) changes.
+    fn atomically<T>(&mut self, f: impl FnOnce(&mut NdArray) -> Result<T>) -> Result<T> {
+        let geom = self.geom.clone();
+        let stand_in = SChunk::new(self.schunk.cparams().clone(), self.schunk.dparams().clone())?;
+        let mut s = std::mem::replace(&mut self.schunk, stand_in);
+        // `batch` hands the super-chunk back inside its transaction; `f` works on it through
+        // `self`, and it is returned to `batch` to commit or roll back.
+        let mut err = None;
+        let r = s.batch(|s| {
+            std::mem::swap(s, &mut self.schunk);
+            let r = f(self);
+            std::mem::swap(s, &mut self.schunk);
+            r.map_err(|e| match e {
+                Error::Frame(e) => e,
+                other => {
+                    err = Some(other);
+                    oxblosc_frame::Error::InvalidParam { name: "nd", reason: "operation failed".into() }
+                }
+            })
+        });
+        self.schunk = s;
+        if r.is_err() {
+            self.geom = geom;
+        }
+        match (r, err) {
+            (Ok(v), _) => Ok(v),
+            (Err(_), Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+        }
     }
 
     fn resize_inner(&mut self, new_shape: &[u64], zero_new: bool) -> Result<()> {
