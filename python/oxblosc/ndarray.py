@@ -654,15 +654,38 @@ def nans(shape: Any, dtype: Any = np.float64, **kwargs: Any) -> NDArray:
 
 
 def asarray(array: Any, **kwargs: Any) -> NDArray:
-    """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order included)."""
+    """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order included).
+    Large arrays written to a file (a ``np.memmap`` too) are streamed a few chunks at a time."""
     if isinstance(array, NDArray):
         return array.copy(**kwargs) if kwargs else array
     a = np.asarray(array)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
+    if a.nbytes > _STREAM_BYTES and kwargs.get("urlpath") is not None:
+        return _stream(a, kwargs)
     if not a.flags.c_contiguous:
         a = a.copy(order="C")  # (np.ascontiguousarray would turn a 0-d array into 1-d)
     return _create(a.shape, a.dtype, _FILL_UNINIT, None, a.reshape(-1).view(np.uint8) if a.size else b"", kwargs)
+
+
+#: Arrays larger than this written to a file are streamed: written piece by piece (whole
+#: chunks, at most about this many bytes at a time) into the new file instead of being
+#: compressed in memory first, so memory stays a few chunks whatever the array's size.
+_STREAM_BYTES = 32 << 20
+
+
+def _stream(a: np.ndarray, kwargs: dict) -> NDArray:
+    out = _create(a.shape, a.dtype, _FILL_UNINIT, None, None, kwargs)
+    c0 = max(out.chunks[0], 1)
+    chunk_row = c0 * (a.nbytes // a.shape[0])  # a.nbytes > 0: no empty axis
+    if chunk_row <= _STREAM_BYTES:
+        step = c0 * max(1, _STREAM_BYTES // chunk_row)
+        for i in range(0, a.shape[0], step):
+            out[i : i + step] = a[i : i + step]
+    else:  # a row of chunks is large: one chunk at a time
+        for region in out.chunk_slices():
+            out[region] = a[region]
+    return out
 
 
 def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) -> NDArray:
