@@ -668,9 +668,9 @@ def asarray(array: Any, **kwargs: Any) -> NDArray:
     return _create(a.shape, a.dtype, _FILL_UNINIT, None, a.reshape(-1).view(np.uint8) if a.size else b"", kwargs)
 
 
-#: Arrays larger than this written to a file are streamed: written piece by piece (whole
-#: chunks, at most about this many bytes at a time) into the new file instead of being
-#: compressed in memory first, so memory stays a few chunks whatever the array's size.
+#: Arrays larger than this written to a file are streamed: written a row of chunks (or, when
+#: that is larger than this, a chunk) at a time into the new file instead of being compressed
+#: in memory first, so memory stays a few chunks whatever the array's size.
 _STREAM_BYTES = 32 << 20
 
 
@@ -678,10 +678,9 @@ def _stream(a: np.ndarray, kwargs: dict) -> NDArray:
     out = _create(a.shape, a.dtype, _FILL_UNINIT, None, None, kwargs)
     c0 = max(out.chunks[0], 1)
     chunk_row = c0 * (a.nbytes // a.shape[0])  # a.nbytes > 0: no empty axis
-    if chunk_row <= _STREAM_BYTES:
-        step = c0 * max(1, _STREAM_BYTES // chunk_row)
-        for i in range(0, a.shape[0], step):
-            out[i : i + step] = a[i : i + step]
+    if chunk_row <= _STREAM_BYTES:  # a row of chunks at a time
+        for i in range(0, a.shape[0], c0):
+            out[i : i + c0] = a[i : i + c0]
     else:  # a row of chunks is large: one chunk at a time
         for region in out.chunk_slices():
             out[region] = a[region]
