@@ -286,9 +286,7 @@ impl NativeNDArray {
     /// Append rows along axis 0; returns the new shape.
     fn append(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
         let view = ByteView::readable(data)?;
-        self.inner
-            .write(py, |a| a.append(view.as_slice()).map(|()| a.shape().to_vec()))
-            .map_err(|e| self.err(py, e))
+        self.inner.write(py, |a| a.append(view.as_slice()).map(|()| a.shape().to_vec())).map_err(|e| self.err(py, e))
     }
 
     fn save(&self, py: Python<'_>, urlpath: PathBuf, contiguous: bool) -> PyResult<()> {

@@ -390,7 +390,9 @@ impl NativeSChunk {
     }
 
     fn decompress_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let (c, dp) = self.inner.read(py, |s| Ok::<_, frame::Error>((s.get_chunk(nchunk)?.into_owned(), s.dparams().clone())))
+        let (c, dp) = self
+            .inner
+            .read(py, |s| Ok::<_, frame::Error>((s.get_chunk(nchunk)?.into_owned(), s.dparams().clone())))
             .map_err(|e| frame_err(py, e))?;
         let chunk_err =
             |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
