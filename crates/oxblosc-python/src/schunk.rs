@@ -194,6 +194,11 @@ impl NativeSChunk {
         self.inner.set_verify_checksums(on);
     }
 
+    /// `ValueError` when the frame carries no (readable) checksums.
+    fn require_checksums(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.require_checksums().map_err(|e| frame_err(py, self.named(e)))
+    }
+
     fn enable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
         let r = py.allow_threads(|| self.inner.enable_checksums());
         r.map_err(|e| frame_err(py, self.named(e)))
