@@ -1,0 +1,145 @@
+"""Frame-layer trust from Python (issue 14): checksums checked by default, failed writes that
+change nothing, and ``mmap_mode="w+"`` files valid after every append.
+
+The full-disk tests mount a small tmpfs (root only; skipped otherwise) and fill it, so
+appends fail with a real ``OSError`` (ENOSPC).
+"""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import blosc2
+import numpy as np
+import oxblosc
+import pytest
+
+CHUNK_ITEMS = 4096
+
+
+def _data(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**62, CHUNK_ITEMS, dtype=np.int64)
+
+
+def _flip_in_chunk(path: Path, s: oxblosc.SChunk, nchunk: int) -> None:
+    raw = bytearray(path.read_bytes())
+    chunk = s.get_chunk(nchunk)
+    at = raw.find(chunk)
+    assert at > 0, "chunk bytes not found in the file"
+    raw[at + len(chunk) // 2] ^= 0x10
+    path.write_bytes(bytes(raw))
+
+
+def _with_checksums(path: Path) -> None:
+    s = oxblosc.SChunk(chunksize=CHUNK_ITEMS * 8, urlpath=str(path), mode="w", cparams={"clevel": 1, "typesize": 8})
+    for k in range(3):
+        s.append_data(_data(k))
+    s.enable_checksums()
+    del s
+
+
+def test_checksums_are_verified_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "c.b2frame"
+    _with_checksums(path)
+    s = oxblosc.open(path)
+    assert s.verify_checksums, "a frame with checksums is verified by default"
+    _flip_in_chunk(path, s, 1)
+    with pytest.raises(oxblosc.ChunkError, match=r"chunk 1.*c\.b2frame|c\.b2frame.*chunk 1"):
+        oxblosc.open(path)[:]
+    with pytest.raises(oxblosc.ChunkError, match="checksum"):
+        oxblosc.SChunk(urlpath=str(path), mode="r").decompress_chunk(1)
+    # The opt-out reads without checking (the damaged chunk may decode to wrong bytes).
+    fast = oxblosc.open(path, verify_checksums=False)
+    assert not fast.verify_checksums
+    assert fast.decompress_chunk(0) == _data(0).tobytes()
+
+
+def test_verify_checksums_true_insists_on_checksums(tmp_path: Path) -> None:
+    path = tmp_path / "py.b2frame"
+    b = blosc2.SChunk(chunksize=CHUNK_ITEMS * 8, urlpath=str(path), mode="w", cparams={"typesize": 8})
+    b.append_data(_data(0))
+    del b
+    with pytest.raises(ValueError, match="no checksums"):
+        oxblosc.open(path, verify_checksums=True)
+    s = oxblosc.open(path)  # without the explicit request, a frame without checksums opens
+    assert not s.verify_checksums
+    assert s.decompress_chunk(0) == _data(0).tobytes()
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs; the test fills it when it wants writes to fail."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1024k", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(d: Path) -> None:
+    with open(d / "filler", "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\xa5" * 4096)
+        except OSError:
+            pass
+
+
+def _state(s: oxblosc.SChunk) -> tuple[int, int, list[bytes], dict[str, object]]:
+    return s.nchunks, s.nbytes, [s.decompress_chunk(i) for i in range(s.nchunks)], dict(s.vlmeta.getall())
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_failed_writes_change_nothing(full_disk: Path, contiguous: bool) -> None:
+    path = full_disk / ("f.b2frame" if contiguous else "f.b2frame.d")
+    s = oxblosc.SChunk(
+        chunksize=CHUNK_ITEMS * 8, urlpath=str(path), contiguous=contiguous, mode="w", cparams={"typesize": 8}
+    )
+    for k in range(3):
+        s.append_data(_data(k))
+    s.vlmeta["tag"] = "v1"
+    _fill(full_disk)
+    before = _state(s)
+    for op in (
+        lambda: s.append_data(_data(10)),
+        lambda: s.insert_data(1, _data(11), copy=True),
+        lambda: s.update_data(0, _data(12), copy=True),
+        lambda: s.__setitem__(slice(10, 10 + CHUNK_ITEMS), _data(13)),
+        lambda: s.vlmeta.__setitem__("big", np.random.default_rng(1).bytes(200_000)),
+    ):
+        with pytest.raises(OSError) as e:
+            op()
+        assert e.value.errno == errno.ENOSPC, e.value
+        assert _state(s) == before, "a failed write changed the handle"
+        assert _state(oxblosc.open(path)) == before, "a failed write changed the file"
+    # Room again: the next append adds exactly one chunk; both libraries read the result.
+    (full_disk / "filler").unlink()
+    assert s.append_data(_data(20)) == 4
+    del s
+    want = before[2] + [_data(20).tobytes()]
+    assert _state(oxblosc.open(path))[2] == want
+    b = blosc2.open(str(path))
+    assert [b.decompress_chunk(i) for i in range(b.nchunks)] == want
+    assert b.vlmeta["tag"] == "v1"
+
+
+def test_mmap_w_plus_file_is_valid_after_every_append(tmp_path: Path) -> None:
+    path = tmp_path / "w.b2frame"
+    s = oxblosc.SChunk(chunksize=CHUNK_ITEMS * 8, urlpath=str(path), mmap_mode="w+", cparams={"typesize": 8})
+    for k in range(4):
+        s.append_data(_data(k))
+        b = blosc2.open(str(path), mode="r")
+        assert b.nchunks == k + 1
+        assert b.decompress_chunk(k) == _data(k).tobytes()
+    a = oxblosc.zeros((0, 16), dtype=np.int32, chunks=(4, 16), urlpath=str(tmp_path / "a.b2nd"), mmap_mode="w+")
+    for k in range(3):
+        a.resize((4 * (k + 1), 16))
+        a[4 * k :] = np.full((4, 16), k, np.int32)
+        np.testing.assert_array_equal(blosc2.open(str(tmp_path / "a.b2nd"))[4 * k :], np.full((4, 16), k))
