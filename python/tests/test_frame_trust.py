@@ -143,3 +143,27 @@ def test_mmap_w_plus_file_is_valid_after_every_append(tmp_path: Path) -> None:
         a.resize((4 * (k + 1), 16))
         a[4 * k :] = np.full((4, 16), k, np.int32)
         np.testing.assert_array_equal(blosc2.open(str(tmp_path / "a.b2nd"))[4 * k :], np.full((4, 16), k))
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_empty_frame_vlmeta_interop(tmp_path: Path, contiguous: bool) -> None:
+    """Zero chunks plus a vlmetalayer, and an array with a zero-length axis: each library sees
+    the other's vlmetalayers (C-Blosc2 reads the trailer of a frame without data right after
+    the header)."""
+    for writer, reader in ((oxblosc, blosc2), (blosc2, oxblosc)):
+        p = str(tmp_path / f"{writer.__name__}.b2frame")
+        s = writer.SChunk(chunksize=800, urlpath=p, contiguous=contiguous, mode="w", cparams={"typesize": 8})
+        s.vlmeta["k"] = "v"
+        if writer is oxblosc:  # emptied again after holding data
+            s.append_data(b"x" * 800)
+            s.delete_chunk(0)
+        del s
+        r = reader.open(p)
+        assert r.nchunks == 0 and r.vlmeta["k"] == "v", f"{reader.__name__} reading {writer.__name__}"
+        del r
+        q = str(tmp_path / f"{writer.__name__}.b2nd")
+        a = writer.zeros((0, 5), dtype=np.float64, urlpath=q, mode="w", contiguous=contiguous)
+        a.vlmeta["unit"] = "m"
+        del a
+        r = reader.open(q)
+        assert r.shape == (0, 5) and r.vlmeta["unit"] == "m", f"{reader.__name__} reading {writer.__name__}"
