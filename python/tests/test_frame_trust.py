@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,3 +168,36 @@ def test_empty_frame_vlmeta_interop(tmp_path: Path, contiguous: bool) -> None:
         del a
         r = reader.open(q)
         assert r.shape == (0, 5) and r.vlmeta["unit"] == "m", f"{reader.__name__} reading {writer.__name__}"
+
+
+def test_damaged_typesize_or_shape_is_caught(tmp_path: Path) -> None:
+    """A flipped byte in the header's typesize, or in an array's shape metalayer, makes reads
+    and ``oxblosc verify`` fail instead of returning short or misshapen data; python-blosc2
+    still reads the intact file (the digest lives in the checksum vlmetalayer)."""
+    path = tmp_path / "c.b2frame"
+    _with_checksums(path)
+    good = path.read_bytes()
+    assert good[47:52] == b"\xd2\x00\x00\x00\x08"
+    b = blosc2.open(str(path))
+    assert b.decompress_chunk(2) == _data(2).tobytes()
+    del b
+    bad = bytearray(good)
+    bad[51] ^= 0x0C
+    path.write_bytes(bytes(bad))
+    with pytest.raises(oxblosc.ChunkError, match="typesize or metalayers"):
+        oxblosc.open(path)[:]
+    cli = str(Path(sys.executable).parent / "oxblosc")
+    r = subprocess.run([cli, "verify", str(path)], capture_output=True, text=True)
+    assert r.returncode != 0 and "typesize or metalayers" in r.stderr, r.stderr
+    np.save(tmp_path / "a.npy", np.arange(600, dtype=np.int32).reshape(20, 30))
+    assert subprocess.run([cli, "compress", "-q", str(tmp_path / "a.npy")]).returncode == 0  # checksums on
+    arr = tmp_path / "a.b2nd"
+    np.testing.assert_array_equal(oxblosc.open(arr)[:], np.arange(600).reshape(20, 30))
+    raw = bytearray(arr.read_bytes())
+    shape = b"\x92\xd3" + (20).to_bytes(8, "big") + b"\xd3" + (30).to_bytes(8, "big")
+    at = raw.find(shape)  # msgpack [20, 30] as int64: the shape in the b2nd metalayer
+    assert at > 0
+    raw[at + 9] = 10
+    arr.write_bytes(bytes(raw))
+    with pytest.raises(oxblosc.ChunkError, match="typesize or metalayers"):
+        oxblosc.open(arr)[:]
