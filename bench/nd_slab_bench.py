@@ -68,7 +68,9 @@ def main() -> None:
         for r in range(args.reps):
             order = list(libs) if r % 2 == 0 else list(libs)[::-1]
             for name in order:
-                res[name].append(run(libs[name], os.path.join(d, f"{name}.b2nd"), args.rows, args.cols, args.slab, data))
+                res[name].append(
+                    run(libs[name], os.path.join(d, f"{name}.b2nd"), args.rows, args.cols, args.slab, data)
+                )
         check = oxblosc.open(os.path.join(d, "oxblosc.b2nd"))
         assert np.array_equal(check[:], np.concatenate(data)), "oxblosc wrote wrong data"
         assert np.array_equal(blosc2.open(os.path.join(d, "oxblosc.b2nd"))[-7:], data[-1][-7:])

@@ -35,9 +35,8 @@ from .core import CParams, DParams, _checked, _native_cparams
 from .schunk import SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
-_KWARGS = {
-    "chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage", "locking",
-}  # fmt: skip
+_KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
+_KWARGS |= {"locking"}
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
 
 

@@ -47,7 +47,8 @@ Examples:
     #[command(after_help = "\
 Examples:
   oxblosc decompress data.bin.b2frame             # -> data.bin
-  oxblosc decompress --verify data.b2frame out.bin
+  oxblosc decompress data.b2frame out.bin         # checksums checked when present
+  oxblosc decompress --no-verify data.b2frame out.bin
   oxblosc decompress data.b2frame - | consumer
   oxblosc decompress array.b2nd                   # -> array.npy")]
     Decompress(DecompressArgs),
@@ -145,9 +146,13 @@ pub struct DecompressArgs {
     pub input: String,
     /// Output [default: INPUT without .b2frame, .b2nd -> .npy; stdout when INPUT is `-`]
     pub output: Option<String>,
-    /// Check every chunk against its checksum while decompressing
-    #[arg(long)]
+    /// Require checksums and check every chunk against them (checked by default whenever the
+    /// file carries them; an error if it has none)
+    #[arg(long, conflicts_with = "no_verify")]
     pub verify: bool,
+    /// Skip the checksum check (faster; damage that still decodes goes unnoticed)
+    #[arg(long)]
+    pub no_verify: bool,
     /// Overwrite an existing output
     #[arg(long, short = 'f')]
     pub force: bool,

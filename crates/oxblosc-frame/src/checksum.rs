@@ -39,6 +39,8 @@ pub(crate) struct State {
     unreadable: Option<(Vec<u8>, String)>,
     /// Check every chunk read against its hash.
     verify_on_read: bool,
+    /// The frame's typesize and metalayers no longer match the digest stored with the hashes.
+    head_mismatch: bool,
 }
 
 /// Checksum status of a super-chunk ([`SChunk::checksums`]).
@@ -69,7 +71,7 @@ impl State {
         let (_, raw) = vlmeta.remove(k);
         match decode(&raw) {
             // A frame that carries checksums is checked on every read unless the caller opts out.
-            Ok(sums) => State { sums: Some(sums), verify_on_read: true, ..State::default() },
+            Ok((sums, _)) => State { sums: Some(sums), verify_on_read: true, ..State::default() },
             Err(reason) => State { unreadable: Some((raw, reason)), ..State::default() },
         }
     }
@@ -79,27 +81,55 @@ impl State {
         usize::from(self.sums.is_some() || self.unreadable.is_some())
     }
 
-    /// The entry to write into the trailer, if any.
-    pub(crate) fn encoded(&self) -> Option<Vec<u8>> {
+    /// The entry to write into the trailer, if any; `head` = [`header_digest`] of the frame.
+    pub(crate) fn encoded(&self, head: u64) -> Option<Vec<u8>> {
         if let Some((raw, _)) = &self.unreadable {
             return Some(raw.clone());
         }
-        self.sums.as_ref().map(|s| encode(s))
+        self.sums.as_ref().map(|s| encode(s, head))
+    }
+
+    /// Compare the stored header digest (if the entry has one) with the frame's `head`.
+    pub(crate) fn check_head(&mut self, raw: &[(String, Vec<u8>)], head: u64) {
+        let stored = raw.iter().find(|(n, _)| n == VLMETA_NAME).and_then(|(_, r)| decode(r).ok()).and_then(|d| d.1);
+        self.head_mismatch = stored.is_some_and(|h| h != head);
+    }
+
+    /// Whether the typesize or metalayers changed since the hashes were written.
+    pub(crate) fn head_mismatch(&self) -> bool {
+        self.head_mismatch
     }
 }
 
-fn encode(sums: &[u64]) -> Vec<u8> {
+/// Digest of what a frame header says about its data that no chunk repeats: the typesize
+/// (items per chunk) and the metalayers (names and contents, e.g. an array's shape). Stored
+/// with the chunk hashes so that a damaged header cannot silently change how data is read.
+pub fn header_digest(typesize: usize, meta: &[(String, Vec<u8>)]) -> u64 {
+    let mut buf = Vec::with_capacity(16 + meta.iter().map(|(n, c)| n.len() + c.len() + 8).sum::<usize>());
+    buf.extend_from_slice(&(typesize as u64).to_le_bytes());
+    for (n, c) in meta {
+        buf.extend_from_slice(&(n.len() as u32).to_le_bytes());
+        buf.extend_from_slice(n.as_bytes());
+        buf.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        buf.extend_from_slice(c);
+    }
+    xxh3_64(&buf)
+}
+
+fn encode(sums: &[u64], head: u64) -> Vec<u8> {
     let bin: Vec<u8> = sums.iter().flat_map(|s| s.to_le_bytes()).collect();
     let v = Value::Map(vec![
         (Value::Str("alg".into()), Value::Str(ALGORITHM.into())),
         (Value::Str("sums".into()), Value::Bin(bin)),
+        (Value::Str("head".into()), Value::Bin(head.to_le_bytes().to_vec())),
     ]);
     let mut out = Vec::with_capacity(sums.len() * 8 + 24);
     msgpack::encode(&v, &mut out);
     out
 }
 
-fn decode(raw: &[u8]) -> std::result::Result<Vec<u64>, String> {
+/// The hashes and, when present, the header digest.
+fn decode(raw: &[u8]) -> std::result::Result<(Vec<u64>, Option<u64>), String> {
     let Value::Map(entries) = msgpack::decode(raw).map_err(|e| e.to_string())? else {
         return Err("not a msgpack map".into());
     };
@@ -113,7 +143,12 @@ fn decode(raw: &[u8]) -> std::result::Result<Vec<u64>, String> {
     if b.len() % 8 != 0 {
         return Err(format!("{} bytes of sums is not a multiple of 8", b.len()));
     }
-    Ok(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+    let head = match get("head") {
+        Some(Value::Bin(h)) if h.len() == 8 => Some(u64::from_le_bytes(h[..].try_into().expect("8 bytes"))),
+        None => None,
+        Some(_) => return Err("\"head\" is not 8 bytes".into()),
+    };
+    Ok((b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect(), head))
 }
 
 /// How the chunk list changed (for keeping the hashes aligned).
@@ -196,17 +231,22 @@ mod tests {
     #[test]
     fn entry_round_trips_and_rejects_garbage() {
         let sums = vec![1u64, u64::MAX, 0x0123_4567_89AB_CDEF];
-        let mut vl = vec![("a".to_string(), vec![0xC0]), (VLMETA_NAME.to_string(), encode(&sums))];
-        let st = State::take_from(&mut vl);
+        let mut vl = vec![("a".to_string(), vec![0xC0]), (VLMETA_NAME.to_string(), encode(&sums, 42))];
+        let raw = vl.clone();
+        let mut st = State::take_from(&mut vl);
         assert_eq!(vl.len(), 1, "the entry is taken out of the user's vlmetalayers");
         assert_eq!(st.sums.as_deref(), Some(&sums[..]));
-        assert_eq!(st.encoded(), Some(encode(&sums)));
+        assert_eq!(st.encoded(42), Some(encode(&sums, 42)));
+        st.check_head(&raw, 42);
+        assert!(!st.head_mismatch());
+        st.check_head(&raw, 43);
+        assert!(st.head_mismatch());
 
         for bad in [&b"\x81\xa3alg\xa3md5"[..], b"\x90", b"\xc1", b"\x82\xa3alg\xa7xxh3-64\xa4sums\xc4\x03abc"] {
             let mut vl = vec![(VLMETA_NAME.to_string(), bad.to_vec())];
             let st = State::take_from(&mut vl);
             assert!(st.sums.is_none() && st.unreadable.is_some(), "{bad:?} accepted");
-            assert_eq!(st.encoded().as_deref(), Some(bad), "unreadable entries are written back verbatim");
+            assert_eq!(st.encoded(0).as_deref(), Some(bad), "unreadable entries are written back verbatim");
         }
     }
 

@@ -926,6 +926,8 @@ impl SChunk {
     /// ([`batch`](Self::batch)) changes only accumulate; the batch commits them at once.
     fn change<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.writable()?;
+        // Never build on a header that failed its check (the damage would become "valid").
+        self.check_header()?;
         if self.txn.is_some() {
             let v = f(self)?;
             self.stage_new()?;
@@ -1189,6 +1191,7 @@ impl SChunk {
     /// past the end of the hashes (another writer appended) give [`Verdict::NoChecksum`].
     /// Also returns the chunk's decoded size.
     pub fn verify_chunk(&self, i: usize) -> Result<(Verdict, usize)> {
+        self.check_header()?;
         let c = self.get_chunk_raw(i)?;
         let verdict = match self.chunk_checksum(i) {
             Some(expected) => {
@@ -1204,6 +1207,19 @@ impl SChunk {
             .map_err(Error::chunk(i))
             .map_err(|e| self.in_backing_file(e))?;
         Ok((verdict, out.len()))
+    }
+
+    /// The typesize and metalayers must match the digest stored with the chunk hashes (frames
+    /// written before the digest existed, or without checksums, pass).
+    pub fn check_header(&self) -> Result<()> {
+        if self.checksums.head_mismatch() {
+            return Err(self.in_backing_file(Error::field(
+                "header",
+                0,
+                "the typesize or metalayers differ from the digest stored with the checksums (damaged, or changed by a program that does not update it)",
+            )));
+        }
+        Ok(())
     }
 
     /// More hashes than chunks: chunks were removed by a writer that does not keep them.
@@ -1225,6 +1241,7 @@ impl SChunk {
         if !self.checksums.verify_on_read() {
             return Ok(());
         }
+        self.check_header()?;
         match self.chunk_checksum(i) {
             Some(expected) => self.compare(i, expected, stored),
             None => Ok(()),

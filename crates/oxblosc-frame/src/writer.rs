@@ -43,6 +43,8 @@
 //! * Staging ([`Writer::stage`]): chunks of a multi-chunk change (a batch) are written to the
 //!   unreferenced chunk area (or new chunk files) as they come, and one commit at the end
 //!   publishes all of them: a crash or error before it leaves the old state.
+//! * A frame without data (nbytes 0) is always written compactly through the rewrite below:
+//!   C-Blosc2 reads its trailer right after the header, not where the trailer offset says.
 //! * Reopening for append reuses the free space between the last stored chunk and the
 //!   committed index as the first chunk area.
 //! * Dead space (replaced or deleted chunks, abandoned index slots) is bounded: when it exceeds
@@ -553,6 +555,12 @@ impl Writer {
     fn commit_contiguous(&mut self, ch: &Change) -> Result<Committed> {
         let fr = &ch.frame;
         let hb0 = header::write_header(&fr.header, fr.meta);
+        if fr.nbytes == 0 {
+            // C-Blosc2 looks for the trailer of a frame without data right after the header
+            // (it ignores the trailer offset then): write such a frame compactly, atomically.
+            let rw = self.rewrite(fr)?;
+            return Ok(Committed { stored: Vec::new(), section_end: rw.section_end, rewritten: Some(rw) });
+        }
         if hb0.len() as u64 != self.header_len {
             // Metalayers changed size: only possible while no chunk is stored.
             if (0..fr.chunks.len()).any(|i| matches!(fr.chunks.entry(i), Entry::Stored(_))) {

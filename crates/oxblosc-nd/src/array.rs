@@ -160,9 +160,23 @@ impl NdArray {
         if !self.schunk.refresh()? {
             return Ok(false);
         }
+        self.reload()?;
+        Ok(true)
+    }
+
+    /// Locked writers: hold the exclusive lock across several changes (see
+    /// `SChunk::hold_lock`, which catches up with other writers first).
+    pub fn hold_lock(&mut self) -> Result<()> {
+        self.schunk.hold_lock()?;
+        self.reload()
+    }
+
+    /// Take name, dtype and geometry from the super-chunk's metalayer again (after it
+    /// caught up with another handle's changes or rolled one back).
+    fn reload(&mut self) -> Result<()> {
         let (meta_name, dtype, geom) = Self::parse(&self.schunk)?;
         (self.meta_name, self.dtype, self.geom) = (meta_name, dtype, geom);
-        Ok(true)
+        Ok(())
     }
 
     // ------------------------------------------------------------------ properties
@@ -592,7 +606,8 @@ impl NdArray {
         let mut err = None;
         let r = s.batch(|s| {
             std::mem::swap(s, &mut self.schunk);
-            let r = f(self);
+            // A locked writer's batch starts by catching up with other writers' commits.
+            let r = if self.schunk.is_locked() { self.reload().and_then(|()| f(self)) } else { f(self) };
             std::mem::swap(s, &mut self.schunk);
             r.map_err(|e| match e {
                 Error::Frame(e) => e,
@@ -603,8 +618,8 @@ impl NdArray {
             })
         });
         self.schunk = s;
-        if r.is_err() {
-            self.geom = geom;
+        if r.is_err() && self.reload().is_err() {
+            self.geom = geom; // (the rolled-back super-chunk always parses; belt and braces)
         }
         match (r, err) {
             (Ok(v), _) => Ok(v),

@@ -202,7 +202,7 @@ impl NativeNDArray {
 
     /// Locked writers: hold the exclusive lock until `release_lock` (blocks other handles).
     fn hold_lock(&self, py: Python<'_>) -> PyResult<()> {
-        self.inner.write(py, |a| a.schunk_mut().hold_lock()).map_err(|e| self.schunk_err(py, e))
+        self.inner.write(py, |a| a.hold_lock()).map_err(|e| self.err(py, e))
     }
 
     fn release_lock(&self, py: Python<'_>) {

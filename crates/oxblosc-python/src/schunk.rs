@@ -211,6 +211,11 @@ impl NativeSChunk {
         self.inner.write(py, |s| s.set_verify_checksums(on));
     }
 
+    /// `ValueError` when the frame carries no (readable) checksums.
+    fn require_checksums(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.read(py, |s| s.require_checksums()).map_err(|e| frame_err(py, self.named(e)))
+    }
+
     fn enable_checksums(&self, py: Python<'_>) -> PyResult<()> {
         let r = self.inner.write(py, |s| s.enable_checksums());
         r.map_err(|e| frame_err(py, self.named(e)))
