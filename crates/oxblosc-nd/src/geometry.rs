@@ -489,6 +489,15 @@ mod tests {
     }
 
     #[test]
+    fn chunk_count_is_bounded_by_the_offsets_index() {
+        let n = MAX_CHUNKS;
+        assert_eq!(Geometry::new(&[n], &[1], &[1], 1).unwrap().nchunks, n);
+        let e = Geometry::new(&[n + 1], &[1], &[1], 1).unwrap_err().to_string();
+        assert!(e.contains("choose larger chunks"), "{e}");
+        assert!(Geometry::new(&[1 << 31, 1 << 31], &[1, 1], &[1, 1], 1).is_err());
+    }
+
+    #[test]
     fn derived_sizes() {
         let x = g(&[400, 3], &[110, 3], &[57, 3]);
         assert_eq!(x.extchunks, vec![114, 3]);
