@@ -244,8 +244,13 @@ impl NdArray {
     /// The hyperslab `sel` (one `DimSlice` per dimension) as C-order bytes.
     pub fn get_slice(&self, sel: &[DimSlice]) -> Result<Vec<u8>> {
         let need = self.sel_bytes(sel)?;
+        // A selection that fits the address space may still not fit memory: an error, not
+        // an abort (and checked before the plan, which grows with the selection too).
+        let mut out = Vec::new();
+        out.try_reserve_exact(need)
+            .map_err(|_| Error::param("slice", format!("{need} bytes of output cannot be allocated")))?;
         let plan = self.geom.plan(sel)?;
-        let mut out = vec![0u8; need];
+        out.resize(need, 0);
         self.read_plan(&plan, &mut out)?;
         Ok(out)
     }
