@@ -273,6 +273,10 @@ ND_CHILD = textwrap.dedent(
         return rows
 
     if role == "writer":
+        deadline = time.time() + 120
+        while len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("ready")]) < 2:
+            assert time.time() < deadline, "readers did not start"
+            time.sleep(0.01)
         a = lib.open(path, mode="a", locking=True)
         for k in range(1, n + 1):
             a.append(np.full((10, 50), k, dtype=np.int64))
@@ -280,7 +284,8 @@ ND_CHILD = textwrap.dedent(
         print("FINAL", check(a[:]))
     else:
         a = lib.open(path, mode="r", locking=True)
-        seen = set()
+        seen = {check(a[:])}
+        open(os.path.join(os.path.dirname(path), f"ready{os.getpid()}"), "w").close()
         deadline = time.time() + 120
         while True:
             finished = os.path.exists(path + ".done")
