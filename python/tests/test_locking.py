@@ -20,12 +20,24 @@ import oxblosc
 import pytest
 
 N_ITEMS = 1024
-CHILD = textwrap.dedent(
+# The start of every child script: arguments, and the writer's wait for two readers (each
+# creates a "ready<pid>" file next to the frame once it has opened it).
+PRELUDE = textwrap.dedent(
     """
     import os, sys, time
     import numpy as np
     lib = __import__(sys.argv[1])
     role, path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+    def wait_for_readers(path):
+        deadline = time.time() + 120
+        while len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("ready")]) < 2:
+            assert time.time() < deadline, "readers did not start"
+            time.sleep(0.01)
+    """
+)
+CHILD = PRELUDE + textwrap.dedent(
+    """
 
     def data(seed):
         return (np.arange(1024, dtype=np.int64) + seed * 1000).astype(np.int64)
@@ -44,10 +56,7 @@ CHILD = textwrap.dedent(
         del s
         print("DONE")
     elif role == "writer":
-        deadline = time.time() + 120
-        while len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("ready")]) < 2:
-            assert time.time() < deadline, "readers did not start"
-            time.sleep(0.01)
+        wait_for_readers(path)
         s = lib.open(path, mode="a", locking=True)
         seeds = [check(s.decompress_chunk(i), i) for i in range(s.nchunks)]
         for k in range(n):
@@ -258,12 +267,8 @@ def test_locked_handle_keeps_settings_across_refresh(tmp_path: Path) -> None:
     assert r.refresh() and r.verify_checksums and r.nchunks == 2
 
 
-ND_CHILD = textwrap.dedent(
+ND_CHILD = PRELUDE + textwrap.dedent(
     """
-    import os, sys, time
-    import numpy as np
-    lib = __import__(sys.argv[1])
-    role, path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
 
     def check(x):
         # Row r holds r // 10 in every state the writer commits (10 rows per append).
@@ -273,10 +278,7 @@ ND_CHILD = textwrap.dedent(
         return rows
 
     if role == "writer":
-        deadline = time.time() + 120
-        while len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("ready")]) < 2:
-            assert time.time() < deadline, "readers did not start"
-            time.sleep(0.01)
+        wait_for_readers(path)
         a = lib.open(path, mode="a", locking=True)
         for k in range(1, n + 1):
             a.append(np.full((10, 50), k, dtype=np.int64))
