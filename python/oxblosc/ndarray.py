@@ -34,7 +34,7 @@ import numpy as np
 from . import _native, chunkwise
 from .core import CParams, DParams, _checked, _native_cparams
 from .info import InfoTable, cparams_summary, human_bytes
-from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _to_cparams, _to_dparams, packb, remove_urlpath
+from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
 #: What ``NDArray.iterchunks_info`` yields (python-blosc2's fields).
@@ -42,6 +42,7 @@ NDChunkInfo = namedtuple("NDChunkInfo", ["nchunk", "coords", "cratio", "special"
 #: An index-array read decodes its whole bounding box up to this size (or 4x what it picks).
 _BOX_BYTES = 64 << 20
 _KWARGS = {"chunks", "blocks", "cparams", "dparams", "urlpath", "contiguous", "mode", "mmap_mode", "meta", "storage"}
+_KWARGS |= {"locking"}
 _MMAP_MODES = {"r": "r", "r+": "a", "w+": "w", "c": "a"}
 
 
@@ -288,6 +289,8 @@ class NDArray:
             return self._field(key)
         if isinstance(key, NDArray):
             key = key[()]
+        if isinstance(self._n, _Locked):
+            self._n.refresh()  # a data access follows another handle's changes (shape too)
         key, empty = _scalar_bools(original := key)
         if empty:  # nothing selected: NumPy's result shape, from a zero-strided stand-in
             stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), self.shape, (0,) * self.ndim)
@@ -469,6 +472,10 @@ class NDArray:
             self._field(key)[...] = value
             return
         self._writable()
+        with self._schunk._wlock:  # shape and read-modify-write stay one change
+            self._setitem(key, value)
+
+    def _setitem(self, key: Any, value: Any) -> None:
         key, empty = _scalar_bools(key)
         if empty:  # a False selects nothing
             return
@@ -509,7 +516,8 @@ class NDArray:
         newshape = tuple(int(s) for s in newshape)
         if any(s < 0 for s in newshape):
             raise ValueError(f"negative dimensions are not allowed: {newshape}")
-        self._n.resize(list(newshape))
+        with self._schunk._wlock:
+            self._n.resize(list(newshape))
 
     def append(self, values: Any) -> tuple[int, ...]:
         """Append along axis 0: ``values`` with shape ``(k, *shape[1:])`` (or one such row)."""
@@ -521,8 +529,8 @@ class NDArray:
             v = v[np.newaxis]
         if v.shape[1:] != self.shape[1:]:
             raise ValueError(f"appended values have shape {v.shape}, rows of this array are {self.shape[1:]}")
-        self._n.append(np.ascontiguousarray(v))
-        return self.shape
+        with self._schunk._wlock:
+            return tuple(self._n.append(np.ascontiguousarray(v)))
 
     # ------------------------------------------------------------------ new shapes
     # New arrays written chunk by chunk (``chunkwise``). python-blosc2 returns views for
@@ -623,9 +631,10 @@ class NDField:
         return np.ascontiguousarray(self._arr[key][self._name])
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        part = self._arr[key]
-        part[self._name] = value
-        self._arr[key] = part
+        with self._arr._schunk._wlock:
+            part = self._arr[key]
+            part[self._name] = value
+            self._arr[key] = part
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self[...]
@@ -660,6 +669,10 @@ class _OIndex:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._arr._writable()
+        with self._arr._schunk._wlock:
+            self._set(key, value)
+
+    def _set(self, key: Any, value: Any) -> None:
         sel, rel = self._parts(key)
         box = self._arr._read(sel)
         idx = []
@@ -784,6 +797,9 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
         elif os.path.exists(urlpath):
             raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
     meta = [(str(k), packb(v)) for k, v in (kwargs.get("meta") or {}).items()]
+    locking = bool(kwargs.get("locking")) and urlpath is not None
+    if locking and mmap_mode is not None:
+        raise ValueError("locking is not supported together with mmap_mode")
     native = _native.NativeNDArray.create(
         _native_cparams(cp),
         _checked("nthreads", dp.nthreads, 1, 1 << 16),
@@ -797,7 +813,10 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
         fill,
         value,
         data,
+        locking=locking,
     )
+    if locking:
+        native = _Locked(native)
     return NDArray(native, urlpath=urlpath, mode=mode if urlpath else "a", mmap_mode=mmap_mode, contiguous=contiguous)
 
 
@@ -847,7 +866,8 @@ def asarray(array: Any, copy: bool | None = None, dtype: Any = None, **kwargs: A
     """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order
     included, unless ``dtype`` says otherwise). An ``NDArray`` comes back as is when neither
     ``dtype`` nor storage or parameters ask for a change, unless ``copy=True``; with
-    ``copy=False`` a needed copy is an error (python-blosc2's rules)."""
+    ``copy=False`` a needed copy is an error (python-blosc2's rules). Large arrays written to
+    a file (a ``np.memmap`` too) are streamed a few chunks at a time."""
     if isinstance(array, NDArray):
         changes = bool(kwargs) or (dtype is not None and np.dtype(dtype) != array.dtype)
         if not changes and not copy:
@@ -858,9 +878,30 @@ def asarray(array: Any, copy: bool | None = None, dtype: Any = None, **kwargs: A
     a = np.asarray(array, dtype=dtype)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
+    if a.nbytes > _STREAM_BYTES and kwargs.get("urlpath") is not None:
+        return _stream(a, kwargs)
     if not a.flags.c_contiguous:
         a = a.copy(order="C")  # (np.ascontiguousarray would turn a 0-d array into 1-d)
     return _create(a.shape, a.dtype, _FILL_UNINIT, None, a.reshape(-1).view(np.uint8) if a.size else b"", kwargs)
+
+
+#: Arrays larger than this written to a file are streamed: written a row of chunks (or, when
+#: that is larger than this, a chunk) at a time into the new file instead of being compressed
+#: in memory first, so memory stays a few chunks whatever the array's size.
+_STREAM_BYTES = 32 << 20
+
+
+def _stream(a: np.ndarray, kwargs: dict) -> NDArray:
+    out = _create(a.shape, a.dtype, _FILL_UNINIT, None, None, kwargs)
+    c0 = max(out.chunks[0], 1)
+    chunk_row = c0 * (a.nbytes // a.shape[0])  # a.nbytes > 0: no empty axis
+    if chunk_row <= _STREAM_BYTES:  # a row of chunks at a time
+        for i in range(0, a.shape[0], c0):
+            out[i : i + c0] = a[i : i + c0]
+    else:  # a row of chunks is large: one chunk at a time
+        for region in out.chunk_slices():
+            out[region] = a[region]
+    return out
 
 
 def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) -> NDArray:
@@ -920,9 +961,10 @@ def ndarray_from_cframe(cframe: Any, copy: bool = False) -> NDArray:
 
 def _from_schunk(s: SChunk) -> NDArray:
     """The array held by a super-chunk just opened (``oxblosc.open`` of a b2nd frame)."""
-    if not isinstance(s._n, _native.NativeSChunk):
-        raise NotImplementedError("locking is not implemented for NDArray yet (open without locking=True)")
-    native = _native.NativeNDArray.from_schunk(s._n)
+    if isinstance(s._n, _Locked):  # locking=True: the array's handle locks the same way
+        native = _Locked(_native.NativeNDArray.from_schunk(s._n._native))
+    else:
+        native = _native.NativeNDArray.from_schunk(s._n)
     a = NDArray(native, urlpath=s.urlpath, mode=s.mode, mmap_mode=s.mmap_mode, contiguous=s.contiguous)
     a.schunk.dparams = s.dparams
     return a

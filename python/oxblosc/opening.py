@@ -39,8 +39,10 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     ``offset`` opens a frame embedded in a larger file (read-only). ``mmap_mode="r"`` maps
     the file read-only; "r+" or "c" select the access mode. ``locking=True`` takes
     python-blosc2's advisory ``.b2lock`` lock (see the module docs); ``cparams``/``dparams``
-    apply to the opened super-chunk. ``verify_checksums=True`` (oxblosc only) checks every
-    chunk read against the checksums ``oxblosc compress`` stores.
+    apply to the opened super-chunk. Chunks are checked against the checksums oxblosc stores
+    on every read whenever the frame carries them; ``verify_checksums=False`` skips that for
+    speed, and ``verify_checksums=True`` additionally insists on them (``ValueError`` for a
+    frame without checksums, such as one python-blosc2 wrote).
     """
     path = _local_path(urlpath)
     unknown = set(kwargs) - {
@@ -84,7 +86,11 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     cp = kwargs.get("cparams")
     s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
     s.dparams = kwargs.get("dparams") or DParams()
-    s.verify_checksums = bool(kwargs.get("verify_checksums", False))
+    verify = kwargs.get("verify_checksums")
+    if verify is not None:
+        if verify:
+            native.require_checksums()
+        s.verify_checksums = bool(verify)
     if is_array:
         return _from_schunk(s)  # b2nd frames open as arrays, as in python-blosc2
     return s

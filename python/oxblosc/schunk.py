@@ -100,6 +100,10 @@ class _Locked:
             with self._mutex:
                 setattr(self._native, name, value)
 
+    #: Changes made of several commits (an array's append, resize or slice write): the
+    #: exclusive lock is held across them, so other locked handles see all or none of them.
+    _MULTI_COMMIT = frozenset({"set_slice", "resize", "append", "extend"})
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._native, name)
         if not callable(attr):
@@ -109,11 +113,17 @@ class _Locked:
             with self._mutex:
                 for _ in range(self._RETRIES):
                     self._native.refresh()
+                    held = name in self._MULTI_COMMIT and self._native.writable
+                    if held:
+                        self._native.hold_lock()
                     try:
                         return getattr(self._native, name)(*args, **kwargs)
                     except FrameChangedError:
                         if self._native.writable:
                             raise
+                    finally:
+                        if held:
+                            self._native.release_lock()
                 raise FrameChangedError(f"{name}: the frame kept changing during {self._RETRIES} attempts")
 
         return call
@@ -399,6 +409,9 @@ class SChunk:
     """
 
     def __init__(self, chunksize: int | None = None, data: Any = None, **kwargs: Any) -> None:
+        # Serialises this handle's changes made of several native calls (the native object
+        # itself is safe to share: parallel reads, one change at a time).
+        self._wlock = threading.RLock()
         for k in kwargs:
             if k not in _ALLOWED_KWARGS:
                 raise ValueError(f"{k} is not supported as keyword argument")
@@ -633,7 +646,8 @@ class SChunk:
 
     @property
     def verify_checksums(self) -> bool:
-        """Whether every chunk read is checked against its checksum (a mismatch raises)."""
+        """Whether every chunk read is checked against its checksum (a mismatch raises). On by
+        default for frames that carry checksums; set False to skip the check."""
         return self._n.verify_checksums
 
     @verify_checksums.setter
@@ -800,6 +814,10 @@ class SChunk:
         if key.step is not None and key.step != 1:
             raise IndexError("`step` must be 1")
         self._writable()
+        with self._wlock:  # the item count read here must hold until written
+            self._setitems(key, value)
+
+    def _setitems(self, key: slice, value: Any) -> None:
         n = len(self)
         start = 0 if key.start is None else key.start + n if key.start < 0 else key.start
         stop = n if key.stop is None else key.stop + n if key.stop < 0 else key.stop

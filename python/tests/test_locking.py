@@ -20,12 +20,24 @@ import oxblosc
 import pytest
 
 N_ITEMS = 1024
-CHILD = textwrap.dedent(
+# The start of every child script: arguments, and the writer's wait for two readers (each
+# creates a "ready<pid>" file next to the frame once it has opened it).
+PRELUDE = textwrap.dedent(
     """
     import os, sys, time
     import numpy as np
     lib = __import__(sys.argv[1])
     role, path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+    def wait_for_readers(path):
+        deadline = time.time() + 120
+        while len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("ready")]) < 2:
+            assert time.time() < deadline, "readers did not start"
+            time.sleep(0.01)
+    """
+)
+CHILD = PRELUDE + textwrap.dedent(
+    """
 
     def data(seed):
         return (np.arange(1024, dtype=np.int64) + seed * 1000).astype(np.int64)
@@ -36,11 +48,15 @@ CHILD = textwrap.dedent(
         assert len(a) == 1024 and (a == data(seed)).all(), f"chunk {i} is torn"
         return seed
 
-    if role == "writer":
-        deadline = time.time() + 120
-        while len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("ready")]) < 2:
-            assert time.time() < deadline, "readers did not start"
-            time.sleep(0.01)
+    if role.startswith("appender"):
+        base = 100 * int(role[-1])
+        s = lib.open(path, mode="a", locking=True)
+        for k in range(n):
+            s.append_data(data(base + k))
+        del s
+        print("DONE")
+    elif role == "writer":
+        wait_for_readers(path)
         s = lib.open(path, mode="a", locking=True)
         seeds = [check(s.decompress_chunk(i), i) for i in range(s.nchunks)]
         for k in range(n):
@@ -145,14 +161,41 @@ def test_lock_file_and_generation(tmp_path: Path) -> None:
     assert not path.exists() and not gen.exists()
 
 
-def test_stale_writer_raises(tmp_path: Path) -> None:
+def test_stale_writer_catches_up(tmp_path: Path) -> None:
+    """A locked writer whose view is out of date waits for the lock, re-reads the frame and
+    then writes: nothing another writer committed is lost."""
     path = tmp_path / "w.b2frame"
     a = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w", locking=True)
     a.append_data(_data(0))
     b = oxblosc.open(path, mode="a", locking=True)
     a.append_data(_data(1))
-    with pytest.raises(oxblosc.FrameChangedError):
-        b.append_data(_data(2))
+    assert b.append_data(_data(2)) == 3
+    a.append_data(_data(3))
+    del a, b
+    r = oxblosc.open(path)
+    assert [int(np.frombuffer(r.decompress_chunk(i), np.int64)[0]) // 1000 for i in range(r.nchunks)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(("first", "second"), [("oxblosc", "oxblosc"), ("oxblosc", "blosc2")])
+def test_two_writer_processes_both_finish(tmp_path: Path, first: str, second: str) -> None:
+    """Two processes append N chunks each to one locked frame at the same time: both finish
+    and the frame holds all 2N chunks, each writer's in its order; python-blosc2 reads it."""
+    n = 30
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    path = tmp_path / "two.b2frame"
+    s = oxblosc.SChunk(chunksize=N_ITEMS * 8, urlpath=str(path), mode="w", locking=True)
+    s.append_data(_data(0))
+    del s
+    kids = [_spawn(script, first, "appender1", path, n), _spawn(script, second, "appender2", path, n)]
+    for k, p in enumerate(kids):
+        assert "DONE" in _result(p, f"appender {k + 1}")
+    for lib in (oxblosc, blosc2):
+        r = lib.open(str(path), mode="r")
+        seeds = [int(np.frombuffer(r.decompress_chunk(i), np.int64)[0]) // 1000 for i in range(r.nchunks)]
+        assert len(seeds) == 1 + 2 * n, f"{lib.__name__}: {seeds}"
+        for base in (100, 200):
+            assert [x for x in seeds if base <= x < base + n] == list(range(base, base + n))
 
 
 def test_env_var_turns_locking_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,3 +265,97 @@ def test_locked_handle_keeps_settings_across_refresh(tmp_path: Path) -> None:
     assert r.verify_checksums
     w.append_data(_data(1))
     assert r.refresh() and r.verify_checksums and r.nchunks == 2
+
+
+ND_CHILD = PRELUDE + textwrap.dedent(
+    """
+
+    def check(x):
+        # Row r holds r // 10 in every state the writer commits (10 rows per append).
+        rows = x.shape[0]
+        assert rows % 10 == 0, f"{rows} rows: an append was seen half done"
+        assert (x == (np.arange(rows) // 10)[:, None]).all(), f"torn read at {rows} rows"
+        return rows
+
+    if role == "writer":
+        wait_for_readers(path)
+        a = lib.open(path, mode="a", locking=True)
+        for k in range(1, n + 1):
+            a.append(np.full((10, 50), k, dtype=np.int64))
+            time.sleep(0.002)
+        print("FINAL", check(a[:]))
+    else:
+        a = lib.open(path, mode="r", locking=True)
+        seen = {check(a[:])}
+        open(os.path.join(os.path.dirname(path), f"ready{os.getpid()}"), "w").close()
+        deadline = time.time() + 120
+        while True:
+            finished = os.path.exists(path + ".done")
+            seen.add(check(a[:]))
+            if finished:
+                break
+            assert time.time() < deadline, "reader timed out"
+        print("SEEN", len(seen))
+        print("FINAL", max(seen))
+    """
+)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_ndarray_writer_and_readers_across_processes(tmp_path: Path, contiguous: bool) -> None:
+    """NDArray with locking=True: each append (zero-fill, metalayer and chunk writes) is
+    seen by locked readers in other processes whole or not at all, and they follow it."""
+    script = tmp_path / "child.py"
+    script.write_text(ND_CHILD)
+    path = tmp_path / "a.b2nd"
+    a = oxblosc.zeros((10, 50), dtype="i8", chunks=(4, 50), blocks=(2, 50), urlpath=str(path),
+                      contiguous=contiguous, locking=True)  # fmt: skip
+    assert a.schunk.locking
+    del a
+    readers = [_spawn(script, "oxblosc", "reader", path) for _ in range(2)]
+    w = _result(_spawn(script, "oxblosc", "writer", path, 40), "writer")
+    Path(str(path) + ".done").write_text("")
+    assert w["FINAL"] == "410"
+    for k, r in enumerate(readers):
+        res = _result(r, f"reader {k}")
+        assert res["FINAL"] == "410", f"reader {k} did not end on the writer's final state"
+        assert int(res["SEEN"]) >= 2, f"reader {k} never saw an append"
+    assert blosc2.open(str(path)).shape == (410, 50)
+
+
+ND_APPENDER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np, oxblosc
+    path, base, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    a = oxblosc.open(path, mode="a", locking=True)
+    for k in range(n):
+        a.append(np.full((10, 50), base + k, dtype=np.int64))
+    print("DONE")
+    """
+)
+
+
+def test_two_ndarray_writer_processes_both_finish(tmp_path: Path) -> None:
+    """Two processes append to one locked array at once: each append catches up with the
+    other writer's (shape included), so all rows land, in each writer's order."""
+    path = tmp_path / "two.b2nd"
+    oxblosc.zeros((10, 50), dtype="i8", chunks=(4, 50), blocks=(2, 50), urlpath=str(path), locking=True)
+    n = 15
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    kids = [
+        subprocess.Popen([sys.executable, "-c", ND_APPENDER, str(path), str(base), str(n)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+        for base in (100, 200)
+    ]  # fmt: skip
+    for k, p in enumerate(kids):
+        assert "DONE" in _result(p, f"appender {k + 1}")
+    for lib in (oxblosc, blosc2):
+        x = lib.open(str(path))[:]
+        assert x.shape == (10 + 20 * n, 50), lib.__name__
+        blocks = x.reshape(-1, 10, 50)
+        assert (blocks == blocks[:, :1, :1]).all(), "a 10-row append was split or torn"
+        vals = list(blocks[:, 0, 0])
+        assert vals[0] == 0
+        for base in (100, 200):
+            assert [v for v in vals if base <= v < base + n] == list(range(base, base + n))

@@ -131,3 +131,35 @@ def test_bad_arguments():
         x.resize((4,))
     with pytest.raises(ValueError):
         x.meta["b2nd"] = b"x"
+
+
+HUGE = [
+    "oxblosc.zeros((2**50,), chunks=(10,))",
+    "oxblosc.zeros((10,), dtype='u1').resize((2**60,))",
+    "oxblosc.full((2**31, 2**31), 3, dtype='u1', chunks=(1, 1))",
+    "oxblosc.empty((2**62,), dtype='u1')",
+    "oxblosc.asarray(np.zeros(4, 'u1'), chunks=(1,)).resize((2**40,))",
+    "oxblosc.empty((2**40, 2**20), dtype='u1', chunks=(1, 1), urlpath=P, mode='w')",
+]
+
+
+@pytest.mark.parametrize("expr", HUGE)
+def test_huge_chunk_counts_raise_instead_of_aborting(expr, tmp_path):
+    """Shapes needing more chunks than a frame can index are refused before any per-chunk
+    state is built. Run in a child with a 4 GB address-space limit, so a regression aborts
+    (or fails to allocate) there instead of exhausting the machine."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, numpy as np, oxblosc\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+        f"P = {str(tmp_path / 'big.b2nd')!r}\n"
+        "try:\n"
+        f"    {expr}\n"
+        "except ValueError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "refused:" in r.stdout and "chunks" in r.stdout, r.stdout

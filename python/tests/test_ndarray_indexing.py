@@ -244,8 +244,13 @@ def test_persistence_modes(tmp_path):
     np.testing.assert_array_equal(oxblosc.open(str(tmp_path / "s.b2nd"))[1], [-1] * 4)
 
 
-def test_locked_open_of_an_array_is_refused_clearly(tmp_path):
+def test_locked_open_of_an_array(tmp_path):
     p = str(tmp_path / "l.b2nd")
     oxblosc.zeros((4, 4), urlpath=p)
-    with pytest.raises(NotImplementedError, match="locking"):
-        oxblosc.open(p, locking=True)
+    r = oxblosc.open(p, locking=True)
+    w = oxblosc.open(p, mode="a", locking=True)
+    assert isinstance(r, oxblosc.NDArray) and r.schunk.locking and w.schunk.locking
+    w.append(np.ones((2, 4)))
+    w[0] = 5
+    np.testing.assert_array_equal(r[:], np.vstack([np.full((1, 4), 5.0), np.zeros((3, 4)), np.ones((2, 4))]))
+    assert r.shape == (6, 4)

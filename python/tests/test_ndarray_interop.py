@@ -140,6 +140,38 @@ def test_edits_in_append_mode_persist_and_stay_readable_by_blosc2(tmp_path):
     same(oxblosc.open(p)[...], a)
 
 
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("how", ["asarray", "zeros", "reopened"])
+def test_resize_and_append_with_own_blocks_read_by_blosc2(tmp_path, how, contiguous):
+    """Zero chunks added by resize/append must carry the array's block size (python-blosc2
+    builds them from the frame header's): slices crossing old and new chunks, and their
+    partial blocks, read in python-blosc2."""
+    p = str(tmp_path / "a.b2nd")
+    a = np.arange(512).reshape(8, 64)
+    kw = {"chunks": (8, 64), "blocks": (2, 64), "urlpath": p, "contiguous": contiguous}
+    if how == "zeros":
+        x = oxblosc.zeros((8, 64), dtype=a.dtype, **kw)
+        x[:] = a
+    else:
+        x = oxblosc.asarray(a, **kw)
+    if how == "reopened":
+        del x
+        x = oxblosc.open(p, mode="a")
+    x.resize((16, 64))
+    x.append(np.full((3, 64), 7))
+    x.resize((27, 70))
+    expect = np.zeros((27, 70), a.dtype)
+    expect[:8, :64] = a
+    expect[16:19, :64] = 7
+    del x
+    theirs = blosc2.open(p)
+    assert theirs.blocks == (2, 64)
+    same(theirs[4:12], expect[4:12])
+    same(theirs[13:20, 60:], expect[13:20, 60:])
+    same(theirs[...], expect)
+    same(oxblosc.open(p)[...], expect)
+
+
 def test_special_constructors_are_read_by_blosc2():
     for arr, expect in [
         (oxblosc.zeros((5, 7), dtype="<i4", chunks=(2, 3), blocks=(1, 2)), np.zeros((5, 7), "<i4")),

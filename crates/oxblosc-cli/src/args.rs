@@ -54,7 +54,8 @@ Examples:
     #[command(after_help = "\
 Examples:
   oxblosc decompress data.bin.b2frame             # -> data.bin
-  oxblosc decompress --verify data.b2frame out.bin
+  oxblosc decompress data.b2frame out.bin         # checksums checked when present
+  oxblosc decompress --no-verify data.b2frame out.bin
   oxblosc decompress data.b2frame - | consumer
   oxblosc decompress array.b2nd                   # -> array.npy")]
     Decompress(DecompressArgs),
@@ -177,9 +178,13 @@ pub struct DecompressArgs {
     /// Remove the input after a successful run (only when the output is a file)
     #[arg(long, overrides_with = "keep")]
     pub rm: bool,
-    /// Check every chunk against its checksum while decompressing
-    #[arg(long)]
+    /// Require checksums and check every chunk against them (checked by default whenever the
+    /// file carries them; an error if it has none)
+    #[arg(long, conflicts_with = "no_verify")]
     pub verify: bool,
+    /// Skip the checksum check (faster; damage that still decodes goes unnoticed)
+    #[arg(long)]
+    pub no_verify: bool,
     /// Overwrite an existing output
     #[arg(long, short = 'f')]
     pub force: bool,

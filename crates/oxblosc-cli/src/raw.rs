@@ -196,7 +196,12 @@ pub fn decompress(a: &DecompressArgs) -> Result<()> {
     let (mut s, path, _scratch) = open_frame(&a.input)?;
     let dp = DParams { nthreads: threads(&a.common) };
     s.set_dparams(dp);
-    s.set_verify_checksums(a.verify);
+    // Checksums are checked by default when the frame carries them (frame layer default).
+    if a.no_verify {
+        s.set_verify_checksums(false);
+    } else if a.verify {
+        s.require_checksums().map_err(|e| CliError::frame(e, &path))?;
+    }
     if s.meta("b2nd").is_some() || s.meta("caterva").is_some() {
         return crate::npy::b2nd_to_npy(a, s, &path);
     }
@@ -288,25 +293,40 @@ pub fn append(a: &AppendArgs) -> Result<()> {
     let name = input.name.clone();
     let mut progress = Progress::new("append", input.len, a.common.quiet);
     let mut input = input;
-    let n = s.nchunks();
-    if fixed && n > 0 {
-        // Fill a short last chunk first, so the frame keeps one chunk size.
-        let last = s.decompress_chunk(n - 1).map_err(ferr)?;
-        if last.len() < cs {
-            let more = stream::read_full(&mut input.reader, cs - last.len()).map_err(|e| CliError::io(e, &name))?;
-            if !more.is_empty() {
-                let mut buf = last;
-                buf.extend_from_slice(&more);
-                s.update_data(n - 1, &buf).map_err(ferr)?;
-                progress.add(more.len() as u64);
+    // One commit for the whole input: a failure, Ctrl-C or kill before the end leaves the
+    // frame as it was (the chunks already written are unreferenced space until then).
+    let mut failed: Option<CliError> = None;
+    let mut keep = |e: CliError| {
+        failed = Some(e);
+        frame::Error::InvalidParam { name: "input", reason: "not read completely".into() }
+    };
+    let r = s.batch(|s| {
+        let n = s.nchunks();
+        if fixed && n > 0 {
+            // Fill a short last chunk first, so the frame keeps one chunk size.
+            let last = s.decompress_chunk(n - 1)?;
+            if last.len() < cs {
+                let more = stream::read_full(&mut input.reader, cs - last.len())
+                    .map_err(|e| keep(CliError::io(e, &name)))?;
+                if !more.is_empty() {
+                    let mut buf = last;
+                    buf.extend_from_slice(&more);
+                    s.update_data(n - 1, &buf)?;
+                    progress.add(more.len() as u64);
+                }
             }
         }
+        let mut chunks = Chunks::new(input, cs);
+        while let Some(buf) = chunks.next_chunk().map_err(&mut keep)? {
+            s.append_data(&buf)?;
+            progress.add(buf.len() as u64);
+        }
+        Ok(())
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
-    let mut chunks = Chunks::new(input, cs);
-    while let Some(buf) = chunks.next_chunk()? {
-        s.append_data(&buf).map_err(ferr)?;
-        progress.add(buf.len() as u64);
-    }
+    r.map_err(ferr)?;
     drop(s);
     progress.finish();
     Ok(())

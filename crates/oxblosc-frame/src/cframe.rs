@@ -138,7 +138,9 @@ fn shift(e: Error, base: u64) -> Error {
 
 /// Build a super-chunk over a parsed frame; `base` = frame start within the backing.
 pub(crate) fn build(mut p: Parsed, backing: Backing, base: u64, sparse: bool) -> Result<SChunk> {
-    let checksums = crate::checksum::State::take_from(&mut p.vlmeta);
+    let raw_vlmeta = p.vlmeta.iter().filter(|(n, _)| n == crate::checksum::VLMETA_NAME).cloned().collect::<Vec<_>>();
+    let mut checksums = crate::checksum::State::take_from(&mut p.vlmeta);
+    checksums.check_head(&raw_vlmeta, crate::checksum::header_digest(p.header.typesize.max(0) as usize, &p.meta));
     let h = &p.header;
     let splitmode = SplitMode::from_id(h.splitmode()).unwrap_or(SplitMode::Auto);
     let cparams = CParams {
@@ -205,6 +207,7 @@ pub(crate) fn build(mut p: Parsed, backing: Backing, base: u64, sparse: bool) ->
         starts: OnceLock::new(),
         section_end: if sparse { u64::MAX } else { base + hlen + h.cbytes as u64 },
         checksums,
+        txn: None,
     })
 }
 
@@ -255,7 +258,7 @@ impl SChunk {
             chunksize: self.chunksize as i32,
             cthreads: self.threads.0,
             dthreads: self.threads.1,
-            has_vlmeta: !self.vlmeta.is_empty() || self.checksums.encoded().is_some(),
+            has_vlmeta: !self.vlmeta.is_empty() || self.checksums.entries() > 0,
             filters: cp.filters,
             udcodec: cp.codec,
             compcode_meta: cp.codec_meta,
@@ -272,7 +275,8 @@ impl SChunk {
                 .map_err(|source| Error::Chunk { chunk: ChunkId::VlMeta(k), source })?;
             v.push((name.clone(), c));
         }
-        if let Some(sums) = self.checksums.encoded() {
+        let head = crate::checksum::header_digest(self.typesize(), &self.meta);
+        if let Some(sums) = self.checksums.encoded(head) {
             let c = oxblosc_chunk::compress(&sums, &vlmeta_cparams())
                 .map_err(|source| Error::Chunk { chunk: ChunkId::VlMeta(v.len()), source })?;
             v.push((crate::checksum::VLMETA_NAME.to_string(), c));

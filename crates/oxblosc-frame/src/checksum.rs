@@ -12,14 +12,13 @@
 //! taken out when a frame is opened and added back (with the current hashes) whenever the
 //! trailer is written, so the hashes are committed atomically with the offsets index they
 //! describe. Appends, inserts, updates and deletes keep it current (cost: one hash of the new
-//! chunk, plus re-encoding 8 bytes per chunk with every committed change). With
-//! [`SChunk::set_verify_checksums`] every chunk read is checked against its hash.
+//! chunk, plus re-encoding 8 bytes per chunk with every committed change). The super-chunk
+//! (`schunk.rs`) drives this state: it checks reads against it (on by default for frames that
+//! carry checksums) and keeps it aligned with its chunks; nothing here knows the super-chunk.
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::msgpack::{self, Value};
-use crate::schunk::SChunk;
-use crate::{Error, Result};
 
 /// Name of the vlmetalayer holding the checksums.
 pub const VLMETA_NAME: &str = "_oxblosc_checksums";
@@ -40,6 +39,8 @@ pub(crate) struct State {
     unreadable: Option<(Vec<u8>, String)>,
     /// Check every chunk read against its hash.
     verify_on_read: bool,
+    /// The frame's typesize and metalayers no longer match the digest stored with the hashes.
+    head_mismatch: bool,
 }
 
 /// Checksum status of a super-chunk ([`SChunk::checksums`]).
@@ -69,7 +70,8 @@ impl State {
         let Some(k) = vlmeta.iter().position(|(n, _)| n == VLMETA_NAME) else { return State::default() };
         let (_, raw) = vlmeta.remove(k);
         match decode(&raw) {
-            Ok(sums) => State { sums: Some(sums), ..State::default() },
+            // A frame that carries checksums is checked on every read unless the caller opts out.
+            Ok((sums, _)) => State { sums: Some(sums), verify_on_read: true, ..State::default() },
             Err(reason) => State { unreadable: Some((raw, reason)), ..State::default() },
         }
     }
@@ -79,27 +81,55 @@ impl State {
         usize::from(self.sums.is_some() || self.unreadable.is_some())
     }
 
-    /// The entry to write into the trailer, if any.
-    pub(crate) fn encoded(&self) -> Option<Vec<u8>> {
+    /// The entry to write into the trailer, if any; `head` = [`header_digest`] of the frame.
+    pub(crate) fn encoded(&self, head: u64) -> Option<Vec<u8>> {
         if let Some((raw, _)) = &self.unreadable {
             return Some(raw.clone());
         }
-        self.sums.as_ref().map(|s| encode(s))
+        self.sums.as_ref().map(|s| encode(s, head))
+    }
+
+    /// Compare the stored header digest (if the entry has one) with the frame's `head`.
+    pub(crate) fn check_head(&mut self, raw: &[(String, Vec<u8>)], head: u64) {
+        let stored = raw.iter().find(|(n, _)| n == VLMETA_NAME).and_then(|(_, r)| decode(r).ok()).and_then(|d| d.1);
+        self.head_mismatch = stored.is_some_and(|h| h != head);
+    }
+
+    /// Whether the typesize or metalayers changed since the hashes were written.
+    pub(crate) fn head_mismatch(&self) -> bool {
+        self.head_mismatch
     }
 }
 
-fn encode(sums: &[u64]) -> Vec<u8> {
+/// Digest of what a frame header says about its data that no chunk repeats: the typesize
+/// (items per chunk) and the metalayers (names and contents, e.g. an array's shape). Stored
+/// with the chunk hashes so that a damaged header cannot silently change how data is read.
+pub fn header_digest(typesize: usize, meta: &[(String, Vec<u8>)]) -> u64 {
+    let mut buf = Vec::with_capacity(16 + meta.iter().map(|(n, c)| n.len() + c.len() + 8).sum::<usize>());
+    buf.extend_from_slice(&(typesize as u64).to_le_bytes());
+    for (n, c) in meta {
+        buf.extend_from_slice(&(n.len() as u32).to_le_bytes());
+        buf.extend_from_slice(n.as_bytes());
+        buf.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        buf.extend_from_slice(c);
+    }
+    xxh3_64(&buf)
+}
+
+fn encode(sums: &[u64], head: u64) -> Vec<u8> {
     let bin: Vec<u8> = sums.iter().flat_map(|s| s.to_le_bytes()).collect();
     let v = Value::Map(vec![
         (Value::Str("alg".into()), Value::Str(ALGORITHM.into())),
         (Value::Str("sums".into()), Value::Bin(bin)),
+        (Value::Str("head".into()), Value::Bin(head.to_le_bytes().to_vec())),
     ]);
     let mut out = Vec::with_capacity(sums.len() * 8 + 24);
     msgpack::encode(&v, &mut out);
     out
 }
 
-fn decode(raw: &[u8]) -> std::result::Result<Vec<u64>, String> {
+/// The hashes and, when present, the header digest.
+fn decode(raw: &[u8]) -> std::result::Result<(Vec<u64>, Option<u64>), String> {
     let Value::Map(entries) = msgpack::decode(raw).map_err(|e| e.to_string())? else {
         return Err("not a msgpack map".into());
     };
@@ -113,7 +143,12 @@ fn decode(raw: &[u8]) -> std::result::Result<Vec<u64>, String> {
     if b.len() % 8 != 0 {
         return Err(format!("{} bytes of sums is not a multiple of 8", b.len()));
     }
-    Ok(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+    let head = match get("head") {
+        Some(Value::Bin(h)) if h.len() == 8 => Some(u64::from_le_bytes(h[..].try_into().expect("8 bytes"))),
+        None => None,
+        Some(_) => return Err("\"head\" is not 8 bytes".into()),
+    };
+    Ok((b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect(), head))
 }
 
 /// How the chunk list changed (for keeping the hashes aligned).
@@ -127,139 +162,65 @@ pub(crate) enum Change {
     Removed(usize),
 }
 
-impl SChunk {
-    /// Start keeping checksums: hashes every existing chunk (reads them all) and keeps them
-    /// current from now on. A no-op when checksums are already kept.
-    pub fn enable_checksums(&mut self) -> Result<()> {
-        if self.checksums.sums.is_some() && self.checksums.unreadable.is_none() {
-            return Ok(());
-        }
-        if self.checksums.entries() == 0 && self.vlmeta.len() >= crate::header::MAX_METALAYERS {
-            return Err(Error::param("checksums", "the frame already holds the maximum of 16 vlmetalayers"));
-        }
-        let mut sums = Vec::with_capacity(self.nchunks());
-        for i in 0..self.nchunks() {
-            sums.push(chunk_checksum(&self.get_chunk_raw(i)?));
-        }
-        self.checksums.sums = Some(sums);
-        self.checksums.unreadable = None;
-        self.after_checksum_change()
+impl State {
+    /// Whether hashes are kept (and readable).
+    pub(crate) fn enabled(&self) -> bool {
+        self.sums.is_some() && self.unreadable.is_none()
     }
 
-    /// Stop keeping checksums (the vlmetalayer is dropped with the next write).
-    pub fn disable_checksums(&mut self) -> Result<()> {
-        self.checksums.sums = None;
-        self.checksums.unreadable = None;
-        self.after_checksum_change()
+    /// Keep these hashes from now on (replacing an unreadable entry).
+    pub(crate) fn set_sums(&mut self, sums: Option<Vec<u64>>) {
+        self.sums = sums;
+        self.unreadable = None;
     }
 
-    fn after_checksum_change(&mut self) -> Result<()> {
-        if self.writer.is_some() {
-            if self.read_only {
-                return Err(Error::ReadOnly);
-            }
-            self.sync()?;
-        }
-        Ok(())
-    }
-
-    /// Whether this super-chunk keeps checksums, and for how many chunks.
-    pub fn checksums(&self) -> Status {
-        match (&self.checksums.unreadable, &self.checksums.sums) {
+    pub(crate) fn status(&self) -> Status {
+        match (&self.unreadable, &self.sums) {
             (Some((_, reason)), _) => Status::Unreadable(reason.clone()),
             (None, Some(s)) => Status::On { len: s.len() },
             (None, None) => Status::Off,
         }
     }
 
-    /// The stored hash of chunk `i`, if there is one.
-    pub fn chunk_checksum(&self, i: usize) -> Option<u64> {
-        self.checksums.sums.as_ref().and_then(|s| s.get(i).copied())
+    pub(crate) fn get(&self, i: usize) -> Option<u64> {
+        self.sums.as_ref().and_then(|s| s.get(i).copied())
     }
 
-    /// Check every chunk against its hash when it is read ([`get_chunk`](Self::get_chunk) and
-    /// everything that decompresses). Chunks without a hash pass.
-    pub fn set_verify_checksums(&mut self, on: bool) {
-        self.checksums.verify_on_read = on;
+    pub(crate) fn len(&self) -> Option<usize> {
+        self.sums.as_ref().map(Vec::len)
     }
 
-    pub fn verify_checksums(&self) -> bool {
-        self.checksums.verify_on_read
+    pub(crate) fn verify_on_read(&self) -> bool {
+        self.verify_on_read
     }
 
-    /// Compare chunk `i`'s stored bytes with its hash, then decode it: a mismatch is
-    /// [`Error::Checksum`], a chunk that does not decode is the decoder's error. Chunks
-    /// past the end of the hashes (another writer appended) give [`Verdict::NoChecksum`].
-    /// Also returns the chunk's decoded size.
-    pub fn verify_chunk(&self, i: usize) -> Result<(Verdict, usize)> {
-        let c = self.get_chunk_raw(i)?;
-        let verdict = match self.chunk_checksum(i) {
-            Some(expected) => {
-                self.compare(i, expected, &c)?;
-                Verdict::Ok
-            }
-            None => Verdict::NoChecksum,
-        };
-        if let Status::Unreadable(reason) = self.checksums() {
-            return Err(self.in_backing_file(Error::param("checksums", reason)));
-        }
-        let out = oxblosc_chunk::decompress(&c, self.dparams())
-            .map_err(Error::chunk(i))
-            .map_err(|e| self.in_backing_file(e))?;
-        Ok((verdict, out.len()))
+    pub(crate) fn set_verify_on_read(&mut self, on: bool) {
+        self.verify_on_read = on;
     }
 
-    /// More hashes than chunks: chunks were removed by a writer that does not keep them.
-    pub fn checksum_count_mismatch(&self) -> Option<(usize, usize)> {
-        let n = self.checksums.sums.as_ref()?.len();
-        (n > self.nchunks()).then_some((n, self.nchunks()))
-    }
-
-    fn compare(&self, i: usize, expected: u64, stored: &[u8]) -> Result<()> {
-        let found = chunk_checksum(stored);
-        if found != expected {
-            return Err(self.in_backing_file(Error::Checksum { chunk: i, expected, found }));
-        }
-        Ok(())
-    }
-
-    /// Hook of [`get_chunk`](Self::get_chunk): check chunk `i` when verifying on read.
-    pub(crate) fn verify_read(&self, i: usize, stored: &[u8]) -> Result<()> {
-        if !self.checksums.verify_on_read {
-            return Ok(());
-        }
-        match self.chunk_checksum(i) {
-            Some(expected) => self.compare(i, expected, stored),
-            None => Ok(()),
-        }
-    }
-
-    /// Hook of every chunk-list change: keep the hashes aligned with the chunks. Hashes that
-    /// are already out of step (another writer changed the frame) are left alone.
-    pub(crate) fn note_checksum(&mut self, change: Change) -> Result<()> {
-        let Some(len) = self.checksums.sums.as_ref().map(Vec::len) else { return Ok(()) };
-        let n = self.nchunks();
-        let (aligned, i) = match change {
-            Change::Inserted(i) => (len + 1 == n, i),
-            Change::Replaced(i) => (len == n, i),
-            Change::Removed(i) => (len == n + 1, i),
-        };
-        if !aligned {
-            return Ok(());
-        }
-        let h = match change {
-            Change::Removed(_) => 0,
-            _ => chunk_checksum(&self.get_chunk_raw(i)?),
-        };
-        let sums = self.checksums.sums.as_mut().expect("checked above");
+    /// Whether `change` (with the chunk list now `n` long) keeps the hashes aligned: hashes
+    /// already out of step (another writer changed the frame) are left alone.
+    pub(crate) fn follows(&self, change: Change, n: usize) -> bool {
+        let Some(len) = self.len() else { return false };
         match change {
-            Change::Inserted(i) => sums.insert(i, h),
-            Change::Replaced(i) => sums[i] = h,
-            Change::Removed(i) => {
-                sums.remove(i);
-            }
+            Change::Inserted(_) => len + 1 == n,
+            Change::Replaced(_) => len == n,
+            Change::Removed(_) => len == n + 1,
         }
-        Ok(())
+    }
+
+    /// Apply a chunk-list change (`h`: hash of the new chunk; unused for removals); returns
+    /// what undoes it.
+    pub(crate) fn apply(&mut self, change: Change, h: u64) -> (Change, u64) {
+        let sums = self.sums.as_mut().expect("checked by follows");
+        match change {
+            Change::Inserted(i) => {
+                sums.insert(i, h);
+                (Change::Removed(i), 0)
+            }
+            Change::Replaced(i) => (Change::Replaced(i), std::mem::replace(&mut sums[i], h)),
+            Change::Removed(i) => (Change::Inserted(i), sums.remove(i)),
+        }
     }
 }
 
@@ -270,17 +231,22 @@ mod tests {
     #[test]
     fn entry_round_trips_and_rejects_garbage() {
         let sums = vec![1u64, u64::MAX, 0x0123_4567_89AB_CDEF];
-        let mut vl = vec![("a".to_string(), vec![0xC0]), (VLMETA_NAME.to_string(), encode(&sums))];
-        let st = State::take_from(&mut vl);
+        let mut vl = vec![("a".to_string(), vec![0xC0]), (VLMETA_NAME.to_string(), encode(&sums, 42))];
+        let raw = vl.clone();
+        let mut st = State::take_from(&mut vl);
         assert_eq!(vl.len(), 1, "the entry is taken out of the user's vlmetalayers");
         assert_eq!(st.sums.as_deref(), Some(&sums[..]));
-        assert_eq!(st.encoded(), Some(encode(&sums)));
+        assert_eq!(st.encoded(42), Some(encode(&sums, 42)));
+        st.check_head(&raw, 42);
+        assert!(!st.head_mismatch());
+        st.check_head(&raw, 43);
+        assert!(st.head_mismatch());
 
         for bad in [&b"\x81\xa3alg\xa3md5"[..], b"\x90", b"\xc1", b"\x82\xa3alg\xa7xxh3-64\xa4sums\xc4\x03abc"] {
             let mut vl = vec![(VLMETA_NAME.to_string(), bad.to_vec())];
             let st = State::take_from(&mut vl);
             assert!(st.sums.is_none() && st.unreadable.is_some(), "{bad:?} accepted");
-            assert_eq!(st.encoded().as_deref(), Some(bad), "unreadable entries are written back verbatim");
+            assert_eq!(st.encoded(0).as_deref(), Some(bad), "unreadable entries are written back verbatim");
         }
     }
 

@@ -29,10 +29,12 @@ pub mod schunk;
 mod slots;
 mod storage;
 pub mod trailer;
+mod writer;
 
 pub use checksum::{Status as ChecksumStatus, Verdict};
 pub use error::{ChunkId, Error, Result};
-pub use file::{open, open_at, open_with, remove, Mode, OpenConfig, SyncMode, SPARSE_INDEX};
+pub use file::{open, open_at, open_with, remove, Mode, OpenConfig};
+pub use writer::{SyncMode, SPARSE_INDEX};
 pub use msgpack::Value;
 pub use oxblosc_chunk::{CParams, DParams, SpecialKind, SplitMode};
 pub use schunk::{ChunkInfo, SChunk, SpecialValue};

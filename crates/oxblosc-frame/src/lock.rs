@@ -25,6 +25,7 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::storage::{read_exact_at, write_all_at};
 use crate::{Error, Result};
@@ -52,18 +53,45 @@ enum Kind {
     Unlock,
 }
 
-/// `flock` on the whole file, waiting (and retrying after signals).
+/// How long a handle waits for the lock before giving up with a clear error (another process
+/// may hold it for as long as it likes; a writer that never gets its turn must not hang
+/// forever). Override with `OXBLOSC_LOCK_TIMEOUT` (seconds).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn timeout() -> Duration {
+    std::env::var("OXBLOSC_LOCK_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+}
+
+/// `flock` on the whole file, waiting up to `timeout()` (polling without blocking, so the
+/// wait can end; retrying after signals).
 #[cfg(unix)]
 fn os_lock(file: &File, kind: Kind) -> std::io::Result<()> {
     use rustix::fs::{flock, FlockOperation};
     let op = match kind {
-        Kind::Shared => FlockOperation::LockShared,
-        Kind::Exclusive => FlockOperation::LockExclusive,
+        Kind::Shared => FlockOperation::NonBlockingLockShared,
+        Kind::Exclusive => FlockOperation::NonBlockingLockExclusive,
         Kind::Unlock => FlockOperation::Unlock,
     };
+    let start = Instant::now();
+    let mut pause = Duration::from_micros(200);
     loop {
         match flock(file, op) {
             Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let limit = timeout();
+                if start.elapsed() >= limit {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("timed out after {:.1} s waiting for the frame lock held by another handle", limit.as_secs_f64()),
+                    ));
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
             r => return r.map_err(std::io::Error::from),
         }
     }

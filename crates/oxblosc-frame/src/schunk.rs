@@ -20,12 +20,13 @@ use std::sync::{Arc, OnceLock};
 
 use oxblosc_chunk::{CParams, ChunkHeader, DParams, SpecialKind};
 
-use crate::checksum::{self, Change};
+use crate::checksum::{self, chunk_checksum, Change, Status, Verdict};
 use crate::error::ChunkId;
-use crate::file::Writer;
 use crate::header::{check_name, MAX_METALAYERS};
+use crate::offsets;
 use crate::slots::{Slot, Slots};
 use crate::storage::Backing;
+use crate::writer::{ChunkList, Change as StorageChange, Committed, Entry, Frame, Rewritten, Writer};
 use crate::{Error, Result};
 
 /// Largest chunk (bytes) the chunk format allows, header included.
@@ -81,6 +82,33 @@ pub struct SChunk {
     pub(crate) section_end: u64,
     /// Per-chunk checksums (`checksum.rs`).
     pub(crate) checksums: checksum::State,
+    /// The change in progress (undo information), if any.
+    pub(crate) txn: Option<Box<Txn>>,
+}
+
+/// What a change in progress needs to be rolled back: the view's counters and metalayers as
+/// they were, the checksum edits, and storage bookkeeping (the chunk list journals itself).
+#[derive(Debug)]
+pub(crate) struct Txn {
+    chunksize: i64,
+    nbytes: u64,
+    stored_cbytes: u64,
+    blocksize: usize,
+    vlblocks: bool,
+    meta: Vec<(String, Vec<u8>)>,
+    vlmeta: Vec<(String, Vec<u8>)>,
+    /// Whole checksum state, saved before enabling or disabling checksums.
+    checksums: Option<checksum::State>,
+    /// Inverse checksum edits, applied in reverse on rollback.
+    sums_undo: Vec<(Change, u64)>,
+    /// Sparse chunk files to remove once the change is committed.
+    retired: Vec<u64>,
+    /// Chunks written to unreferenced space by a batch (sparse: file ids, discarded on rollback).
+    staged: Vec<u64>,
+    /// Chunks from here on may still be in memory (a batch stages them as it goes).
+    stage_from: usize,
+    /// Locked writers hold the exclusive lock for the whole change.
+    held: Option<Arc<crate::lock::LockView>>,
 }
 
 impl Clone for SChunk {
@@ -104,6 +132,7 @@ impl Clone for SChunk {
             starts: OnceLock::new(),
             section_end: self.section_end,
             checksums: self.checksums.clone(),
+            txn: None,
         }
     }
 }
@@ -134,6 +163,7 @@ impl SChunk {
             starts: OnceLock::new(),
             section_end: u64::MAX,
             checksums: checksum::State::default(),
+            txn: None,
         })
     }
 
@@ -222,7 +252,10 @@ impl SChunk {
 
     /// Add a metalayer. Only before the first chunk (the frame header cannot grow later).
     pub fn add_meta(&mut self, name: &str, content: &[u8]) -> Result<()> {
-        self.writable()?;
+        self.change(|s| s.add_meta_view(name, content))
+    }
+
+    fn add_meta_view(&mut self, name: &str, content: &[u8]) -> Result<()> {
         check_name(name)?;
         if !self.slots.is_empty() {
             return Err(Error::param("meta", "metalayers must be added before the first chunk"));
@@ -237,12 +270,15 @@ impl SChunk {
             return Err(Error::param("meta", "content too large"));
         }
         self.meta.push((name.to_string(), content.to_vec()));
-        self.after_change(true)
+        Ok(())
     }
 
     /// Replace a metalayer's content with one of the same length (updated in place in files).
     pub fn update_meta(&mut self, name: &str, content: &[u8]) -> Result<()> {
-        self.writable()?;
+        self.change(|s| s.update_meta_view(name, content))
+    }
+
+    fn update_meta_view(&mut self, name: &str, content: &[u8]) -> Result<()> {
         let slot = self
             .meta
             .iter_mut()
@@ -255,7 +291,7 @@ impl SChunk {
             ));
         }
         slot.1.copy_from_slice(content);
-        self.after_change(true)
+        Ok(())
     }
 
     pub fn vlmeta_names(&self) -> Vec<&str> {
@@ -269,28 +305,30 @@ impl SChunk {
 
     /// Add or replace a vlmetalayer.
     pub fn set_vlmeta(&mut self, name: &str, content: &[u8]) -> Result<()> {
-        self.writable()?;
         check_name(name)?;
-        if let Some(slot) = self.vlmeta.iter_mut().find(|(n, _)| n == name) {
-            slot.1 = content.to_vec();
-        } else {
-            if self.vlmeta.len() + self.checksums.entries() >= MAX_METALAYERS {
-                return Err(Error::param("vlmeta", format!("at most {MAX_METALAYERS} vlmetalayers")));
+        self.change(|s| {
+            if let Some(slot) = s.vlmeta.iter_mut().find(|(n, _)| n == name) {
+                slot.1 = content.to_vec();
+            } else {
+                if s.vlmeta.len() + s.checksums.entries() >= MAX_METALAYERS {
+                    return Err(Error::param("vlmeta", format!("at most {MAX_METALAYERS} vlmetalayers")));
+                }
+                s.vlmeta.push((name.to_string(), content.to_vec()));
             }
-            self.vlmeta.push((name.to_string(), content.to_vec()));
-        }
-        self.after_change(false)
+            Ok(())
+        })
     }
 
     pub fn delete_vlmeta(&mut self, name: &str) -> Result<()> {
-        self.writable()?;
-        let i = self
-            .vlmeta
-            .iter()
-            .position(|(n, _)| n == name)
-            .ok_or_else(|| Error::NotFound { kind: "vlmetalayer", name: name.to_string() })?;
-        self.vlmeta.remove(i);
-        self.after_change(false)
+        self.change(|s| {
+            let i = s
+                .vlmeta
+                .iter()
+                .position(|(n, _)| n == name)
+                .ok_or_else(|| Error::NotFound { kind: "vlmetalayer", name: name.to_string() })?;
+            s.vlmeta.remove(i);
+            Ok(())
+        })
     }
 
     // ---------------------------------------------------------------- reading chunks
@@ -582,7 +620,10 @@ impl SChunk {
     /// Overwrite items starting at `start` with `data` (a whole number of items, inside the
     /// existing items); affected chunks are recompressed.
     pub fn set_slice(&mut self, start: u64, data: &[u8]) -> Result<()> {
-        self.writable()?;
+        self.change(|s| s.set_slice_view(start, data))
+    }
+
+    fn set_slice_view(&mut self, start: u64, data: &[u8]) -> Result<()> {
         let ts = self.typesize() as u64;
         if data.len() as u64 % ts != 0 {
             return Err(Error::param("data", format!("{} bytes is not a whole number of items", data.len())));
@@ -606,7 +647,8 @@ impl SChunk {
             }
             let end = (cs + buf.len() as u64).min(b1);
             buf[(b - cs) as usize..(end - cs) as usize].copy_from_slice(&data[(b - b0) as usize..(end - b0) as usize]);
-            self.update_data(i, &buf)?;
+            let c = self.compress(&buf)?;
+            self.update_view(i, &c)?;
             b = end;
         }
         Ok(())
@@ -638,21 +680,24 @@ impl SChunk {
 
     /// Compress and append `data` as one chunk; returns the new number of chunks.
     pub fn append_data(&mut self, data: &[u8]) -> Result<usize> {
-        self.writable()?;
-        let c = self.compress(data)?;
-        self.append_chunk(&c)
+        self.change(|s| {
+            let c = s.compress(data)?;
+            s.append_view(&c)
+        })
     }
 
     pub fn insert_data(&mut self, i: usize, data: &[u8]) -> Result<usize> {
-        self.writable()?;
-        let c = self.compress(data)?;
-        self.insert_chunk(i, &c)
+        self.change(|s| {
+            let c = s.compress(data)?;
+            s.insert_view(i, &c)
+        })
     }
 
     pub fn update_data(&mut self, i: usize, data: &[u8]) -> Result<usize> {
-        self.writable()?;
-        let c = self.compress(data)?;
-        self.update_chunk(i, &c)
+        self.change(|s| {
+            let c = s.compress(data)?;
+            s.update_view(i, &c)
+        })
     }
 
     /// Validate a caller's chunk; returns (nbytes, slot).
@@ -686,7 +731,25 @@ impl SChunk {
 
     /// Append a compressed chunk; returns the new number of chunks.
     pub fn append_chunk(&mut self, chunk: &[u8]) -> Result<usize> {
-        self.writable()?;
+        self.change(|s| s.append_view(chunk))
+    }
+
+    /// Insert a compressed chunk at position `i`.
+    pub fn insert_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
+        self.change(|s| s.insert_view(i, chunk))
+    }
+
+    /// Replace chunk `i`.
+    pub fn update_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
+        self.change(|s| s.update_view(i, chunk))
+    }
+
+    /// Remove chunk `i`.
+    pub fn delete_chunk(&mut self, i: usize) -> Result<usize> {
+        self.change(|s| s.delete_view(i))
+    }
+
+    fn append_view(&mut self, chunk: &[u8]) -> Result<usize> {
         let (nb, vl, slot) = self.accept_chunk(chunk)?;
         let n = self.slots.len();
         if self.chunksize < 0 {
@@ -701,18 +764,16 @@ impl SChunk {
         self.slots.push(slot);
         self.nbytes += nb as u64;
         self.note_checksum(Change::Inserted(n))?;
-        self.after_chunk_change()?;
+        self.starts = OnceLock::new();
         Ok(self.slots.len())
     }
 
-    /// Insert a compressed chunk at position `i`.
-    pub fn insert_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
-        self.writable()?;
+    fn insert_view(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
         if i > self.slots.len() {
             return Err(Error::OutOfRange { what: "chunk", index: i as u64, len: self.slots.len() as u64 });
         }
         if i == self.slots.len() {
-            return self.append_chunk(chunk);
+            return self.append_view(chunk);
         }
         let (nb, vl, slot) = self.accept_chunk(chunk)?;
         if self.chunksize > 0 && nb as i64 != self.chunksize {
@@ -722,13 +783,11 @@ impl SChunk {
         self.slots.insert(i, slot);
         self.nbytes += nb as u64;
         self.note_checksum(Change::Inserted(i))?;
-        self.after_chunk_change()?;
+        self.starts = OnceLock::new();
         Ok(self.slots.len())
     }
 
-    /// Replace chunk `i`.
-    pub fn update_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
-        self.writable()?;
+    fn update_view(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
         self.check_index(i)?;
         let old_nb = self.chunk_nbytes(i)?;
         let old_cb = self.slot_cbytes(i)?;
@@ -743,13 +802,11 @@ impl SChunk {
         self.stored_cbytes = self.stored_cbytes.saturating_sub(old_cb);
         self.nbytes = self.nbytes - old_nb as u64 + nb as u64;
         self.note_checksum(Change::Replaced(i))?;
-        self.after_chunk_change()?;
+        self.starts = OnceLock::new();
         Ok(self.slots.len())
     }
 
-    /// Remove chunk `i`.
-    pub fn delete_chunk(&mut self, i: usize) -> Result<usize> {
-        self.writable()?;
+    fn delete_view(&mut self, i: usize) -> Result<usize> {
         self.check_index(i)?;
         let nb = self.chunk_nbytes(i)?;
         let cb = self.slot_cbytes(i)?;
@@ -761,14 +818,15 @@ impl SChunk {
         self.stored_cbytes = self.stored_cbytes.saturating_sub(cb);
         self.nbytes -= nb as u64;
         self.note_checksum(Change::Removed(i))?;
-        self.after_chunk_change()?;
+        self.starts = OnceLock::new();
         Ok(self.slots.len())
     }
 
-    /// Chunk `i` is about to be dropped: a sparse frame removes its file after the next sync.
+    /// Chunk `i` is about to be dropped: a sparse frame removes its file after the commit.
     fn retire(&mut self, i: usize) {
-        if let (Some(w), Slot::Stored(id)) = (&mut self.writer, self.slots.get(i)) {
-            w.retire(id);
+        let sparse = self.writer.as_ref().is_some_and(|w| !w.is_contiguous());
+        if let (true, Some(t), Slot::Stored(id)) = (sparse, &mut self.txn, self.slots.get(i)) {
+            t.retired.push(id);
         }
     }
 
@@ -783,7 +841,10 @@ impl SChunk {
     /// Append `nitems` items of a special value without compressing data, in chunks of
     /// the super-chunk's chunk size (or `chunksize` bytes when it has none yet).
     pub fn fill_special(&mut self, nitems: u64, value: SpecialValue, chunksize: Option<usize>) -> Result<usize> {
-        self.writable()?;
+        self.change(|s| s.fill_special_view(nitems, value, chunksize))
+    }
+
+    fn fill_special_view(&mut self, nitems: u64, value: SpecialValue, chunksize: Option<usize>) -> Result<usize> {
         let ts = self.typesize();
         let cs = match (self.chunksize, chunksize) {
             (c, _) if c > 0 => c as usize,
@@ -815,9 +876,6 @@ impl SChunk {
         };
         // One repeated-value chunk per distinct size.
         let mut value_chunks: Vec<(usize, Vec<u8>)> = Vec::new();
-        // Persist once at the end, not per chunk.
-        let writer = self.writer.take();
-        let res = (|| -> Result<()> {
             while left > 0 {
                 let nb = left.min(cs as u64) as usize;
                 match &value {
@@ -831,7 +889,7 @@ impl SChunk {
                                 c
                             }
                         };
-                        self.append_chunk(&c)?;
+                        self.append_view(&c)?;
                     }
                     _ => {
                         if self.chunksize < 0 {
@@ -845,29 +903,8 @@ impl SChunk {
                 }
                 left -= nb as u64;
             }
-            Ok(())
-        })();
-        self.writer = writer;
-        res?;
-        self.after_chunk_change()?;
-        Ok(self.slots.len())
-    }
-
-    /// Bookkeeping after any chunk list change: invalidate caches, persist when file-backed.
-    fn after_chunk_change(&mut self) -> Result<()> {
         self.starts = OnceLock::new();
-        if self.writer.is_some() {
-            self.sync()?;
-        }
-        Ok(())
-    }
-
-    fn after_change(&mut self, header: bool) -> Result<()> {
-        if self.writer.is_some() {
-            let _ = header;
-            self.sync()?;
-        }
-        Ok(())
+        Ok(self.slots.len())
     }
 
     /// The frame offset value for chunk `i` when it is a special offset in a frame with the
@@ -877,6 +914,356 @@ impl SChunk {
             return None;
         }
         self.slot_special(i).map(|(k, _)| k)
+    }
+}
+
+// ---------------------------------------------------------------- changes and commits
+
+impl SChunk {
+    /// Make one change to the view (`f`), then commit it to the file or directory behind a
+    /// writable super-chunk. If `f` or the commit fails, the view is rolled back to what it
+    /// was, so the handle and the file stay exactly as before. Inside a batch
+    /// ([`batch`](Self::batch)) changes only accumulate; the batch commits them at once.
+    fn change<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.writable()?;
+        // Never build on a header that failed its check (the damage would become "valid").
+        self.check_header()?;
+        if self.txn.is_some() {
+            let v = f(self)?;
+            self.stage_new()?;
+            return Ok(v);
+        }
+        self.begin()?;
+        let r = f(self).and_then(|v| self.sync().map(|()| v));
+        self.end(r.is_ok());
+        r
+    }
+
+    /// Run several changes as one commit: all of them, or (on any error, or a crash before
+    /// the end) none. Appended chunks are written to unreferenced space as they come, so
+    /// memory stays bounded; only the final commit makes them part of the frame.
+    pub fn batch<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.change(f)
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        // Locked writers wait their turn, then catch up with what other writers committed.
+        let held = match self.writer.as_ref().and_then(|w| w.lock.clone()) {
+            Some(v) => {
+                v.lock.hold()?;
+                if let Err(e) = self.refresh_locked(&v) {
+                    v.lock.release();
+                    return Err(e);
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        self.slots.begin();
+        self.txn = Some(Box::new(Txn {
+            chunksize: self.chunksize,
+            nbytes: self.nbytes,
+            stored_cbytes: self.stored_cbytes,
+            blocksize: self.blocksize,
+            vlblocks: self.vlblocks,
+            meta: self.meta.clone(),
+            vlmeta: self.vlmeta.clone(),
+            checksums: None,
+            sums_undo: Vec::new(),
+            retired: Vec::new(),
+            staged: Vec::new(),
+            stage_from: self.slots.len(),
+            held,
+        }));
+        Ok(())
+    }
+
+    /// End the change in progress: keep it, or undo every edit of the view.
+    fn end(&mut self, ok: bool) {
+        let Some(t) = self.txn.take() else { return };
+        if ok {
+            self.slots.commit();
+        } else {
+            self.slots.rollback();
+            self.chunksize = t.chunksize;
+            self.nbytes = t.nbytes;
+            self.stored_cbytes = t.stored_cbytes;
+            self.blocksize = t.blocksize;
+            self.vlblocks = t.vlblocks;
+            self.meta = t.meta;
+            self.vlmeta = t.vlmeta;
+            for &(c, h) in t.sums_undo.iter().rev() {
+                self.checksums.apply(c, h);
+            }
+            if let Some(cs) = t.checksums {
+                let verify = self.checksums.verify_on_read();
+                self.checksums = cs;
+                self.checksums.set_verify_on_read(verify);
+            }
+            if let Some(w) = &mut self.writer {
+                w.discard(&t.staged);
+            }
+            self.starts = OnceLock::new();
+        }
+        if let Some(v) = t.held {
+            v.lock.release();
+        }
+    }
+
+    /// Inside a batch: write chunks appended since the last call to unreferenced space.
+    fn stage_new(&mut self) -> Result<()> {
+        let Some(t) = &self.txn else { return Ok(()) };
+        let from = t.stage_from.min(self.slots.len());
+        let which: Vec<usize> = (from..self.slots.len()).filter(|&i| self.slots.mem(i).is_some()).collect();
+        let Some(mut w) = self.writer.take() else { return Ok(()) };
+        let r = w.stage(self, &which);
+        let sparse = !w.is_contiguous();
+        self.writer = Some(w);
+        let placed = r?;
+        let t = self.txn.as_mut().expect("checked above");
+        t.stage_from = self.slots.len();
+        if sparse {
+            t.staged.extend(placed.iter().map(|p| p.1));
+        }
+        for (i, pos, _) in placed {
+            self.slots.set(i, Slot::Stored(pos));
+        }
+        Ok(())
+    }
+
+    /// The frame as this view describes it, for a storage commit or a copy.
+    pub(crate) fn frame(&self) -> Result<Frame<'_>> {
+        Ok(Frame {
+            chunks: self,
+            nbytes: self.nbytes,
+            header: self.frame_header(0, 0),
+            meta: &self.meta,
+            trailer: self.trailer_bytes()?,
+        })
+    }
+
+    /// Commit the view to the writer (if any); on success adopt where the chunks went.
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        let Some(mut w) = self.writer.take() else { return Ok(()) };
+        let retired = self.txn.as_mut().map(|t| std::mem::take(&mut t.retired)).unwrap_or_default();
+        let dirty = self.slots.take_dirty();
+        let r = self.frame().and_then(|frame| {
+            let ch = StorageChange {
+                frame,
+                dirty,
+                chunksize: self.chunksize,
+                stored_cbytes: self.stored_cbytes,
+                retired: &retired,
+            };
+            w.commit(&ch)
+        });
+        self.writer = Some(w);
+        self.apply(r?);
+        Ok(())
+    }
+
+    /// Adopt a successful commit: chunks it stored, the new end of the chunks section.
+    fn apply(&mut self, done: Committed) {
+        for (i, pos, len) in done.stored {
+            if self.slots.is_special(i) {
+                self.stored_cbytes += len;
+            }
+            self.slots.set(i, Slot::Stored(pos));
+        }
+        self.slots.take_dirty(); // the commit encoded those entries already
+        self.section_end = done.section_end;
+        self.starts = OnceLock::new();
+        if let Some(rw) = done.rewritten {
+            self.apply_rewrite(rw);
+        }
+    }
+
+    /// Adopt a compactly rewritten frame file.
+    pub(crate) fn apply_rewrite(&mut self, rw: Rewritten) {
+        for (i, pos) in rw.stored {
+            self.slots.set(i, Slot::Stored(pos));
+        }
+        self.slots.set_tracking(true);
+        self.stored_cbytes = rw.cbytes;
+        self.section_end = rw.section_end;
+        if let Some(w) = &self.writer {
+            self.backing = Backing::File { file: rw.file, path: w.path.clone(), lock: w.lock.clone() };
+        }
+        self.starts = OnceLock::new();
+    }
+}
+
+impl ChunkList for SChunk {
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn entry(&self, i: usize) -> Entry {
+        match self.slots.get(i) {
+            Slot::Stored(p) => Entry::Stored(p),
+            // Special offsets only with a fixed chunk size (Trap 30); else stored as chunks.
+            Slot::Special { kind, .. } if self.chunksize > 0 => Entry::Special(offsets::special_offset(kind)),
+            Slot::Special { .. } => Entry::Pending { counted: false },
+            Slot::Mem(_) => Entry::Pending { counted: true },
+        }
+    }
+
+    fn bytes(&self, i: usize) -> Result<Cow<'_, [u8]>> {
+        self.get_chunk(i)
+    }
+}
+
+// ---------------------------------------------------------------- checksums
+
+impl SChunk {
+    /// Start keeping checksums: hashes every existing chunk (reads them all) and keeps them
+    /// current from now on. A no-op when checksums are already kept.
+    pub fn enable_checksums(&mut self) -> Result<()> {
+        if self.checksums.enabled() {
+            return Ok(());
+        }
+        if self.checksums.entries() == 0 && self.vlmeta.len() >= MAX_METALAYERS {
+            return Err(Error::param("checksums", "the frame already holds the maximum of 16 vlmetalayers"));
+        }
+        let mut sums = Vec::with_capacity(self.nchunks());
+        for i in 0..self.nchunks() {
+            sums.push(chunk_checksum(&self.get_chunk_raw(i)?));
+        }
+        self.change_checksums(Some(sums))
+    }
+
+    /// Stop keeping checksums (the vlmetalayer is dropped with the next write).
+    pub fn disable_checksums(&mut self) -> Result<()> {
+        self.change_checksums(None)
+    }
+
+    fn change_checksums(&mut self, sums: Option<Vec<u64>>) -> Result<()> {
+        if self.writer.is_none() {
+            // In memory (or read-only and never written back): just the view.
+            self.checksums.set_sums(sums);
+            return Ok(());
+        }
+        self.change(|s| {
+            if let Some(t) = &mut s.txn {
+                t.checksums.get_or_insert_with(|| s.checksums.clone());
+            }
+            s.checksums.set_sums(sums);
+            Ok(())
+        })
+    }
+
+    /// Whether this super-chunk keeps checksums, and for how many chunks.
+    pub fn checksums(&self) -> Status {
+        self.checksums.status()
+    }
+
+    /// The stored hash of chunk `i`, if there is one.
+    pub fn chunk_checksum(&self, i: usize) -> Option<u64> {
+        self.checksums.get(i)
+    }
+
+    /// Check every chunk against its hash when it is read ([`get_chunk`](Self::get_chunk) and
+    /// everything that decompresses). Chunks without a hash pass. On by default for frames
+    /// that carry checksums; turning it off trades that safety for speed.
+    pub fn set_verify_checksums(&mut self, on: bool) {
+        self.checksums.set_verify_on_read(on);
+    }
+
+    pub fn verify_checksums(&self) -> bool {
+        self.checksums.verify_on_read()
+    }
+
+    /// Refuse when a caller explicitly asks for verification of a frame without checksums
+    /// (nothing could be checked; silently passing would mislead).
+    pub fn require_checksums(&self) -> Result<()> {
+        match self.checksums() {
+            Status::On { .. } => Ok(()),
+            Status::Unreadable(reason) => Err(self.in_backing_file(Error::param("checksums", reason))),
+            Status::Off => Err(self.in_backing_file(Error::param(
+                "verify_checksums",
+                "this frame carries no checksums, so nothing can be verified (open it without verify_checksums=True, or add them with enable_checksums)",
+            ))),
+        }
+    }
+
+    /// Compare chunk `i`'s stored bytes with its hash, then decode it: a mismatch is
+    /// [`Error::Checksum`], a chunk that does not decode is the decoder's error. Chunks
+    /// past the end of the hashes (another writer appended) give [`Verdict::NoChecksum`].
+    /// Also returns the chunk's decoded size.
+    pub fn verify_chunk(&self, i: usize) -> Result<(Verdict, usize)> {
+        self.check_header()?;
+        let c = self.get_chunk_raw(i)?;
+        let verdict = match self.chunk_checksum(i) {
+            Some(expected) => {
+                self.compare(i, expected, &c)?;
+                Verdict::Ok
+            }
+            None => Verdict::NoChecksum,
+        };
+        if let Status::Unreadable(reason) = self.checksums() {
+            return Err(self.in_backing_file(Error::param("checksums", reason)));
+        }
+        let out = oxblosc_chunk::decompress(&c, self.dparams())
+            .map_err(Error::chunk(i))
+            .map_err(|e| self.in_backing_file(e))?;
+        Ok((verdict, out.len()))
+    }
+
+    /// The typesize and metalayers must match the digest stored with the chunk hashes (frames
+    /// written before the digest existed, or without checksums, pass).
+    pub fn check_header(&self) -> Result<()> {
+        if self.checksums.head_mismatch() {
+            return Err(self.in_backing_file(Error::field(
+                "header",
+                0,
+                "the typesize or metalayers differ from the digest stored with the checksums (damaged, or changed by a program that does not update it)",
+            )));
+        }
+        Ok(())
+    }
+
+    /// More hashes than chunks: chunks were removed by a writer that does not keep them.
+    pub fn checksum_count_mismatch(&self) -> Option<(usize, usize)> {
+        let n = self.checksums.len()?;
+        (n > self.nchunks()).then_some((n, self.nchunks()))
+    }
+
+    fn compare(&self, i: usize, expected: u64, stored: &[u8]) -> Result<()> {
+        let found = chunk_checksum(stored);
+        if found != expected {
+            return Err(self.in_backing_file(Error::Checksum { chunk: i, expected, found }));
+        }
+        Ok(())
+    }
+
+    /// Hook of [`get_chunk`](Self::get_chunk): check chunk `i` when verifying on read.
+    pub(crate) fn verify_read(&self, i: usize, stored: &[u8]) -> Result<()> {
+        if !self.checksums.verify_on_read() {
+            return Ok(());
+        }
+        self.check_header()?;
+        match self.chunk_checksum(i) {
+            Some(expected) => self.compare(i, expected, stored),
+            None => Ok(()),
+        }
+    }
+
+    /// Hook of every chunk-list change: keep the hashes aligned with the chunks (recording
+    /// how to undo it). Hashes already out of step (another writer changed the frame) are
+    /// left alone.
+    fn note_checksum(&mut self, change: Change) -> Result<()> {
+        if !self.checksums.follows(change, self.nchunks()) {
+            return Ok(());
+        }
+        let h = match change {
+            Change::Removed(_) => 0,
+            Change::Inserted(i) | Change::Replaced(i) => chunk_checksum(&self.get_chunk_raw(i)?),
+        };
+        let undo = self.checksums.apply(change, h);
+        if let Some(t) = &mut self.txn {
+            t.sums_undo.push(undo);
+        }
+        Ok(())
     }
 }
 

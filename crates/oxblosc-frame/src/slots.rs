@@ -6,6 +6,9 @@
 //! * bits 63..62 = `10`: special chunk, kind in bits 32..39, nbytes in bits 0..31;
 //! * bits 63..62 = `11`: chunk in memory, index into the pool in bits 0..31.
 //!
+//! A change in progress records its edits ([`Slots::begin`]) so that a failed commit can undo
+//! them ([`Slots::rollback`]).
+//!
 //! When tracking is on (file-backed writable super-chunks) the list records which 2048-entry
 //! blocks of the offsets index changed since the last [`Slots::take_dirty`], so the writer
 //! re-encodes only those blocks.
@@ -39,6 +42,15 @@ pub(crate) struct Dirty {
     pub from: Option<usize>,
 }
 
+/// One recorded edit, enough to undo it.
+#[derive(Debug, Clone)]
+enum Edit {
+    Set(usize, Slot),
+    Push,
+    Insert(usize),
+    Remove(usize, Slot),
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Slots {
     v: Vec<u64>,
@@ -46,6 +58,8 @@ pub(crate) struct Slots {
     free: Vec<u32>,
     track: bool,
     dirty: Dirty,
+    /// Edits since [`Slots::begin`] (a change in progress that may be rolled back).
+    journal: Option<Vec<Edit>>,
 }
 
 fn kind_from(b: u8) -> SpecialKind {
@@ -115,10 +129,6 @@ impl Slots {
         self.v.iter().filter(|&&v| v & MEM == SPECIAL).count()
     }
 
-    pub(crate) fn any_stored(&self) -> bool {
-        self.v.iter().any(|&v| v & SPECIAL == 0)
-    }
-
     fn encode(&mut self, s: Slot) -> u64 {
         match s {
             Slot::Stored(p) => Self::stored(p),
@@ -165,7 +175,41 @@ impl Slots {
         }
     }
 
+    fn record(&mut self, e: impl FnOnce(&Self) -> Edit) {
+        if self.journal.is_some() {
+            let e = e(self);
+            self.journal.as_mut().expect("checked").push(e);
+        }
+    }
+
+    /// Start recording edits (a change that may be rolled back).
+    pub(crate) fn begin(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Keep the edits since [`begin`](Self::begin).
+    pub(crate) fn commit(&mut self) {
+        self.journal = None;
+    }
+
+    /// Undo the edits since [`begin`](Self::begin) (the touched index blocks stay dirty).
+    pub(crate) fn rollback(&mut self) {
+        let Some(j) = self.journal.take() else { return };
+        for e in j.into_iter().rev() {
+            match e {
+                Edit::Set(i, old) => self.set(i, old),
+                Edit::Push => {
+                    let i = self.v.len() - 1;
+                    self.remove(i);
+                }
+                Edit::Insert(i) => self.remove(i),
+                Edit::Remove(i, old) => self.insert(i, old),
+            }
+        }
+    }
+
     pub(crate) fn set(&mut self, i: usize, s: Slot) {
+        self.record(|me| Edit::Set(i, me.get(i)));
         let v = self.encode(s);
         let old = std::mem::replace(&mut self.v[i], v);
         self.release(old);
@@ -173,18 +217,21 @@ impl Slots {
     }
 
     pub(crate) fn push(&mut self, s: Slot) {
+        self.record(|_| Edit::Push);
         let v = self.encode(s);
         self.v.push(v);
         self.touch(self.v.len() - 1);
     }
 
     pub(crate) fn insert(&mut self, i: usize, s: Slot) {
+        self.record(|_| Edit::Insert(i));
         let v = self.encode(s);
         self.v.insert(i, v);
         self.touch_from(i);
     }
 
     pub(crate) fn remove(&mut self, i: usize) {
+        self.record(|me| Edit::Remove(i, me.get(i)));
         let old = self.v.remove(i);
         self.release(old);
         self.touch_from(i);

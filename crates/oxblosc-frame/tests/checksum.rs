@@ -149,3 +149,40 @@ fn the_hidden_entry_counts_against_the_vlmetalayer_limit() {
     }
     assert!(t.enable_checksums().is_err());
 }
+
+/// A flipped byte in the frame header's typesize or in a metalayer is caught by the digest
+/// kept with the checksums: reads and `verify_chunk` fail instead of returning short or
+/// misshapen data, and the damaged frame refuses writes (they would make it look valid).
+#[test]
+fn damaged_header_or_metalayer_is_caught() {
+    let path = tmp("head");
+    let mut s = SChunk::create(&path, true, cparams(), DParams::default()).unwrap();
+    s.add_meta("shape", b"\x93\x01\x02\x03").unwrap();
+    for k in 0..3 {
+        s.append_data(&data(k, 1000)).unwrap();
+    }
+    s.enable_checksums().unwrap();
+    drop(s);
+    let good = std::fs::read(&path).unwrap();
+    let meta_at = good.windows(4).position(|w| w == b"\x93\x01\x02\x03").unwrap();
+    // Typesize: msgpack int32 at bytes 47..52 of the header (value big-endian at 48..52).
+    assert_eq!(&good[47..52], &[0xD2, 0, 0, 0, 4]);
+    for (what, at, bit) in [("typesize", 51, 0x0C), ("metalayer", meta_at + 2, 0x01)] {
+        let mut bad = good.clone();
+        bad[at] ^= bit;
+        std::fs::write(&path, &bad).unwrap();
+        let s = open(&path, Mode::Read).unwrap();
+        assert!(s.verify_checksums());
+        let e = s.get_slice(0, s.nitems()).unwrap_err();
+        assert!(e.to_string().contains("typesize or metalayers") && e.to_string().contains("oxblosc-frame-cksum-head"), "{what}: {e}");
+        assert!(s.verify_chunk(0).is_err(), "{what}: verify passes");
+        let mut w = open(&path, Mode::Append).unwrap();
+        assert!(w.append_data(&data(9, 1000)).is_err(), "{what}: a write was accepted");
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), bad, "{what}: the refused write changed the file");
+    }
+    std::fs::write(&path, &good).unwrap();
+    let s = open(&path, Mode::Read).unwrap();
+    assert_eq!(s.get_slice(0, s.nitems()).unwrap(), [data(0, 1000), data(1, 1000), data(2, 1000)].concat());
+    std::fs::remove_file(&path).unwrap();
+}

@@ -149,6 +149,38 @@ fn lock_child() {
         "writer" => writer(&path, 250),
         "reader" => reader(&path, &PathBuf::from(std::env::var("OXBLOSC_LOCK_DONE").unwrap())),
         "static" => static_reader(&path, std::env::var("OXBLOSC_LOCK_LOCKING").is_ok(), 64),
+        "appender" => {
+            let base: u32 = std::env::var("OXBLOSC_LOCK_BASE").unwrap().parse().unwrap();
+            let n: u32 = std::env::var("OXBLOSC_LOCK_N").unwrap().parse().unwrap();
+            // Opening for writing takes the lock too: a timeout can come from either step.
+            let mut s = match open_with(&path, cfg(Mode::Append, true)) {
+                Ok(s) => s,
+                Err(e) => {
+                    println!("ERROR {e}");
+                    return;
+                }
+            };
+            for k in 0..n {
+                match s.append_data(&data(base + k)) {
+                    Ok(_) => {}
+                    Err(e) => {
+                        println!("ERROR {e}");
+                        return;
+                    }
+                }
+            }
+            println!("DONE");
+        }
+        "holder" => {
+            let mut s = open_with(&path, cfg(Mode::Append, true)).expect("holder opens");
+            s.hold_lock().unwrap();
+            println!("HELD");
+            let release = PathBuf::from(std::env::var("OXBLOSC_LOCK_DONE").unwrap());
+            while !release.exists() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            s.release_lock();
+        }
         r => panic!("unknown role {r}"),
     }
 }
@@ -249,20 +281,83 @@ fn many_readers_no_writer() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Two locked writers take turns: a writer whose view is out of date catches up (under the
+/// exclusive lock) before its change, so nothing either wrote is lost.
 #[test]
-fn stale_writer_refuses_to_commit() {
-    let dir = tmpdir("twowriters");
+fn stale_writer_catches_up_before_committing() {
+    for contiguous in [true, false] {
+        let dir = tmpdir("twowriters");
+        let path = dir.join("f.b2frame");
+        new_frame(&path, contiguous, 2);
+        let mut a = open_with(&path, cfg(Mode::Append, true)).unwrap();
+        let mut b = open_with(&path, cfg(Mode::Append, true)).unwrap();
+        a.append_data(&data(7)).unwrap();
+        assert_eq!(b.append_data(&data(8)).unwrap(), 4, "the second writer sees the first one's chunk");
+        a.append_data(&data(9)).unwrap();
+        assert_eq!(a.nchunks(), 5);
+        drop(b);
+        drop(a);
+        let s = open_with(&path, cfg(Mode::Read, true)).unwrap();
+        assert_eq!(read_pass(&s).unwrap(), vec![0, 1, 7, 8, 9]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Two writer processes append to one locked frame at the same time: they take turns, and
+/// the frame ends with every chunk of both, each writer's in its own order.
+#[test]
+fn two_writer_processes_both_finish() {
+    const N: u32 = 40;
+    for contiguous in [true, false] {
+        let dir = tmpdir(if contiguous { "2w-contig" } else { "2w-sparse" });
+        let path = dir.join("f.b2frame");
+        new_frame(&path, contiguous, 1);
+        let kids: Vec<Child> = [10_000u32, 20_000]
+            .iter()
+            .map(|b| spawn("appender", &path, &[("OXBLOSC_LOCK_BASE", b.to_string()), ("OXBLOSC_LOCK_N", N.to_string())]))
+            .collect();
+        for k in kids {
+            let out = finish(k, "appender");
+            assert!(out.contains("DONE"), "appender: {out}");
+        }
+        let s = open_with(&path, cfg(Mode::Read, true)).unwrap();
+        let seeds = read_pass(&s).unwrap();
+        assert_eq!(seeds.len() as u32, 1 + 2 * N, "chunks lost or added: {seeds:?}");
+        for base in [10_000u32, 20_000] {
+            let mine: Vec<u32> = seeds.iter().copied().filter(|x| (base..base + N).contains(x)).collect();
+            assert_eq!(mine, (base..base + N).collect::<Vec<_>>(), "writer {base}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// A writer that cannot get the lock gives up after the timeout with an error saying so.
+#[test]
+fn writer_times_out_waiting_for_the_lock() {
+    let dir = tmpdir("timeout");
     let path = dir.join("f.b2frame");
-    new_frame(&path, true, 2);
-    let mut a = open_with(&path, cfg(Mode::Append, true)).unwrap();
-    let mut b = open_with(&path, cfg(Mode::Append, true)).unwrap();
-    a.append_data(&data(7)).unwrap();
-    let e = b.append_data(&data(8)).unwrap_err();
-    assert!(e.is_stale(), "second writer: {e}");
-    drop(b);
-    drop(a);
+    let release = dir.join("release");
+    new_frame(&path, true, 1);
+    let mut holder = spawn("holder", &path, &[("OXBLOSC_LOCK_DONE", release.display().to_string())]);
+    let mut out = std::io::BufReader::new(holder.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("HELD") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0, "holder ended early");
+    }
+    let w = spawn(
+        "appender",
+        &path,
+        &[("OXBLOSC_LOCK_BASE", "5".into()), ("OXBLOSC_LOCK_N", "1".into()), ("OXBLOSC_LOCK_TIMEOUT", "0.3".into())],
+    );
+    let out = w.wait_with_output().expect("appender output");
+    std::fs::write(&release, b"").unwrap();
+    assert!(holder.wait().unwrap().success());
+    assert!(out.status.success(), "appender failed");
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert!(out.contains("ERROR") && out.contains("timed out") && out.contains("f.b2frame"), "{out}");
     let s = open_with(&path, cfg(Mode::Read, true)).unwrap();
-    assert_eq!(read_pass(&s).unwrap(), vec![0, 1, 7]);
+    assert_eq!(read_pass(&s).unwrap(), vec![0], "the timed-out append changed the frame");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -112,7 +112,22 @@ impl NdArray {
 
     /// View a super-chunk carrying a `b2nd` (or legacy `caterva`) metalayer as an array,
     /// after checking the metalayer against the frame: chunk count, chunk size, block size.
-    pub fn from_schunk(schunk: SChunk) -> Result<NdArray> {
+    pub fn from_schunk(mut schunk: SChunk) -> Result<NdArray> {
+        let (meta_name, dtype, geom) = Self::parse(&schunk)?;
+        // New chunks, and the frame header that C-Blosc2 builds special chunks from, carry
+        // the geometry's block size (python-blosc2 cannot slice zero chunks added by a
+        // resize otherwise).
+        if schunk.blocksize() != geom.block_bytes() && geom.block_bytes() > 0 {
+            let mut cp = schunk.cparams().clone();
+            cp.blocksize = geom.block_bytes();
+            schunk.set_cparams(cp)?;
+        }
+        let nthreads = schunk.dparams().nthreads;
+        Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks: AtomicU64::new(0) })
+    }
+
+    /// The metalayer of `schunk`, checked against the frame: its name, dtype and geometry.
+    fn parse(schunk: &SChunk) -> Result<(&'static str, Option<String>, Geometry)> {
         let (meta_name, bytes) = match (schunk.meta(NAME), schunk.meta(LEGACY_NAME)) {
             (Some(b), _) => (NAME, b),
             (None, Some(b)) => (LEGACY_NAME, b),
@@ -136,8 +151,32 @@ impl NdArray {
                 schunk.chunksize()
             )));
         }
-        let nthreads = schunk.dparams().nthreads;
-        Ok(NdArray { schunk, geom, dtype: meta.dtype, meta_name, nthreads, decoded_blocks: AtomicU64::new(0) })
+        Ok((meta_name, meta.dtype, geom))
+    }
+
+    /// Locked handles: follow changes another handle committed (shape included). Returns
+    /// whether there were any; see `SChunk::refresh`.
+    pub fn refresh(&mut self) -> Result<bool> {
+        if !self.schunk.refresh()? {
+            return Ok(false);
+        }
+        self.reload()?;
+        Ok(true)
+    }
+
+    /// Locked writers: hold the exclusive lock across several changes (see
+    /// `SChunk::hold_lock`, which catches up with other writers first).
+    pub fn hold_lock(&mut self) -> Result<()> {
+        self.schunk.hold_lock()?;
+        self.reload()
+    }
+
+    /// Take name, dtype and geometry from the super-chunk's metalayer again (after it
+    /// caught up with another handle's changes or rolled one back).
+    fn reload(&mut self) -> Result<()> {
+        let (meta_name, dtype, geom) = Self::parse(&self.schunk)?;
+        (self.meta_name, self.dtype, self.geom) = (meta_name, dtype, geom);
+        Ok(())
     }
 
     // ------------------------------------------------------------------ properties
@@ -205,8 +244,13 @@ impl NdArray {
     /// The hyperslab `sel` (one `DimSlice` per dimension) as C-order bytes.
     pub fn get_slice(&self, sel: &[DimSlice]) -> Result<Vec<u8>> {
         let need = self.sel_bytes(sel)?;
+        // A selection that fits the address space may still not fit memory: an error, not
+        // an abort (and checked before the plan, which grows with the selection too).
+        let mut out = Vec::new();
+        out.try_reserve_exact(need)
+            .map_err(|_| Error::param("slice", format!("{need} bytes of output cannot be allocated")))?;
         let plan = self.geom.plan(sel)?;
-        let mut out = vec![0u8; need];
+        out.resize(need, 0);
         self.read_plan(&plan, &mut out)?;
         Ok(out)
     }
@@ -419,8 +463,13 @@ impl NdArray {
 
     // ------------------------------------------------------------------ writing
 
-    /// Write `data` (C-order bytes of the selection's shape) into the hyperslab `sel`.
+    /// Write `data` (C-order bytes of the selection's shape) into the hyperslab `sel`:
+    /// every chunk it touches, or (on an error) none of them.
     pub fn set_slice(&mut self, sel: &[DimSlice], data: &[u8]) -> Result<()> {
+        self.atomically(|a| a.set_slice_inner(sel, data))
+    }
+
+    fn set_slice_inner(&mut self, sel: &[DimSlice], data: &[u8]) -> Result<()> {
         let need = self.sel_bytes(sel)?;
         let plan = self.geom.plan(sel)?;
         if data.len() != need {
@@ -518,11 +567,15 @@ impl NdArray {
     /// Change the shape (same number of dimensions). New items read as zeros; chunks that
     /// stay keep their compressed bytes.
     pub fn resize(&mut self, new_shape: &[u64]) -> Result<()> {
-        self.resize_inner(new_shape, true)
+        self.atomically(|a| a.resize_inner(new_shape, true))
     }
 
     /// Append `data` (C-order rows of `shape[1..]`) along axis 0: the streaming primitive.
     pub fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.atomically(|a| a.append_inner(data))
+    }
+
+    fn append_inner(&mut self, data: &[u8]) -> Result<()> {
         if self.ndim() == 0 {
             return Err(Error::param("append", "a 0-d array has no axis to append along"));
         }
@@ -544,7 +597,40 @@ impl NdArray {
         self.resize_inner(&shape, false)?;
         let mut sel = self.full_selection();
         sel[0] = DimSlice::new(old0, shape[0], 1);
-        self.set_slice(&sel, data)
+        self.set_slice_inner(&sel, data)
+    }
+
+    /// Run `f` (several chunk and metalayer changes) as one commit of the super-chunk: on
+    /// any error neither the file nor this handle (shape included) changes.
+    fn atomically<T>(&mut self, f: impl FnOnce(&mut NdArray) -> Result<T>) -> Result<T> {
+        let geom = self.geom.clone();
+        let stand_in = SChunk::new(self.schunk.cparams().clone(), self.schunk.dparams().clone())?;
+        let mut s = std::mem::replace(&mut self.schunk, stand_in);
+        // `batch` hands the super-chunk back inside its transaction; `f` works on it through
+        // `self`, and it is returned to `batch` to commit or roll back.
+        let mut err = None;
+        let r = s.batch(|s| {
+            std::mem::swap(s, &mut self.schunk);
+            // A locked writer's batch starts by catching up with other writers' commits.
+            let r = if self.schunk.is_locked() { self.reload().and_then(|()| f(self)) } else { f(self) };
+            std::mem::swap(s, &mut self.schunk);
+            r.map_err(|e| match e {
+                Error::Frame(e) => e,
+                other => {
+                    err = Some(other);
+                    oxblosc_frame::Error::InvalidParam { name: "nd", reason: "operation failed".into() }
+                }
+            })
+        });
+        self.schunk = s;
+        if r.is_err() && self.reload().is_err() {
+            self.geom = geom; // (the rolled-back super-chunk always parses; belt and braces)
+        }
+        match (r, err) {
+            (Ok(v), _) => Ok(v),
+            (Err(_), Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+        }
     }
 
     fn resize_inner(&mut self, new_shape: &[u64], zero_new: bool) -> Result<()> {

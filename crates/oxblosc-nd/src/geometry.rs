@@ -14,6 +14,11 @@ use oxblosc_chunk::format::MAX_BUFFERSIZE;
 use crate::meta::{Meta, MAX_DIM};
 use crate::{Error, Result};
 
+/// Most chunks an array can have: a frame's offsets index is one Blosc chunk holding one
+/// 8-byte offset per chunk. Checked before any per-chunk state is built, so a huge shape
+/// with small chunks is refused instead of exhausting memory.
+pub const MAX_CHUNKS: u64 = (MAX_BUFFERSIZE / 8) as u64;
+
 /// Validated shape, chunk and block shapes of an array, with everything derived from them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Geometry {
@@ -94,6 +99,12 @@ impl Geometry {
         }
         let block_items = checked_product(blocks.iter().copied(), "block items")?;
         let nchunks = checked_product(grid.iter().copied(), "chunk count")?;
+        if nchunks > MAX_CHUNKS {
+            return Err(Error::geometry(format!(
+                "shape {shape:?} in chunks {chunks:?} needs {nchunks} chunks; a frame holds at most {MAX_CHUNKS} \
+                 (its offsets index is one Blosc chunk of 8 bytes per chunk): choose larger chunks"
+            )));
+        }
         let nitems = checked_product(shape.iter().copied(), "item count")?;
         if !nitems.checked_mul(typesize as u64).is_some_and(|n| n <= i64::MAX as u64) {
             return Err(Error::geometry(format!("{nitems} items x {typesize} bytes overflows int64")));
@@ -475,6 +486,15 @@ mod tests {
 
     fn g(shape: &[u64], chunks: &[u64], blocks: &[u64]) -> Geometry {
         Geometry::new(shape, chunks, blocks, 4).unwrap()
+    }
+
+    #[test]
+    fn chunk_count_is_bounded_by_the_offsets_index() {
+        let n = MAX_CHUNKS;
+        assert_eq!(Geometry::new(&[n], &[1], &[1], 1).unwrap().nchunks, n);
+        let e = Geometry::new(&[n + 1], &[1], &[1], 1).unwrap_err().to_string();
+        assert!(e.contains("choose larger chunks"), "{e}");
+        assert!(Geometry::new(&[1 << 31, 1 << 31], &[1, 1], &[1, 1], 1).is_err());
     }
 
     #[test]

@@ -282,3 +282,16 @@ fn iter_chunks_covers_the_array() {
     }
     assert_eq!(seen, 35);
 }
+
+#[test]
+fn a_selection_too_large_for_memory_is_an_error() {
+    // 1 PiB of zeros in 2^20 special chunks: more than any address space (so refused even
+    // where memory is overcommitted); reading all of it must fail cleanly.
+    let cp = CParams { typesize: 1, ..CParams::default() };
+    let s = SChunk::new(cp, DParams::default()).unwrap();
+    let g = Geometry::new(&[1 << 50], &[1 << 30], &[1 << 16], 1).unwrap();
+    let a = NdArray::create(s, g, Some("|u1"), Fill::Zeros).unwrap();
+    let e = a.get_slice(&[DimSlice::full(1 << 50)]).unwrap_err().to_string();
+    assert!(e.contains("cannot be allocated"), "{e}");
+    assert_eq!(a.get_slice(&[DimSlice::new(5, 9, 1)]).unwrap(), vec![0; 4]);
+}

@@ -11,6 +11,7 @@ mod geometry;
 mod ndarray;
 mod pack;
 mod schunk;
+mod shared;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;

@@ -19,6 +19,7 @@ use crate::buffer::ByteView;
 use crate::cparams::CParamsArg;
 use crate::frame_err;
 use crate::schunk::{summarize_chunk, ChunkSummary, NativeSChunk};
+use crate::shared::Shared;
 
 /// Map an nd-layer error: frame errors as `frame_err` does, bad arguments -> `ValueError`,
 /// a lying metalayer or chunk -> `oxblosc.ChunkError`.
@@ -34,14 +35,19 @@ fn sel(v: Vec<(u64, u64, u64)>) -> Vec<DimSlice> {
     v.into_iter().map(|(a, b, s)| DimSlice::new(a, b, s)).collect()
 }
 
-/// An n-dimensional array in memory or backed by a frame file / sparse directory.
-#[pyclass(module = "oxblosc._native")]
+/// An n-dimensional array in memory or backed by a frame file / sparse directory. Shareable
+/// between threads: reads run in parallel, changes one at a time ([`Shared`]).
+#[pyclass(module = "oxblosc._native", frozen)]
 pub struct NativeNDArray {
-    inner: NdArray,
+    inner: Shared<NdArray>,
     path: Option<PathBuf>,
 }
 
 impl NativeNDArray {
+    fn new(inner: NdArray, path: Option<PathBuf>) -> Self {
+        NativeNDArray { inner: Shared::new(inner), path }
+    }
+
     fn schunk_err(&self, py: Python<'_>, e: frame::Error) -> PyErr {
         match (&self.path, e) {
             (Some(p), e @ (frame::Error::Chunk { .. } | frame::Error::BadChunk { .. })) => frame_err(py, e.in_file(p)),
@@ -81,7 +87,7 @@ impl NativeNDArray {
     /// A new array. `chunks`/`blocks` None: chosen automatically. `fill`: 0 zeros, 1 uninit,
     /// 2 NaN, 3 the `value` bytes; `data` (C-order bytes) overrides the fill.
     #[staticmethod]
-    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data))]
+    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data, locking=false))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -97,6 +103,7 @@ impl NativeNDArray {
         fill: u8,
         value: Option<Vec<u8>>,
         data: Option<&Bound<'_, PyAny>>,
+        locking: bool,
     ) -> PyResult<Self> {
         let cp = cparams.into_cparams()?;
         let dp = DParams { nthreads: dthreads.max(1) };
@@ -125,29 +132,41 @@ impl NativeNDArray {
                 for (name, content) in &meta {
                     s.add_meta(name, content)?;
                 }
-                let Some(v) = &view else { return NdArray::create(s, geom, Some(&dtype), fill) };
+                let Some(v) = &view else {
+                    if locking {
+                        s.enable_locking()?;
+                    }
+                    return NdArray::create(s, geom, Some(&dtype), fill);
+                };
                 let a = NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice())?;
                 let Some(p) = &urlpath else { return Ok(a) };
                 a.save(p, contiguous)?;
                 let mut s = frame::open(p, Mode::Append)?;
+                if locking {
+                    s.enable_locking()?;
+                }
                 s.set_cparams(cp.clone())?;
                 s.set_dparams(dp);
                 NdArray::from_schunk(s)
             })
             .map_err(|e| nd_err(py, e))?;
-        Ok(NativeNDArray { inner, path: urlpath })
+        Ok(NativeNDArray::new(inner, urlpath))
     }
 
     /// The array stored in a native super-chunk (which is left empty).
     #[staticmethod]
     fn from_schunk(py: Python<'_>, schunk: &Bound<'_, NativeSChunk>) -> PyResult<Self> {
-        let mut s = schunk.borrow_mut();
-        let placeholder =
-            SChunk::new(s.inner.cparams().clone(), s.inner.dparams().clone()).map_err(|e| frame_err(py, e))?;
-        let taken = std::mem::replace(&mut s.inner, placeholder);
+        let s = schunk.get();
+        let taken = s
+            .inner
+            .write(py, |s| -> frame::Result<SChunk> {
+                let placeholder = SChunk::new(s.cparams().clone(), s.dparams().clone())?;
+                Ok(std::mem::replace(s, placeholder))
+            })
+            .map_err(|e| frame_err(py, e))?;
         let path = s.path.clone();
         match NdArray::from_schunk(taken) {
-            Ok(inner) => Ok(NativeNDArray { inner, path }),
+            Ok(inner) => Ok(NativeNDArray::new(inner, path)),
             Err(e) => Err(match &path {
                 Some(p) => nd_err(py, e).and_note(py, p),
                 None => nd_err(py, e),
@@ -161,48 +180,87 @@ impl NativeNDArray {
         let inner = py
             .allow_threads(|| NdArray::from_schunk(SChunk::from_cframe(view.as_slice())?))
             .map_err(|e| nd_err(py, e))?;
-        Ok(NativeNDArray { inner, path: None })
+        Ok(NativeNDArray::new(inner, None))
     }
 
+    /// Open a b2nd frame file or sparse directory (`locking`, `mmap`: as `NativeSChunk.open`).
     #[staticmethod]
-    fn open(py: Python<'_>, urlpath: PathBuf, writable: bool) -> PyResult<Self> {
+    #[pyo3(signature = (urlpath, writable, locking=false, mmap=false))]
+    fn open(py: Python<'_>, urlpath: PathBuf, writable: bool, locking: bool, mmap: bool) -> PyResult<Self> {
         let mode = if writable { Mode::Append } else { Mode::Read };
+        let cfg = frame::OpenConfig { mode, offset: 0, locking, mmap };
         let inner = py
-            .allow_threads(|| NdArray::from_schunk(frame::open(&urlpath, mode)?))
+            .allow_threads(|| NdArray::from_schunk(frame::open_with(&urlpath, cfg)?))
             .map_err(|e| nd_err(py, e).and_note(py, &urlpath))?;
-        Ok(NativeNDArray { inner, path: Some(urlpath) })
+        Ok(NativeNDArray::new(inner, Some(urlpath)))
+    }
+
+    /// Locked handles: follow changes another handle committed; returns whether there were.
+    fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
+        self.inner.write(py, |a| a.refresh()).map_err(|e| self.err(py, e))
+    }
+
+    /// Locked writers: hold the exclusive lock until `release_lock` (blocks other handles).
+    fn hold_lock(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.write(py, |a| a.hold_lock()).map_err(|e| self.err(py, e))
+    }
+
+    fn release_lock(&self, py: Python<'_>) {
+        self.inner.write(py, |a| a.schunk_mut().release_lock());
+    }
+
+    #[getter]
+    fn locking(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |a| a.schunk().is_locked())
+    }
+
+    /// Whether changes are written back to a file or directory.
+    #[getter]
+    fn writable(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |a| a.schunk().urlpath().is_some())
     }
 
     // ------------------------------------------------------------ array properties
 
     #[getter]
-    fn shape(&self) -> Vec<u64> {
-        self.inner.shape().to_vec()
+    fn shape(&self, py: Python<'_>) -> Vec<u64> {
+        self.inner.read(py, |a| a.shape().to_vec())
     }
 
     #[getter]
-    fn chunks(&self) -> Vec<u64> {
-        self.inner.chunks().to_vec()
+    fn chunks(&self, py: Python<'_>) -> Vec<u64> {
+        self.inner.read(py, |a| a.chunks().to_vec())
     }
 
     #[getter]
-    fn blocks(&self) -> Vec<u64> {
-        self.inner.blocks().to_vec()
+    fn blocks(&self, py: Python<'_>) -> Vec<u64> {
+        self.inner.read(py, |a| a.blocks().to_vec())
     }
 
     #[getter]
-    fn dtype(&self) -> Option<String> {
-        self.inner.dtype().map(str::to_owned)
+    fn dtype(&self, py: Python<'_>) -> Option<String> {
+        self.inner.read(py, |a| a.dtype().map(str::to_owned))
     }
 
     #[getter]
-    fn blocks_decoded(&self) -> u64 {
-        self.inner.blocks_decoded()
+    fn blocks_decoded(&self, py: Python<'_>) -> u64 {
+        self.inner.read(py, |a| a.blocks_decoded())
+    }
+
+    /// Most threads seen inside reads of this handle at once (shows that reads overlap).
+    #[getter]
+    fn _peak_readers(&self) -> usize {
+        self.inner.peak_readers()
+    }
+
+    /// Test hook: wait inside a read until `n` threads were inside reads at once.
+    fn _rendezvous(&self, py: Python<'_>, n: usize, timeout: f64) -> bool {
+        self.inner.rendezvous(py, n, std::time::Duration::from_secs_f64(timeout.clamp(0.0, 600.0)))
     }
 
     /// (nchunk, start, stop) per chunk: where each chunk lies in the array.
     fn chunk_region(&self, py: Python<'_>, nchunk: u64) -> PyResult<(Vec<u64>, Vec<u64>)> {
-        self.inner.chunk_region(nchunk).map_err(|e| self.err(py, e))
+        self.inner.read(py, |a| a.chunk_region(nchunk)).map_err(|e| self.err(py, e))
     }
 
     // ------------------------------------------------------------ reading and writing
@@ -212,157 +270,162 @@ impl NativeNDArray {
         let mut view = ByteView::writable(out)?;
         let buf = view.as_mut_slice();
         let s = sel(sel_);
-        py.allow_threads(|| self.inner.get_slice_into(&s, buf)).map_err(|e| self.err(py, e))
+        self.inner.read(py, |a| a.get_slice_into(&s, buf)).map_err(|e| self.err(py, e))
     }
 
-    fn set_slice(&mut self, py: Python<'_>, sel_: Vec<(u64, u64, u64)>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_slice(&self, py: Python<'_>, sel_: Vec<(u64, u64, u64)>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let view = ByteView::readable(data)?;
         let s = sel(sel_);
-        let inner = &mut self.inner;
-        let r = py.allow_threads(|| inner.set_slice(&s, view.as_slice()));
-        r.map_err(|e| self.err(py, e))
+        self.inner.write(py, |a| a.set_slice(&s, view.as_slice())).map_err(|e| self.err(py, e))
     }
 
-    fn resize(&mut self, py: Python<'_>, shape: Vec<u64>) -> PyResult<()> {
-        let inner = &mut self.inner;
-        let r = py.allow_threads(|| inner.resize(&shape));
-        r.map_err(|e| self.err(py, e))
+    fn resize(&self, py: Python<'_>, shape: Vec<u64>) -> PyResult<()> {
+        self.inner.write(py, |a| a.resize(&shape)).map_err(|e| self.err(py, e))
     }
 
-    fn append(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Append rows along axis 0; returns the new shape.
+    fn append(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
         let view = ByteView::readable(data)?;
-        let inner = &mut self.inner;
-        let r = py.allow_threads(|| inner.append(view.as_slice()));
-        r.map_err(|e| self.err(py, e))
+        self.inner.write(py, |a| a.append(view.as_slice()).map(|()| a.shape().to_vec())).map_err(|e| self.err(py, e))
     }
 
     fn save(&self, py: Python<'_>, urlpath: PathBuf, contiguous: bool) -> PyResult<()> {
-        py.allow_threads(|| self.inner.save(&urlpath, contiguous)).map_err(|e| nd_err(py, e).and_note(py, &urlpath))
+        self.inner.read(py, |a| a.save(&urlpath, contiguous)).map_err(|e| nd_err(py, e).and_note(py, &urlpath))
     }
 
     /// An in-memory, writable copy.
     fn copy(&self, py: Python<'_>) -> PyResult<Self> {
-        let s = self.inner.schunk().clone();
+        let s = self.inner.read(py, |a| a.schunk().clone());
         let inner = NdArray::from_schunk(s).map_err(|e| self.err(py, e))?;
-        Ok(NativeNDArray { inner, path: None })
+        Ok(NativeNDArray::new(inner, None))
     }
 
     // ------------------------------------------------------------ the super-chunk calls
 
     #[getter]
-    fn nchunks(&self) -> usize {
-        self.inner.schunk().nchunks()
+    fn nchunks(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |a| a.schunk().nchunks())
     }
 
     #[getter]
-    fn nbytes(&self) -> u64 {
-        self.inner.schunk().nbytes()
+    fn nbytes(&self, py: Python<'_>) -> u64 {
+        self.inner.read(py, |a| a.schunk().nbytes())
     }
 
     #[getter]
-    fn cbytes(&self) -> u64 {
-        self.inner.schunk().cbytes()
+    fn cbytes(&self, py: Python<'_>) -> u64 {
+        self.inner.read(py, |a| a.schunk().cbytes())
     }
 
     #[getter]
-    fn chunksize(&self) -> i64 {
-        self.inner.schunk().chunksize()
+    fn chunksize(&self, py: Python<'_>) -> i64 {
+        self.inner.read(py, |a| a.schunk().chunksize())
     }
 
     #[getter]
-    fn typesize(&self) -> usize {
-        self.inner.typesize()
+    fn typesize(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |a| a.typesize())
     }
 
     #[getter]
-    fn blocksize(&self) -> usize {
-        self.inner.schunk().blocksize()
+    fn blocksize(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |a| a.schunk().blocksize())
     }
 
     #[getter]
-    fn cparams(&self) -> CParamsArg {
-        CParamsArg::from_cparams(self.inner.schunk().cparams())
+    fn cparams(&self, py: Python<'_>) -> CParamsArg {
+        CParamsArg::from_cparams(&self.inner.read(py, |a| a.schunk().cparams().clone()))
     }
 
-    fn set_cparams(&mut self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {
+    fn set_cparams(&self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {
         let mut cp = cparams.into_cparams()?;
-        // The block size belongs to the geometry.
-        cp.blocksize = self.inner.geometry().block_bytes();
-        self.inner.schunk_mut().set_cparams(cp).map_err(|e| frame_err(py, e))
+        self.inner
+            .write(py, |a| {
+                // The block size belongs to the geometry.
+                cp.blocksize = a.geometry().block_bytes();
+                a.schunk_mut().set_cparams(cp)
+            })
+            .map_err(|e| frame_err(py, e))
     }
 
     #[getter]
-    fn dthreads(&self) -> usize {
-        self.inner.nthreads()
+    fn dthreads(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |a| a.nthreads())
     }
 
-    fn set_dthreads(&mut self, nthreads: usize) {
-        self.inner.schunk_mut().set_dparams(DParams { nthreads: nthreads.max(1) });
-        self.inner.set_nthreads(nthreads);
+    fn set_dthreads(&self, py: Python<'_>, nthreads: usize) {
+        self.inner.write(py, |a| {
+            a.schunk_mut().set_dparams(DParams { nthreads: nthreads.max(1) });
+            a.set_nthreads(nthreads);
+        });
     }
 
-    fn meta_names(&self) -> Vec<String> {
-        self.inner.schunk().meta_names().into_iter().map(String::from).collect()
+    fn meta_names(&self, py: Python<'_>) -> Vec<String> {
+        self.inner.read(py, |a| a.schunk().meta_names().into_iter().map(String::from).collect())
     }
 
     fn meta_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let s = self.inner.schunk();
-        let c = s.meta(name).ok_or_else(|| frame::Error::NotFound { kind: "metalayer", name: name.to_string() });
-        c.map(|c| PyBytes::new(py, c)).map_err(|e| frame_err(py, e))
+        match self.inner.read(py, |a| a.schunk().meta(name).map(<[u8]>::to_vec)) {
+            Some(c) => Ok(PyBytes::new(py, &c)),
+            None => Err(frame_err(py, frame::Error::NotFound { kind: "metalayer", name: name.to_string() })),
+        }
     }
 
-    fn meta_update(&mut self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn meta_update(&self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
         if name == nd::meta::NAME || name == nd::meta::LEGACY_NAME {
             return Err(PyValueError::new_err(format!("the {name:?} metalayer is managed by the array")));
         }
         let content = ByteView::readable(content)?.as_slice().to_vec();
-        let s = self.inner.schunk_mut();
-        py.allow_threads(|| s.update_meta(name, &content)).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |a| a.schunk_mut().update_meta(name, &content)).map_err(|e| frame_err(py, e))
     }
 
-    fn vlmeta_names(&self) -> Vec<String> {
-        self.inner.schunk().vlmeta_names().into_iter().map(String::from).collect()
+    fn vlmeta_names(&self, py: Python<'_>) -> Vec<String> {
+        self.inner.read(py, |a| a.schunk().vlmeta_names().into_iter().map(String::from).collect())
     }
 
     fn vlmeta_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let s = self.inner.schunk();
-        let c = s.vlmeta(name).ok_or_else(|| frame::Error::NotFound { kind: "vlmetalayer", name: name.to_string() });
-        c.map(|c| PyBytes::new(py, c)).map_err(|e| frame_err(py, e))
+        match self.inner.read(py, |a| a.schunk().vlmeta(name).map(<[u8]>::to_vec)) {
+            Some(c) => Ok(PyBytes::new(py, &c)),
+            None => Err(frame_err(py, frame::Error::NotFound { kind: "vlmetalayer", name: name.to_string() })),
+        }
     }
 
-    fn vlmeta_set(&mut self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn vlmeta_set(&self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
         let content = ByteView::readable(content)?.as_slice().to_vec();
-        let s = self.inner.schunk_mut();
-        py.allow_threads(|| s.set_vlmeta(name, &content)).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |a| a.schunk_mut().set_vlmeta(name, &content)).map_err(|e| frame_err(py, e))
     }
 
-    fn vlmeta_del(&mut self, py: Python<'_>, name: &str) -> PyResult<()> {
-        let s = self.inner.schunk_mut();
-        py.allow_threads(|| s.delete_vlmeta(name)).map_err(|e| frame_err(py, e))
+    fn vlmeta_del(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.inner.write(py, |a| a.schunk_mut().delete_vlmeta(name)).map_err(|e| frame_err(py, e))
     }
 
     fn get_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let s = self.inner.schunk();
-        let c = py.allow_threads(|| s.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| self.schunk_err(py, e))?;
+        let c = self.owned_chunk(py, nchunk)?;
         Ok(PyBytes::new(py, &c))
     }
 
     fn decompress_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let s = self.inner.schunk();
-        let v = py.allow_threads(|| s.decompress_chunk(nchunk)).map_err(|e| self.schunk_err(py, e))?;
+        let v = self.inner.read(py, |a| a.schunk().decompress_chunk(nchunk)).map_err(|e| self.schunk_err(py, e))?;
         Ok(PyBytes::new(py, &v))
     }
 
     /// `(nbytes, cbytes, special, repeated_value, lazychunk)` as `NativeSChunk.chunk_summary`.
     fn chunk_summary<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<ChunkSummary<'py>> {
-        let s = self.inner.schunk();
-        let c = py.allow_threads(|| s.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| self.schunk_err(py, e))?;
+        let c = self.owned_chunk(py, nchunk)?;
         summarize_chunk(py, &c)
             .map_err(|source| self.schunk_err(py, frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }))
     }
 
     fn to_cframe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.allow_threads(|| self.inner.to_cframe()).map_err(|e| self.err(py, e))?;
+        let v = self.inner.read(py, |a| a.to_cframe()).map_err(|e| self.err(py, e))?;
         Ok(PyBytes::new(py, &v))
+    }
+}
+
+impl NativeNDArray {
+    /// A copy of chunk `nchunk` as stored (the lock is not held while Python uses it).
+    fn owned_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<Vec<u8>> {
+        let r = self.inner.read(py, |a| a.schunk().get_chunk(nchunk).map(|c| c.into_owned()));
+        r.map_err(|e| self.schunk_err(py, e))
     }
 }

@@ -16,16 +16,22 @@ use pyo3::types::PyBytes;
 use crate::buffer::ByteView;
 use crate::cparams::CParamsArg;
 use crate::frame_err;
+use crate::shared::Shared;
 
-/// A super-chunk in memory, or backed by a frame file / sparse directory.
-#[pyclass(module = "oxblosc._native")]
+/// A super-chunk in memory, or backed by a frame file / sparse directory. Shareable between
+/// threads: reads run in parallel, changes one at a time ([`Shared`]).
+#[pyclass(module = "oxblosc._native", frozen)]
 pub struct NativeSChunk {
-    pub(crate) inner: SChunk,
+    pub(crate) inner: Shared<SChunk>,
     /// The file or directory it was opened from or is written to (names it in errors).
     pub(crate) path: Option<PathBuf>,
 }
 
 impl NativeSChunk {
+    fn new(inner: SChunk, path: Option<PathBuf>) -> Self {
+        NativeSChunk { inner: Shared::new(inner), path }
+    }
+
     fn named(&self, e: frame::Error) -> frame::Error {
         match (&self.path, e) {
             (Some(p), e @ (frame::Error::Chunk { .. } | frame::Error::BadChunk { .. })) => e.in_file(p),
@@ -73,7 +79,7 @@ impl NativeSChunk {
                 Ok(s)
             })
             .map_err(|e| frame_err(py, e))?;
-        Ok(NativeSChunk { inner, path: urlpath })
+        Ok(NativeSChunk::new(inner, urlpath))
     }
 
     /// A super-chunk read from an in-memory contiguous frame (copied once).
@@ -81,7 +87,7 @@ impl NativeSChunk {
     fn from_cframe(py: Python<'_>, cframe: &Bound<'_, PyAny>) -> PyResult<Self> {
         let view = ByteView::readable(cframe)?;
         let inner = py.allow_threads(|| SChunk::from_cframe(view.as_slice())).map_err(|e| frame_err(py, e))?;
-        Ok(NativeSChunk { inner, path: None })
+        Ok(NativeSChunk::new(inner, None))
     }
 
     /// Open a frame file (at `offset`) or sparse directory; every change is persisted when
@@ -99,113 +105,130 @@ impl NativeSChunk {
         let mode = if writable { Mode::Append } else { Mode::Read };
         let cfg = OpenConfig { mode, offset, locking, mmap };
         let inner = py.allow_threads(|| frame::open_with(&urlpath, cfg)).map_err(|e| frame_err(py, e))?;
-        Ok(NativeSChunk { inner, path: Some(urlpath) })
+        Ok(NativeSChunk::new(inner, Some(urlpath)))
     }
 
     /// Locked handles: re-read the frame if another handle changed it; returns whether it did.
-    fn refresh(&mut self, py: Python<'_>) -> PyResult<bool> {
-        py.allow_threads(|| self.inner.refresh()).map_err(|e| frame_err(py, e))
+    fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
+        self.inner.write(py, |s| s.refresh()).map_err(|e| frame_err(py, e))
     }
 
     /// Locked writers: hold the exclusive lock until `release_lock` (blocks other handles).
-    fn hold_lock(&mut self, py: Python<'_>) -> PyResult<()> {
-        py.allow_threads(|| self.inner.hold_lock()).map_err(|e| frame_err(py, e))
+    fn hold_lock(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.write(py, |s| s.hold_lock()).map_err(|e| frame_err(py, e))
     }
 
-    fn release_lock(&mut self) {
-        self.inner.release_lock();
+    fn release_lock(&self, py: Python<'_>) {
+        self.inner.write(py, |s| s.release_lock());
     }
 
     #[getter]
-    fn locking(&self) -> bool {
-        self.inner.is_locked()
+    fn locking(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |s| s.is_locked())
     }
 
     /// Whether changes are written back to a file or directory.
     #[getter]
-    fn writable(&self) -> bool {
-        self.inner.urlpath().is_some()
+    fn writable(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |s| s.urlpath().is_some())
     }
 
     /// An in-memory, writable copy (stored chunks are still read from the same backing).
-    fn copy(&self) -> Self {
-        NativeSChunk { inner: self.inner.clone(), path: self.path.clone() }
+    fn copy(&self, py: Python<'_>) -> Self {
+        NativeSChunk::new(self.inner.read(py, |s| s.clone()), self.path.clone())
+    }
+
+    /// Most threads seen inside reads of this handle at once (shows that reads overlap).
+    #[getter]
+    fn _peak_readers(&self) -> usize {
+        self.inner.peak_readers()
+    }
+
+    /// Test hook: wait inside a read until `n` threads were inside reads at once.
+    fn _rendezvous(&self, py: Python<'_>, n: usize, timeout: f64) -> bool {
+        self.inner.rendezvous(py, n, std::time::Duration::from_secs_f64(timeout.clamp(0.0, 600.0)))
     }
 
     #[getter]
-    fn nchunks(&self) -> usize {
-        self.inner.nchunks()
+    fn nchunks(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |s| s.nchunks())
     }
 
     #[getter]
-    fn nbytes(&self) -> u64 {
-        self.inner.nbytes()
+    fn nbytes(&self, py: Python<'_>) -> u64 {
+        self.inner.read(py, |s| s.nbytes())
     }
 
     #[getter]
-    fn cbytes(&self) -> u64 {
-        self.inner.cbytes()
+    fn cbytes(&self, py: Python<'_>) -> u64 {
+        self.inner.read(py, |s| s.cbytes())
     }
 
     /// -1 before the first chunk, 0 for variable-size chunks.
     #[getter]
-    fn chunksize(&self) -> i64 {
-        self.inner.chunksize()
+    fn chunksize(&self, py: Python<'_>) -> i64 {
+        self.inner.read(py, |s| s.chunksize())
     }
 
     #[getter]
-    fn typesize(&self) -> usize {
-        self.inner.typesize()
+    fn typesize(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |s| s.typesize())
     }
 
     #[getter]
-    fn blocksize(&self) -> usize {
-        self.inner.blocksize()
+    fn blocksize(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |s| s.blocksize())
     }
 
     #[getter]
-    fn cparams(&self) -> CParamsArg {
-        CParamsArg::from_cparams(self.inner.cparams())
+    fn cparams(&self, py: Python<'_>) -> CParamsArg {
+        CParamsArg::from_cparams(&self.inner.read(py, |s| s.cparams().clone()))
     }
 
-    fn set_cparams(&mut self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {
+    fn set_cparams(&self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {
         let cp = cparams.into_cparams()?;
-        self.inner.set_cparams(cp).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.set_cparams(cp)).map_err(|e| frame_err(py, e))
     }
 
     #[getter]
-    fn dthreads(&self) -> usize {
-        self.inner.dparams().nthreads
+    fn dthreads(&self, py: Python<'_>) -> usize {
+        self.inner.read(py, |s| s.dparams().nthreads)
     }
 
-    fn set_dthreads(&mut self, nthreads: usize) {
-        self.inner.set_dparams(DParams { nthreads: nthreads.max(1) });
+    fn set_dthreads(&self, py: Python<'_>, nthreads: usize) {
+        self.inner.write(py, |s| s.set_dparams(DParams { nthreads: nthreads.max(1) }));
     }
 
     // ------------------------------------------------------------ checksums
 
     /// Check every chunk read against its stored checksum.
     #[getter]
-    fn verify_checksums(&self) -> bool {
-        self.inner.verify_checksums()
+    fn verify_checksums(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |s| s.verify_checksums())
     }
 
-    fn set_verify_checksums(&mut self, on: bool) {
-        self.inner.set_verify_checksums(on);
+    fn set_verify_checksums(&self, py: Python<'_>, on: bool) {
+        self.inner.write(py, |s| s.set_verify_checksums(on));
     }
 
-    fn enable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
-        let r = py.allow_threads(|| self.inner.enable_checksums());
+    /// `ValueError` when the frame carries no (readable) checksums.
+    fn require_checksums(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.read(py, |s| s.require_checksums()).map_err(|e| frame_err(py, self.named(e)))
+    }
+
+    fn enable_checksums(&self, py: Python<'_>) -> PyResult<()> {
+        let r = self.inner.write(py, |s| s.enable_checksums());
         r.map_err(|e| frame_err(py, self.named(e)))
     }
 
-    fn disable_checksums(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.inner.disable_checksums().map_err(|e| frame_err(py, self.named(e)))
+    fn disable_checksums(&self, py: Python<'_>) -> PyResult<()> {
+        let r = self.inner.write(py, |s| s.disable_checksums());
+        r.map_err(|e| frame_err(py, self.named(e)))
     }
 
     /// ("off", 0), ("on", hashed chunks) or ("unreadable", reason).
-    fn checksum_status(&self) -> (String, String) {
-        match self.inner.checksums() {
+    fn checksum_status(&self, py: Python<'_>) -> (String, String) {
+        match self.inner.read(py, |s| s.checksums()) {
             frame::ChecksumStatus::Off => ("off".into(), String::new()),
             frame::ChecksumStatus::On { len } => ("on".into(), len.to_string()),
             frame::ChecksumStatus::Unreadable(r) => ("unreadable".into(), r),
@@ -215,127 +238,126 @@ impl NativeSChunk {
     /// Check chunk `nchunk`'s checksum and decode it: True if it had a checksum, False if not;
     /// raises on a mismatch or a chunk that does not decode.
     fn verify_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<bool> {
-        let r = py.allow_threads(|| self.inner.verify_chunk(nchunk));
-        match r {
-            Ok((v, _)) => Ok(v == frame::Verdict::Ok),
+        match self.inner.read(py, |s| s.verify_chunk(nchunk).map(|(v, _)| v)) {
+            Ok(v) => Ok(v == frame::Verdict::Ok),
             Err(e) => Err(frame_err(py, self.named(e))),
         }
     }
 
     // ------------------------------------------------------------ metalayers
 
-    fn meta_names(&self) -> Vec<String> {
-        self.inner.meta_names().into_iter().map(String::from).collect()
+    fn meta_names(&self, py: Python<'_>) -> Vec<String> {
+        self.inner.read(py, |s| s.meta_names().into_iter().map(String::from).collect())
     }
 
     fn meta_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        match self.inner.meta(name) {
-            Some(c) => Ok(PyBytes::new(py, c)),
+        match self.inner.read(py, |s| s.meta(name).map(<[u8]>::to_vec)) {
+            Some(c) => Ok(PyBytes::new(py, &c)),
             None => Err(frame_err(py, frame::Error::NotFound { kind: "metalayer", name: name.to_string() })),
         }
     }
 
-    fn meta_update(&mut self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn meta_update(&self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
         let content = bytes_vec(content)?;
-        py.allow_threads(|| self.inner.update_meta(name, &content)).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.update_meta(name, &content)).map_err(|e| frame_err(py, e))
     }
 
-    fn vlmeta_names(&self) -> Vec<String> {
-        self.inner.vlmeta_names().into_iter().map(String::from).collect()
+    fn vlmeta_names(&self, py: Python<'_>) -> Vec<String> {
+        self.inner.read(py, |s| s.vlmeta_names().into_iter().map(String::from).collect())
     }
 
     fn vlmeta_get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        match self.inner.vlmeta(name) {
-            Some(c) => Ok(PyBytes::new(py, c)),
+        match self.inner.read(py, |s| s.vlmeta(name).map(<[u8]>::to_vec)) {
+            Some(c) => Ok(PyBytes::new(py, &c)),
             None => Err(frame_err(py, frame::Error::NotFound { kind: "vlmetalayer", name: name.to_string() })),
         }
     }
 
-    fn vlmeta_set(&mut self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn vlmeta_set(&self, py: Python<'_>, name: &str, content: &Bound<'_, PyAny>) -> PyResult<()> {
         let content = bytes_vec(content)?;
-        py.allow_threads(|| self.inner.set_vlmeta(name, &content)).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.set_vlmeta(name, &content)).map_err(|e| frame_err(py, e))
     }
 
-    fn vlmeta_del(&mut self, py: Python<'_>, name: &str) -> PyResult<()> {
-        py.allow_threads(|| self.inner.delete_vlmeta(name)).map_err(|e| frame_err(py, e))
+    fn vlmeta_del(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.inner.write(py, |s| s.delete_vlmeta(name)).map_err(|e| frame_err(py, e))
     }
 
     // ------------------------------------------------------------ writing
 
-    fn append_data(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn append_data(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let view = ByteView::readable(data)?;
-        py.allow_threads(|| self.inner.append_data(view.as_slice())).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.append_data(view.as_slice())).map_err(|e| frame_err(py, e))
     }
 
-    fn insert_data(&mut self, py: Python<'_>, nchunk: usize, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn insert_data(&self, py: Python<'_>, nchunk: usize, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let view = ByteView::readable(data)?;
-        py.allow_threads(|| self.inner.insert_data(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.insert_data(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
     }
 
-    fn update_data(&mut self, py: Python<'_>, nchunk: usize, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn update_data(&self, py: Python<'_>, nchunk: usize, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let view = ByteView::readable(data)?;
-        py.allow_threads(|| self.inner.update_data(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.update_data(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
     }
 
     /// Append `data` as items: first fill a short last chunk up to the chunk size, then
     /// append chunks of `chunksize` bytes (the super-chunk's own when it has a fixed one).
-    fn extend(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>, chunksize: usize) -> PyResult<usize> {
+    fn extend(&self, py: Python<'_>, data: &Bound<'_, PyAny>, chunksize: usize) -> PyResult<usize> {
         let view = ByteView::readable(data)?;
         if chunksize == 0 {
             return Err(PyValueError::new_err("chunksize must be positive"));
         }
-        let s = &mut self.inner;
-        py.allow_threads(|| -> frame::Result<usize> {
-            let data = view.as_slice();
-            let mut pos = 0;
-            let cs = s.chunksize();
-            if s.nchunks() > 0 && cs > 0 && s.nbytes() % cs as u64 != 0 && !data.is_empty() {
-                let last = s.nchunks() - 1;
-                let mut buf = s.decompress_chunk(last)?;
-                let take = (cs as usize).saturating_sub(buf.len()).min(data.len());
-                buf.extend_from_slice(&data[..take]);
-                s.update_data(last, &buf)?;
-                pos = take;
-            }
-            let step = if cs > 0 { cs as usize } else { chunksize };
-            for piece in data[pos..].chunks(step) {
-                s.append_data(piece)?;
-            }
-            Ok(s.nchunks())
-        })
-        .map_err(|e| frame_err(py, e))
+        self.inner
+            .write(py, |s| -> frame::Result<usize> {
+                let data = view.as_slice();
+                let mut pos = 0;
+                let cs = s.chunksize();
+                if s.nchunks() > 0 && cs > 0 && s.nbytes() % cs as u64 != 0 && !data.is_empty() {
+                    let last = s.nchunks() - 1;
+                    let mut buf = s.decompress_chunk(last)?;
+                    let take = (cs as usize).saturating_sub(buf.len()).min(data.len());
+                    buf.extend_from_slice(&data[..take]);
+                    s.update_data(last, &buf)?;
+                    pos = take;
+                }
+                let step = if cs > 0 { cs as usize } else { chunksize };
+                for piece in data[pos..].chunks(step) {
+                    s.append_data(piece)?;
+                }
+                Ok(s.nchunks())
+            })
+            .map_err(|e| frame_err(py, e))
     }
 
-    fn append_chunk(&mut self, py: Python<'_>, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn append_chunk(&self, py: Python<'_>, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
         let view = ByteView::readable(chunk)?;
-        py.allow_threads(|| self.inner.append_chunk(view.as_slice())).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.append_chunk(view.as_slice())).map_err(|e| frame_err(py, e))
     }
 
-    fn insert_chunk(&mut self, py: Python<'_>, nchunk: usize, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn insert_chunk(&self, py: Python<'_>, nchunk: usize, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
         let view = ByteView::readable(chunk)?;
-        py.allow_threads(|| self.inner.insert_chunk(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.insert_chunk(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
     }
 
-    fn update_chunk(&mut self, py: Python<'_>, nchunk: usize, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn update_chunk(&self, py: Python<'_>, nchunk: usize, chunk: &Bound<'_, PyAny>) -> PyResult<usize> {
         let view = ByteView::readable(chunk)?;
-        py.allow_threads(|| self.inner.update_chunk(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.update_chunk(nchunk, view.as_slice())).map_err(|e| frame_err(py, e))
     }
 
-    fn delete_chunk(&mut self, py: Python<'_>, nchunk: usize) -> PyResult<usize> {
-        py.allow_threads(|| self.inner.delete_chunk(nchunk)).map_err(|e| frame_err(py, e))
+    fn delete_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<usize> {
+        self.inner.write(py, |s| s.delete_chunk(nchunk)).map_err(|e| frame_err(py, e))
     }
 
     /// Overwrite items from `start` with `data` (inside the existing items).
-    fn set_slice(&mut self, py: Python<'_>, start: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_slice(&self, py: Python<'_>, start: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let view = ByteView::readable(data)?;
-        py.allow_threads(|| self.inner.set_slice(start, view.as_slice())).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.set_slice(start, view.as_slice())).map_err(|e| frame_err(py, e))
     }
 
     /// Append `nitems` of a special value (kind 1 zeros, 2 NaN, 3 `value`, 4 uninitialized)
     /// in chunks of the super-chunk's chunk size, or `chunksize` bytes when it has none yet.
     #[pyo3(signature = (nitems, kind, value, chunksize))]
     fn fill_special(
-        &mut self,
+        &self,
         py: Python<'_>,
         nitems: u64,
         kind: u8,
@@ -352,15 +374,14 @@ impl NativeSChunk {
                 return Err(PyValueError::new_err(format!("special value {k} is not ZERO, NAN, VALUE or UNINIT")))
             }
         };
-        py.allow_threads(|| self.inner.fill_special(nitems, v, chunksize)).map_err(|e| frame_err(py, e))
+        self.inner.write(py, |s| s.fill_special(nitems, v, chunksize)).map_err(|e| frame_err(py, e))
     }
 
     // ------------------------------------------------------------ reading
 
     /// Chunk `nchunk` as stored (chunks kept as special offsets come back as 32-byte chunks).
     fn get_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let c =
-            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let c = self.owned_chunk(py, nchunk)?;
         Ok(PyBytes::new(py, &c))
     }
 
@@ -368,21 +389,21 @@ impl NativeSChunk {
     /// `iterchunks_info` reports them: `lazychunk` is the 32-byte header (plus the value of a
     /// repeated-value chunk); `repeated_value` is None unless special == 3.
     fn chunk_summary<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<ChunkSummary<'py>> {
-        let c =
-            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let c = self.owned_chunk(py, nchunk)?;
         summarize_chunk(py, &c)
             .map_err(|source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source })))
     }
 
     fn decompress_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let c =
-            py.allow_threads(|| self.inner.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))?;
+        let (c, dp) = self
+            .inner
+            .read(py, |s| Ok::<_, frame::Error>((s.get_chunk(nchunk)?.into_owned(), s.dparams().clone())))
+            .map_err(|e| frame_err(py, e))?;
         let chunk_err =
             |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
         let n = chunk::decompressed_len(&c).map_err(chunk_err)?;
-        let dp = self.inner.dparams();
         PyBytes::new_with(py, n, |buf| {
-            py.allow_threads(|| chunk::decompress_into(&c, buf, dp)).map(|_| ()).map_err(chunk_err)
+            py.allow_threads(|| chunk::decompress_into(&c, buf, &dp)).map(|_| ()).map_err(chunk_err)
         })
     }
 
@@ -390,15 +411,16 @@ impl NativeSChunk {
     fn decompress_chunk_into(&self, py: Python<'_>, nchunk: usize, dst: &Bound<'_, PyAny>) -> PyResult<usize> {
         let mut out = ByteView::writable(dst)?;
         let buf = out.as_mut_slice();
-        py.allow_threads(|| self.inner.decompress_chunk_into(nchunk, buf)).map_err(|e| frame_err(py, self.named(e)))
+        self.inner.read(py, |s| s.decompress_chunk_into(nchunk, buf)).map_err(|e| frame_err(py, self.named(e)))
     }
 
     /// Items `[start, stop)` (already clamped by the caller) as bytes.
     fn get_slice<'py>(&self, py: Python<'py>, start: u64, stop: u64) -> PyResult<Bound<'py, PyBytes>> {
-        let len = self.inner.slice_len(start, stop).map_err(|e| frame_err(py, e))?;
-        // Decode straight into the `bytes` object: no intermediate Vec and copy.
+        let len = self.inner.read(py, |s| s.slice_len(start, stop)).map_err(|e| frame_err(py, e))?;
+        // Decode straight into the `bytes` object: no intermediate Vec and copy. (A change
+        // between the two reads that makes the range invalid is reported by the second.)
         PyBytes::new_with(py, len, |buf| {
-            py.allow_threads(|| self.inner.get_slice_into(start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
+            self.inner.read(py, |s| s.get_slice_into(start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
         })
     }
 
@@ -406,13 +428,20 @@ impl NativeSChunk {
     fn get_slice_into(&self, py: Python<'_>, start: u64, stop: u64, dst: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut out = ByteView::writable(dst)?;
         let buf = out.as_mut_slice();
-        py.allow_threads(|| self.inner.get_slice_into(start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
+        self.inner.read(py, |s| s.get_slice_into(start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
     }
 
     /// The whole super-chunk as an in-memory contiguous frame.
     fn to_cframe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.allow_threads(|| self.inner.to_cframe()).map_err(|e| frame_err(py, self.named(e)))?;
+        let v = self.inner.read(py, |s| s.to_cframe()).map_err(|e| frame_err(py, self.named(e)))?;
         Ok(PyBytes::new(py, &v))
+    }
+}
+
+impl NativeSChunk {
+    /// A copy of chunk `nchunk` as stored (the lock is not held while Python uses it).
+    fn owned_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<Vec<u8>> {
+        self.inner.read(py, |s| s.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))
     }
 }
 

@@ -1,0 +1,151 @@
+//! Failed operations leave the super-chunk and its file exactly as before (issue 14 item 2).
+//!
+//! The frame lives on a small tmpfs (mounted by the test; it needs root, else the test says
+//! so and passes without checking). A filler file takes the free space, so every write that
+//! needs new pages fails with ENOSPC. Each operation is then tried: one that fails must leave
+//! the handle's view (chunks, sizes, vlmetalayers) and the committed file unchanged; one that
+//! succeeds is applied to the model. Finally the space is freed, one more append succeeds, and
+//! the reopened file must equal the model: no phantom chunk, nothing lost.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use oxblosc_frame::{open, CParams, DParams, Mode, SChunk, SpecialValue};
+
+const CHUNK: usize = 16 << 10;
+
+fn noise(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A tmpfs of `kib` KiB, unmounted when dropped; None when mounting is not permitted.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn new(tag: &str, kib: usize) -> Option<Tmpfs> {
+        let dir = std::env::temp_dir().join(format!("oxblosc-fail-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIP: cannot mount a tmpfs (needs root); failure paths not checked");
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+        Some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Take all free space with a filler file.
+fn fill(dir: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("filler")).unwrap();
+    let block = vec![0xA5u8; 4096];
+    while f.write_all(&block).is_ok() {}
+    let _ = f.sync_all();
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct State {
+    chunks: Vec<Vec<u8>>,
+    nbytes: u64,
+    vlmeta: Vec<(String, Vec<u8>)>,
+}
+
+fn state(s: &SChunk) -> State {
+    State {
+        chunks: (0..s.nchunks()).map(|i| s.decompress_chunk(i).unwrap()).collect(),
+        nbytes: s.nbytes(),
+        vlmeta: s.vlmeta_names().into_iter().map(|n| (n.to_string(), s.vlmeta(n).unwrap().to_vec())).collect(),
+    }
+}
+
+fn on_disk(path: &Path) -> State {
+    state(&open(path, Mode::Read).unwrap())
+}
+
+type Op = (&'static str, Box<dyn Fn(&mut SChunk) -> oxblosc_frame::Result<()>>);
+
+fn ops(round: u64) -> Vec<Op> {
+    let d = move |k: u64| noise(round * 100 + k, CHUNK);
+    vec![
+        ("append", Box::new(move |s| s.append_data(&d(1)).map(drop))),
+        ("insert", Box::new(move |s| s.insert_data(1, &d(2)).map(drop))),
+        ("update", Box::new(move |s| s.update_data(0, &d(3)).map(drop))),
+        ("set_slice", Box::new(move |s| s.set_slice(CHUNK as u64 / 4 - 8, &d(4)[..64]))),
+        ("fill_special", Box::new(|s| s.fill_special(2 * CHUNK as u64 / 4, SpecialValue::Value(vec![7; 4]), None).map(drop))),
+        ("set_vlmeta", Box::new(move |s| s.set_vlmeta("big", &d(5)))),
+        ("toggle_vlmeta", Box::new(|s| if s.vlmeta("small").is_some() { s.delete_vlmeta("small") } else { s.set_vlmeta("small", b"\x02") })),
+        ("delete", Box::new(|s| s.delete_chunk(0).map(drop))),
+        ("batch", Box::new(move |s| s.batch(|s| (0..3).try_for_each(|k| s.append_data(&d(10 + k)).map(drop))))),
+    ]
+}
+
+fn failed_ops_change_nothing(contiguous: bool) {
+    let Some(fs) = Tmpfs::new(if contiguous { "contig" } else { "sparse" }, 768) else { return };
+    let path = fs.0.join(if contiguous { "f.b2frame" } else { "f.b2frame.d" });
+    let cp = CParams { typesize: 4, clevel: 1, ..CParams::default() };
+    let mut s = SChunk::create(&path, contiguous, cp, DParams::default()).unwrap();
+    for k in 0..4 {
+        s.append_data(&noise(k, CHUNK)).unwrap();
+    }
+    s.set_vlmeta("small", b"\x01").unwrap();
+    fill(&fs.0);
+    let mut failed = Vec::new();
+    for round in 0..3 {
+        for (name, op) in ops(round) {
+            let before = state(&s);
+            match op(&mut s) {
+                Ok(()) => {}
+                Err(e) => {
+                    failed.push(name);
+                    assert!(e.to_string().contains("No space left"), "{name}: {e}");
+                    assert_eq!(state(&s), before, "{name} failed but changed the handle");
+                    assert_eq!(on_disk(&path), before, "{name} failed but changed the file");
+                }
+            }
+        }
+    }
+    // Small repeated-value chunks may still fit in pages the writer already holds.
+    let must_fail: &[&str] = if contiguous { &[] } else { &["fill_special"] };
+    for name in ["append", "insert", "update", "set_slice", "set_vlmeta", "batch"].iter().chain(must_fail) {
+        assert!(failed.contains(name), "{name} never failed on a full disk: {failed:?}");
+    }
+    // With room again, the next append adds exactly one chunk and the file equals the view.
+    std::fs::remove_file(fs.0.join("filler")).unwrap();
+    let mut expect = state(&s);
+    s.append_data(&noise(999, CHUNK)).unwrap();
+    expect.chunks.push(noise(999, CHUNK));
+    expect.nbytes += CHUNK as u64;
+    assert_eq!(state(&s), expect);
+    drop(s);
+    assert_eq!(on_disk(&path), expect, "reopened file differs from what was written");
+}
+
+#[test]
+fn failed_ops_change_nothing_contiguous() {
+    failed_ops_change_nothing(true);
+}
+
+#[test]
+fn failed_ops_change_nothing_sparse() {
+    failed_ops_change_nothing(false);
+}

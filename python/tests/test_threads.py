@@ -1,0 +1,158 @@
+"""One SChunk / NDArray handle shared by several Python threads: reads run side by side (GIL
+released, shared lock), changes are serialised, every read sees one committed state, and
+nothing raises ("Already borrowed") or deadlocks."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import oxblosc
+import pytest
+
+JOIN_TIMEOUT = 120  # a deadlock fails the test instead of hanging the suite
+
+
+def run_threads(targets):
+    """Start every target, join them; returns the exceptions they raised."""
+    errors = []
+
+    def wrap(f):
+        def run():
+            try:
+                f()
+            except BaseException as e:  # noqa: BLE001 - reported by the test
+                errors.append(e)
+
+        return run
+
+    threads = [threading.Thread(target=wrap(f)) for f in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(JOIN_TIMEOUT)
+    assert not any(t.is_alive() for t in threads), "threads still running: deadlock?"
+    return errors
+
+
+def native(obj):
+    return obj._n if isinstance(obj, oxblosc.SChunk) else obj.schunk._n
+
+
+@pytest.mark.parametrize("kind", ["schunk", "ndarray"])
+def test_reads_of_one_handle_overlap(kind, tmp_path):
+    """Two threads are inside reads of the same handle at the same moment (each waits in the
+    native read until the other has arrived: impossible if reads were serialised)."""
+    if kind == "schunk":
+        obj = oxblosc.SChunk(chunksize=4000, data=np.arange(10_000, dtype="i4"), urlpath=str(tmp_path / "s.b2frame"))
+    else:
+        obj = oxblosc.asarray(np.arange(100), urlpath=str(tmp_path / "a.b2nd"))
+    n = native(obj)
+    seen = []
+    errors = run_threads([lambda: seen.append(n._rendezvous(2, 60.0))] * 2)
+    assert not errors
+    assert seen == [True, True]
+    assert n._peak_readers >= 2
+
+
+@pytest.mark.parametrize("urlpath", [False, True])
+def test_ndarray_readers_see_whole_states_while_a_writer_changes(urlpath, tmp_path):
+    """The writer alternately overwrites the whole array with g and appends rows of g, so
+    every committed state holds one value: a read mixing two values tore a write."""
+    kw = {"urlpath": str(tmp_path / "a.b2nd")} if urlpath else {}
+    a = oxblosc.zeros((64, 256), dtype="i8", chunks=(16, 256), blocks=(4, 256), **kw)
+    done = threading.Event()
+    reads = []
+
+    def writer():
+        try:
+            for g in range(1, 25):
+                a[:] = g
+                a.append(np.full((16, 256), g, dtype="i8"))
+        finally:
+            done.set()
+
+    def reader(seed):
+        rng = np.random.default_rng(seed)
+
+        def run():
+            while not done.is_set() or len(reads) < 8:
+                shape = a.shape
+                assert shape[1] == 256 and shape[0] % 16 == 0 and 64 <= shape[0] <= 64 + 24 * 16
+                lo = int(rng.integers(0, 64))
+                part = a[lo : lo + int(rng.integers(1, 200))] if rng.random() < 0.7 else a[:]
+                assert part.size and (part == part.flat[0]).all(), f"torn read: values {np.unique(part)}"
+                reads.append(part.shape[0])
+
+        return run
+
+    errors = run_threads([writer, reader(1), reader(2), reader(3)])
+    assert not errors, errors
+    assert a.shape == (64 + 24 * 16, 256)
+    assert (a[:] == 24).all()
+    if urlpath:
+        assert (oxblosc.open(kw["urlpath"])[:] == 24).all()
+
+
+def test_schunk_readers_while_a_writer_appends_and_updates(tmp_path):
+    """Chunk i holds items equal to i; the writer appends new chunks and rewrites old ones
+    (same content) while readers read random item ranges and chunks."""
+    cs = 1000
+    s = oxblosc.SChunk(chunksize=cs * 4, urlpath=str(tmp_path / "s.b2frame"), cparams={"typesize": 4})
+    for i in range(4):
+        s.append_data(np.full(cs, i, dtype="i4"))
+    done = threading.Event()
+    nreads = [0]
+
+    def writer():
+        try:
+            for i in range(4, 60):
+                s.append_data(np.full(cs, i, dtype="i4"))
+                k = i // 2
+                s.update_data(k, np.full(cs, k, dtype="i4"))
+                s[k * cs : k * cs + 10] = np.full(10, k, dtype="i4")
+        finally:
+            done.set()
+
+    def reader(seed):
+        rng = np.random.default_rng(seed)
+
+        def run():
+            while not done.is_set() or nreads[0] < 10:
+                n = len(s)
+                start = int(rng.integers(0, n))
+                stop = min(n, start + int(rng.integers(1, 5 * cs)))
+                got = np.frombuffer(s[start:stop], dtype="i4")
+                assert (got == np.arange(start, stop) // cs).all()
+                c = int(rng.integers(0, s.nchunks))
+                assert (np.frombuffer(s.decompress_chunk(c), dtype="i4") == c).all()
+                nreads[0] += 1
+
+        return run
+
+    errors = run_threads([writer, reader(1), reader(2), reader(3)])
+    assert not errors, errors
+    assert s.nchunks == 60
+    assert (np.frombuffer(s[:], dtype="i4") == np.arange(60 * cs) // cs).all()
+
+
+def test_composite_writes_are_serialised():
+    """Fancy-index and oindex assignments read the bounding box, change a few items and write
+    it back: from several threads at once, no thread's items are lost."""
+    a = oxblosc.zeros((4, 64), dtype="i8", chunks=(2, 32), blocks=(1, 16))
+
+    def setter(t):
+        def run():
+            for row in range(4):
+                # The boxes of all threads overlap (columns t .. 63 - t).
+                a[[row, row], [t, 63 - t]] = t + 1
+                a.oindex[[row], [t + 8]] = t + 1
+
+        return run
+
+    errors = run_threads([setter(t) for t in range(8)])
+    assert not errors, errors
+    expect = np.zeros(64, dtype="i8")
+    for t in range(8):
+        expect[[t, 63 - t, t + 8]] = t + 1
+    assert (a[:] == expect).all()
