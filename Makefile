@@ -26,17 +26,20 @@ venv: $(STAMP)
 ## develop: build the extension in the dev profile into the venv (fast to compile)
 develop: $(STAMP)
 	$(VENV)/bin/maturin develop -q --uv 2>/dev/null || $(VENV)/bin/maturin develop -q
-	$(CARGO) build -q -p oxblosc-cli && $(MAKE) -s bundle-cli PROFILE=debug
+	$(CARGO) build -q -p oxblosc-cli -p oxblosc-hdf5 && $(MAKE) -s bundle-cli PROFILE=debug
 
 ## develop-release: optimised build for demos and benchmarks
 develop-release: $(STAMP)
 	$(VENV)/bin/maturin develop -q --release --uv 2>/dev/null || $(VENV)/bin/maturin develop -q --release
-	$(CARGO) build -q --release -p oxblosc-cli && $(MAKE) -s bundle-cli PROFILE=release
+	$(CARGO) build -q --release -p oxblosc-cli -p oxblosc-hdf5 && $(MAKE) -s bundle-cli PROFILE=release
 
-# The `oxblosc` console script (python/oxblosc/_cli.py) execs the binary bundled here.
+# The `oxblosc` console script (python/oxblosc/_cli.py) execs the binary bundled here, and
+# oxblosc.hdf5 registers the HDF5 filter plugin placed in its PLUGIN_PATH.
 bundle-cli:
 	mkdir -p python/oxblosc/_bin && cp target/$(PROFILE)/oxblosc python/oxblosc/_bin/oxblosc
 	strip python/oxblosc/_bin/oxblosc 2>/dev/null || true
+	mkdir -p python/oxblosc/hdf5/plugins && cp target/$(PROFILE)/liboxblosc_hdf5.so python/oxblosc/hdf5/plugins/
+	strip python/oxblosc/hdf5/plugins/liboxblosc_hdf5.so 2>/dev/null || true
 
 ## demo: compress a real dataset with several codecs/filters and compare with .npy
 demo: develop-release

@@ -8,9 +8,9 @@
 //! Our extension (never written unless asked for, so plain datasets stay identical to
 //! hdf5plugin's): the whole filter pipeline with its metas and the split mode, after a marker.
 //! A front-end passes it at slot 7 (it does not know the chunk rank); `set_local` moves it after
-//! the dims and then always writes rank and dims (rank 1 too, so slot 7 is never the marker,
-//! which C readers would take for a rank). Other readers ignore it: decoding needs only the
-//! frame.
+//! the dims. Other readers ignore values after the dims (decoding needs only the frame), but
+//! the C filter refuses to decode when slot 7 exists and is not a rank in 2..=8, so the
+//! extension is refused for other chunk ranks (1-D datasets take one filter, as hdf5plugin).
 //!
 //! Blosc (32001) slots, as the original hdf5-blosc filter: 0 filter revision (2), 1 Blosc
 //! format version (2), 2 type size, 3 chunk bytes, 4 clevel, 5 shuffle (0, 1, 2), 6 codec.
@@ -139,12 +139,24 @@ fn chunk_bytes(elem_size: usize, dims: &[u64]) -> Result<u32, String> {
 
 /// Blosc2 `set_local`: complete the application's values for a dataset whose elements take
 /// `elem_size` bytes (base type `base_typesize`) and whose chunks are `dims`.
-pub fn blosc2_set_local(given: &[u32], elem_size: usize, base_typesize: usize, dims: &[u64]) -> Result<Vec<u32>, String> {
+pub fn blosc2_set_local(
+    given: &[u32],
+    elem_size: usize,
+    base_typesize: usize,
+    dims: &[u64],
+) -> Result<Vec<u32>, String> {
     let (_, ext) = layout(given);
     let ext = match ext {
         Some(at) => Some(given.get(at..at + EXT_LEN).ok_or("cd_values: truncated oxblosc pipeline extension")?),
         None => None,
     };
+    if ext.is_some() && !(2..=MAX_RANK).contains(&dims.len()) {
+        return Err(format!(
+            "a filter pipeline, filters_meta or split mode needs chunks of rank 2 to {MAX_RANK} (these chunks have \
+             rank {}): HDF5's Blosc2 readers refuse extra cd_values otherwise; use one filter",
+            dims.len()
+        ));
+    }
     let plain = match ext {
         Some(_) => 7,
         None => given.len().clamp(4, 7),
@@ -154,7 +166,7 @@ pub fn blosc2_set_local(given: &[u32], elem_size: usize, base_typesize: usize, d
     out[2] = recorded_typesize(base_typesize);
     out[3] = chunk_bytes(elem_size, dims)?;
     let defaults = [(4, 5), (5, 1), (6, 0)];
-    let record_dims = ext.is_some() || (2..=MAX_RANK).contains(&dims.len());
+    let record_dims = (2..=MAX_RANK).contains(&dims.len());
     for (i, v) in defaults {
         if i >= given.len() && (i < out.len() || record_dims) {
             if i >= out.len() {
@@ -177,7 +189,12 @@ pub fn blosc2_set_local(given: &[u32], elem_size: usize, base_typesize: usize, d
 }
 
 /// Blosc `set_local`: slots 0-3 (revision 2, format 2, type size, chunk bytes), the rest kept.
-pub fn blosc1_set_local(given: &[u32], elem_size: usize, base_typesize: usize, dims: &[u64]) -> Result<Vec<u32>, String> {
+pub fn blosc1_set_local(
+    given: &[u32],
+    elem_size: usize,
+    base_typesize: usize,
+    dims: &[u64],
+) -> Result<Vec<u32>, String> {
     let mut out: Vec<u32> = (0..given.len().max(4)).map(|i| slot(given, i).unwrap_or(0)).collect();
     out[0] = 2;
     out[1] = 2;
@@ -212,17 +229,20 @@ mod tests {
     #[test]
     fn the_extension_moves_after_the_dims_and_reads_back() {
         let mut given = vec![0, 0, 0, 0, 7, 35, 5, EXT_MARKER, 0, 0, 0, 0, 1, 35, 0, 0, 0, 0, 0, 0, 2];
-        let out = blosc2_set_local(&given, 8, 8, &[100]).unwrap();
-        assert_eq!(&out[..9], &[1, 0, 8, 800, 7, 35, 5, 1, 100]);
-        assert_eq!(&out[9..], &given[7..]);
+        let out = blosc2_set_local(&given, 8, 8, &[10, 20]).unwrap();
+        assert_eq!(&out[..10], &[1, 0, 8, 1600, 7, 35, 5, 2, 10, 20]);
+        assert_eq!(&out[10..], &given[7..]);
         let p = blosc2_params(&out).unwrap();
         assert_eq!(p.filters, [0, 0, 0, 0, 1, 35]);
         assert_eq!(p.splitmode, SplitMode::Never);
-        assert_eq!(p.chunk_dims, Some(vec![100]));
+        assert_eq!(p.chunk_dims, Some(vec![10, 20]));
         // Running set_local again (a copied creation property list) keeps everything.
-        assert_eq!(blosc2_set_local(&out, 8, 8, &[100]).unwrap(), out);
+        assert_eq!(blosc2_set_local(&out, 8, 8, &[10, 20]).unwrap(), out);
+        // 1-D and rank 9 chunks cannot carry it (C readers would refuse every chunk).
+        assert!(blosc2_set_local(&given, 8, 8, &[100]).unwrap_err().contains("rank 1"));
+        assert!(blosc2_set_local(&given, 8, 8, &[2; 9]).is_err());
         given.truncate(10);
-        assert!(blosc2_set_local(&given, 8, 8, &[100]).is_err());
+        assert!(blosc2_set_local(&given, 8, 8, &[10, 20]).is_err());
     }
 
     #[test]

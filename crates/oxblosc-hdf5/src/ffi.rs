@@ -182,7 +182,16 @@ fn set_local(id: c_int, dcpl: Hid, type_id: Hid, complete: SetLocal) -> Result<(
     let mut config: c_uint = 0;
     // SAFETY: every pointer refers to a live local of the size passed (n values, 64 chars).
     let rc = unsafe {
-        (api.get_filter_by_id2)(dcpl, id, &mut flags, &mut n, cd.as_mut_ptr(), name.len(), name.as_mut_ptr(), &mut config)
+        (api.get_filter_by_id2)(
+            dcpl,
+            id,
+            &mut flags,
+            &mut n,
+            cd.as_mut_ptr(),
+            name.len(),
+            name.as_mut_ptr(),
+            &mut config,
+        )
     };
     if rc < 0 {
         return Err(format!("filter {id} is not in the dataset creation property list"));
@@ -312,7 +321,9 @@ unsafe extern "C" fn filter_blosc2(
     buf: *mut *mut c_void,
 ) -> usize {
     // SAFETY: HDF5 calls this with the guarantees `run_filter` documents.
-    unsafe { run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, codec::encode_blosc2, codec::decode_blosc2) }
+    unsafe {
+        run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, codec::encode_blosc2, codec::decode_blosc2)
+    }
 }
 
 unsafe extern "C" fn filter_blosc(
@@ -324,5 +335,7 @@ unsafe extern "C" fn filter_blosc(
     buf: *mut *mut c_void,
 ) -> usize {
     // SAFETY: HDF5 calls this with the guarantees `run_filter` documents.
-    unsafe { run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, codec::encode_blosc1, codec::decode_blosc1) }
+    unsafe {
+        run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, codec::encode_blosc1, codec::decode_blosc1)
+    }
 }
