@@ -150,3 +150,28 @@ def test_corrupt_chunks_raise_never_crash(tmp_path, opts, rank):
         # The other chunks, and the good bytes put back, still read.
         d.id.write_direct_chunk(origin, good)
         assert np.array_equal(d[...], data)
+
+
+def test_debian_hdf5_tools_read_and_write_through_plugin_path(tmp_path):
+    # A C application on another HDF5 (Debian's 1.10.8): h5dump decodes our chunks, and
+    # h5repack writes with our filter, its set_local finding HDF5 in the global namespace.
+    import shutil
+
+    if shutil.which("h5dump") is None or shutil.which("h5repack") is None:
+        pytest.skip("Debian's hdf5-tools are not installed (`make test-python` installs them with apt)")
+    env = {**os.environ, "HDF5_PLUGIN_PATH": oh5.PLUGIN_PATH}
+    src, dst, out = tmp_path / "a.h5", tmp_path / "b.h5", tmp_path / "x.bin"
+    x = (np.arange(20 * 30 * 4) // 5).astype("<f4").reshape(20, 30, 4)
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=x, chunks=(7, 8, 3), **oh5.Blosc2("zstd", 5, "bitshuffle"))
+        f.create_dataset("plain", data=x.astype("<i8"), chunks=(7, 8, 4))
+    subprocess.run(
+        ["h5dump", "-d", "/x", "-b", "LE", "-o", str(out), str(src)], env=env, check=True, capture_output=True
+    )
+    assert np.array_equal(np.fromfile(out, "<f4").reshape(x.shape), x)
+    filt = "/plain:UD=32026,0,7,0,0,0,0,5,1,1"
+    subprocess.run(["h5repack", "-f", filt, str(src), str(dst)], env=env, check=True, capture_output=True)
+    with h5py.File(dst, "r") as f:
+        d = f["plain"]
+        assert d.id.get_create_plist().get_filter(0)[2] == (1, 0, 8, 1792, 5, 1, 1, 3, 7, 8, 4)
+        assert np.array_equal(d[...], x.astype("<i8"))

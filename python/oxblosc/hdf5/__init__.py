@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..core import Codec, Filter, SplitMode
