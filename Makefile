@@ -40,6 +40,7 @@ bundle-cli:
 	strip python/oxblosc/_bin/oxblosc 2>/dev/null || true
 	mkdir -p python/oxblosc/hdf5/plugins && cp target/$(PROFILE)/liboxblosc_hdf5.so python/oxblosc/hdf5/plugins/
 	strip python/oxblosc/hdf5/plugins/liboxblosc_hdf5.so 2>/dev/null || true
+	cp python/oxblosc/hdf5/plugins/liboxblosc_hdf5.so python/oxblosc/hdf5/plugins/liboxblosc_hdf5_blosc1.so
 
 ## demo: compress a real dataset with several codecs/filters and compare with .npy
 demo: develop-release

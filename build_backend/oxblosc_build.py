@@ -63,6 +63,9 @@ def _bundle_cli(release: bool) -> None:
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built / name, dest / name)
         _strip(dest / name)
+    # HDF5's plugin search takes one filter per library file: this copy offers Blosc (32001).
+    plugins = ROOT / "python" / "oxblosc" / "hdf5" / "plugins"
+    shutil.copy2(plugins / PLUGIN, plugins / PLUGIN.replace("oxblosc_hdf5", "oxblosc_hdf5_blosc1"))
 
 
 def _strip(binary: Path) -> None:

@@ -60,14 +60,16 @@ def test_ours_write_hdf5plugin_reads_and_back(tmp_path):
 
 def test_plugin_path_alone_reads_in_an_h5py_process(tmp_path):
     # No register(): HDF5 loads the plugin from HDF5_PLUGIN_PATH; decoding calls no HDF5 API,
-    # so it works even though h5py's HDF5 is not visible to the plugin. (Only Blosc2: the
-    # library HDF5 finds on the path offers 32026.)
+    # so it works even though h5py's HDF5 is not visible to the plugin. Both filters are
+    # found (one library file each).
     path = tmp_path / "ours.h5"
     side("write", "ours", path)
     code = (
         "import h5py, sys\n"
         "f = h5py.File(sys.argv[1], 'r')\n"
-        "print(sum(int(d[...].size) for d in f.values() if 32026 == d.id.get_create_plist().get_filter(0)[0]))\n"
+        "ids = {d.id.get_create_plist().get_filter(0)[0] for d in f.values()}\n"
+        "assert ids == {32001, 32026}, ids\n"
+        "print(sum(int(d[...].size) for d in f.values()))\n"
     )
     r = subprocess.run(
         [sys.executable, "-c", code, str(path)],
@@ -174,10 +176,11 @@ def test_debian_hdf5_tools_read_and_write_through_plugin_path(tmp_path):
     with h5py.File(src, "w") as f:
         f.create_dataset("x", data=x, chunks=(7, 8, 3), **oh5.Blosc2("zstd", 5, "bitshuffle"))
         f.create_dataset("plain", data=x.astype("<i8"), chunks=(7, 8, 4))
-    subprocess.run(
-        ["h5dump", "-d", "/x", "-b", "LE", "-o", str(out), str(src)], env=env, check=True, capture_output=True
-    )
-    assert np.array_equal(np.fromfile(out, "<f4").reshape(x.shape), x)
+        f.create_dataset("b", data=x, chunks=(7, 8, 3), **oh5.Blosc("lz4", 5, oh5.Blosc.BITSHUFFLE))
+    for name in ("x", "b"):
+        cmd = ["h5dump", "-d", name, "-b", "LE", "-o", str(out), str(src)]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        assert np.array_equal(np.fromfile(out, "<f4").reshape(x.shape), x)
     filt = "/plain:UD=32026,0,7,0,0,0,0,5,1,1"
     subprocess.run(["h5repack", "-f", filt, str(src), str(dst)], env=env, check=True, capture_output=True)
     with h5py.File(dst, "r") as f:

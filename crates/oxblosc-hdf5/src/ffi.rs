@@ -76,10 +76,29 @@ pub extern "C" fn H5PLget_plugin_type() -> c_int {
     0
 }
 
-/// HDF5 plugin entry point: the Blosc2 filter (32026), the one found on HDF5_PLUGIN_PATH.
+/// HDF5 plugin entry point. HDF5's plugin search takes one filter class per library file, so
+/// the package ships this library twice: the copy whose file name contains `blosc1` offers
+/// Blosc (32001), any other name Blosc2 (32026). (A copy, not a link: the dynamic loader
+/// would hand out the same instance for a link.)
 #[no_mangle]
 pub extern "C" fn H5PLget_plugin_info() -> *const c_void {
-    &BLOSC2_CLASS as *const H5ZClass2 as *const c_void
+    let blosc1 = catch_unwind(|| own_file_name().is_some_and(|n| n.contains("blosc1"))).unwrap_or(false);
+    oxblosc_hdf5_filter_info(if blosc1 { BLOSC_ID } else { BLOSC2_ID })
+}
+
+/// The file name this library was loaded from.
+fn own_file_name() -> Option<String> {
+    // SAFETY: Dl_info is plain data (pointers and addresses); dladdr fills it for an address
+    // inside this library, whose file name string lives as long as the library is loaded.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let here = H5PLget_plugin_type as *const c_void;
+        if libc::dladdr(here, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let path = CStr::from_ptr(info.dli_fname).to_string_lossy();
+        Some(path.rsplit('/').next().unwrap_or_default().to_owned())
+    }
 }
 
 /// The class of filter `id` (32026 or 32001) for explicit registration (`H5Zregister`,
