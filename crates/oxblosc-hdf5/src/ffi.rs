@@ -148,20 +148,28 @@ fn symbol(name: &CStr) -> Option<*mut c_void> {
     (!p.is_null()).then_some(p)
 }
 
+type GetFilterById2 =
+    unsafe extern "C" fn(Hid, c_int, *mut c_uint, *mut usize, *mut c_uint, usize, *mut c_char, *mut c_uint) -> Herr;
+type ModifyFilter = unsafe extern "C" fn(Hid, c_int, c_uint, usize, *const c_uint) -> Herr;
+type GetChunk = unsafe extern "C" fn(Hid, c_int, *mut u64) -> c_int;
+type TypeSize = unsafe extern "C" fn(Hid) -> usize;
+type TypeClass = unsafe extern "C" fn(Hid) -> c_int;
+type TypeSuper = unsafe extern "C" fn(Hid) -> Hid;
+type TypeClose = unsafe extern "C" fn(Hid) -> Herr;
+
 /// The HDF5 functions `set_local` calls, with their C signatures (HDF5 1.10 to 2.0, LP64).
 struct Api {
-    get_filter_by_id2:
-        unsafe extern "C" fn(Hid, c_int, *mut c_uint, *mut usize, *mut c_uint, usize, *mut c_char, *mut c_uint) -> Herr,
-    modify_filter: unsafe extern "C" fn(Hid, c_int, c_uint, usize, *const c_uint) -> Herr,
-    get_chunk: unsafe extern "C" fn(Hid, c_int, *mut u64) -> c_int,
-    tget_size: unsafe extern "C" fn(Hid) -> usize,
-    tget_class: unsafe extern "C" fn(Hid) -> c_int,
-    tget_super: unsafe extern "C" fn(Hid) -> Hid,
-    tclose: unsafe extern "C" fn(Hid) -> Herr,
+    get_filter_by_id2: GetFilterById2,
+    modify_filter: ModifyFilter,
+    get_chunk: GetChunk,
+    tget_size: TypeSize,
+    tget_class: TypeClass,
+    tget_super: TypeSuper,
+    tclose: TypeClose,
 }
 
 macro_rules! resolve {
-    ($name:literal) => {{
+    ($name:literal, $ty:ty) => {{
         let p = symbol($name).ok_or_else(|| {
             format!(
                 "the HDF5 function {:?} is not visible to the plugin: call init_filter(path of the process's HDF5) \
@@ -171,20 +179,20 @@ macro_rules! resolve {
         })?;
         // SAFETY: the symbol is HDF5's function of that name, whose C signature is the field's
         // type (stable from HDF5 1.10 to 2.0).
-        unsafe { std::mem::transmute::<*mut c_void, _>(p) }
+        unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
     }};
 }
 
 impl Api {
     fn resolve() -> Result<Api, String> {
         Ok(Api {
-            get_filter_by_id2: resolve!(c"H5Pget_filter_by_id2"),
-            modify_filter: resolve!(c"H5Pmodify_filter"),
-            get_chunk: resolve!(c"H5Pget_chunk"),
-            tget_size: resolve!(c"H5Tget_size"),
-            tget_class: resolve!(c"H5Tget_class"),
-            tget_super: resolve!(c"H5Tget_super"),
-            tclose: resolve!(c"H5Tclose"),
+            get_filter_by_id2: resolve!(c"H5Pget_filter_by_id2", GetFilterById2),
+            modify_filter: resolve!(c"H5Pmodify_filter", ModifyFilter),
+            get_chunk: resolve!(c"H5Pget_chunk", GetChunk),
+            tget_size: resolve!(c"H5Tget_size", TypeSize),
+            tget_class: resolve!(c"H5Tget_class", TypeClass),
+            tget_super: resolve!(c"H5Tget_super", TypeSuper),
+            tclose: resolve!(c"H5Tclose", TypeClose),
         })
     }
 }
@@ -271,6 +279,15 @@ unsafe extern "C" fn set_local_blosc(dcpl: Hid, type_id: Hid, _space: Hid) -> He
 
 type Transform = fn(&[u32], &[u8]) -> Result<Vec<u8>, String>;
 
+/// A filter's two directions.
+struct Codec {
+    encode: Transform,
+    decode: Transform,
+}
+
+const BLOSC2: Codec = Codec { encode: codec::encode_blosc2, decode: codec::decode_blosc2 };
+const BLOSC: Codec = Codec { encode: codec::encode_blosc1, decode: codec::decode_blosc1 };
+
 /// Messages only when asked for (as C-Blosc2's BLOSC_TRACE): an optional filter failing to
 /// shrink a chunk is normal, and HDF5 reports failures itself.
 fn trace(msg: &str) {
@@ -292,19 +309,20 @@ unsafe fn run_filter(
     nbytes: usize,
     buf_size: *mut usize,
     buf: *mut *mut c_void,
-    encode: Transform,
-    decode: Transform,
+    codec: &Codec,
 ) -> usize {
     let result = catch_unwind(AssertUnwindSafe(|| {
         if buf.is_null() || buf_size.is_null() || (*buf).is_null() || nbytes == 0 {
             return Err("no input buffer".to_string());
         }
+        // SAFETY: HDF5 passes `cd_nelmts` values at `cd_values` and `nbytes` readable bytes at
+        // `*buf` (checked non-null above); both outlive this call and are not written meanwhile.
         let cd: &[u32] = if cd_values.is_null() { &[] } else { std::slice::from_raw_parts(cd_values, cd_nelmts) };
         let input = std::slice::from_raw_parts(*buf as *const u8, nbytes);
         if flags & H5Z_FLAG_REVERSE != 0 {
-            decode(cd, input)
+            (codec.decode)(cd, input)
         } else {
-            encode(cd, input)
+            (codec.encode)(cd, input)
         }
     }));
     let out = match result {
@@ -319,6 +337,9 @@ unsafe fn run_filter(
             return 0;
         }
     };
+    // SAFETY: a fresh malloc'd buffer of out.len() bytes receives the output; the old buffer
+    // (malloc-compatible, per HDF5's contract) is freed only once the new one is in place, and
+    // `buf`/`buf_size` were checked non-null in the closure above.
     let p = libc::malloc(out.len()) as *mut u8;
     if p.is_null() {
         trace(&format!("cannot allocate {} bytes", out.len()));
@@ -340,9 +361,7 @@ unsafe extern "C" fn filter_blosc2(
     buf: *mut *mut c_void,
 ) -> usize {
     // SAFETY: HDF5 calls this with the guarantees `run_filter` documents.
-    unsafe {
-        run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, codec::encode_blosc2, codec::decode_blosc2)
-    }
+    unsafe { run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, &BLOSC2) }
 }
 
 unsafe extern "C" fn filter_blosc(
@@ -354,7 +373,5 @@ unsafe extern "C" fn filter_blosc(
     buf: *mut *mut c_void,
 ) -> usize {
     // SAFETY: HDF5 calls this with the guarantees `run_filter` documents.
-    unsafe {
-        run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, codec::encode_blosc1, codec::decode_blosc1)
-    }
+    unsafe { run_filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf, &BLOSC) }
 }
