@@ -35,12 +35,16 @@ develop-release: $(STAMP)
 
 # The `oxblosc` console script (python/oxblosc/_cli.py) execs the binary bundled here, and
 # oxblosc.hdf5 registers the HDF5 filter plugin placed in its PLUGIN_PATH.
+# Each file is copied, stripped and renamed into place (a running process may have it mapped).
+# HDF5's plugin search takes one filter per library file: the *_blosc1 copy offers Blosc (32001).
+PLUGINS := python/oxblosc/hdf5/plugins
 bundle-cli:
-	mkdir -p python/oxblosc/_bin && cp target/$(PROFILE)/oxblosc python/oxblosc/_bin/oxblosc
-	strip python/oxblosc/_bin/oxblosc 2>/dev/null || true
-	mkdir -p python/oxblosc/hdf5/plugins && cp target/$(PROFILE)/liboxblosc_hdf5.so python/oxblosc/hdf5/plugins/
-	strip python/oxblosc/hdf5/plugins/liboxblosc_hdf5.so 2>/dev/null || true
-	cp python/oxblosc/hdf5/plugins/liboxblosc_hdf5.so python/oxblosc/hdf5/plugins/liboxblosc_hdf5_blosc1.so
+	mkdir -p python/oxblosc/_bin $(PLUGINS)
+	for pair in oxblosc:python/oxblosc/_bin/oxblosc liboxblosc_hdf5.so:$(PLUGINS)/liboxblosc_hdf5.so \
+	    liboxblosc_hdf5.so:$(PLUGINS)/liboxblosc_hdf5_blosc1.so; do \
+	  src=target/$(PROFILE)/$${pair%%:*}; dst=$${pair#*:}; \
+	  cp $$src $$dst.tmp && { strip $$dst.tmp 2>/dev/null || true; } && mv -f $$dst.tmp $$dst || exit 1; \
+	done
 
 ## demo: compress a real dataset with several codecs/filters and compare with .npy
 demo: develop-release

@@ -56,16 +56,24 @@ def _bundle_cli(release: bool) -> None:
     subprocess.run(cmd, cwd=ROOT, check=True)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     built = target / ("release" if release else "debug")
-    for name, dest in (
-        (EXE, ROOT / "python" / "oxblosc" / "_bin"),
-        (PLUGIN, ROOT / "python" / "oxblosc" / "hdf5" / "plugins"),
-    ):
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(built / name, dest / name)
-        _strip(dest / name)
-    # HDF5's plugin search takes one filter per library file: this copy offers Blosc (32001).
     plugins = ROOT / "python" / "oxblosc" / "hdf5" / "plugins"
-    shutil.copy2(plugins / PLUGIN, plugins / PLUGIN.replace("oxblosc_hdf5", "oxblosc_hdf5_blosc1"))
+    # HDF5's plugin search takes one filter per library file: the second copy offers Blosc (32001).
+    for name, dest in (
+        (EXE, ROOT / "python" / "oxblosc" / "_bin" / EXE),
+        (PLUGIN, plugins / PLUGIN),
+        (PLUGIN, plugins / PLUGIN.replace("oxblosc_hdf5", "oxblosc_hdf5_blosc1")),
+    ):
+        _install(built / name, dest)
+
+
+def _install(src: Path, dest: Path) -> None:
+    """Copy, strip and rename into place: a new file, never a rewrite of one a running process
+    may have mapped (overwriting a loaded library in place crashes that process)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.copy2(src, tmp)
+    _strip(tmp)
+    os.replace(tmp, dest)
 
 
 def _strip(binary: Path) -> None:
