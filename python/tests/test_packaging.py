@@ -94,7 +94,9 @@ def test_make_test_without_shared_says_what_it_needs(tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert "needs the shared test data" in r.stdout and str(missing) in r.stdout, r.stdout
     # `make test` runs that check before building anything.
-    r = subprocess.run(["make", "-n", "test", f"SHARED={missing}"], cwd=ROOT, capture_output=True, text=True)
+    # (Outside any parent make: under `make test-python` MAKELEVEL makes it print "Entering directory" first.)
+    top = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    r = subprocess.run(["make", "-n", "test", f"SHARED={missing}"], cwd=ROOT, capture_output=True, text=True, env=top)
     first = [line for line in r.stdout.splitlines() if line.strip()][0]
     assert "vectors/c-blosc2-compat" in first, r.stdout
 
