@@ -38,10 +38,15 @@ def test_ours_write_hdf5plugin_reads_and_back(tmp_path):
     ours, ref = tmp_path / "ours.h5", tmp_path / "ref.h5"
     cd_ours = side("write", "ours", ours)
     cd_ref = side("write", "ref", ref)
-    # Same options give the same cd_values as hdf5plugin's filter records.
+    # Same options give the same cd_values as hdf5plugin's filter records, up to chunk rank 8.
+    # Above it hdf5plugin 7.1 (C-Blosc2 3.x, 16 dims) records the dims and writes b2nd frames
+    # that PyTables (8 dims) refuses to decode; we keep PyTables' limit (plain frames, which both
+    # read), so rank-9 cd_values are the first 7 slots only.
     common = set(cd_ours) & set(cd_ref)
     assert len(common) > 50
-    assert {k: cd_ours[k] for k in common} == {k: cd_ref[k] for k in common}
+    for name in common:
+        want = cd_ref[name][:7] if name.endswith("_r9") else cd_ref[name]
+        assert cd_ours[name] == want, name
     # Every dataset decodes to the original through the other side's filter.
     r = side("read", "ref", ours)
     assert r == {"n": len(cd_ours), "bad": []}
@@ -52,7 +57,7 @@ def test_ours_write_hdf5plugin_reads_and_back(tmp_path):
     same = []
     with h5py.File(ours, "r") as o, h5py.File(ref, "r") as r:
         for name in sorted(common):
-            if name.startswith("b2_") and "zlib" not in name:
+            if name.startswith("b2_") and "zlib" not in name and not name.endswith("_r9"):
                 origin = (0,) * o[name].ndim
                 same.append(o[name].id.read_direct_chunk(origin) == r[name].id.read_direct_chunk(origin))
     assert len(same) > 30 and all(same)
