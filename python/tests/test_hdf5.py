@@ -192,3 +192,20 @@ def test_debian_hdf5_tools_read_and_write_through_plugin_path(tmp_path):
         d = f["plain"]
         assert d.id.get_create_plist().get_filter(0)[2] == (1, 0, 8, 1792, 5, 1, 1, 3, 7, 8, 4)
         assert np.array_equal(d[...], x.astype("<i8"))
+
+
+def test_register_takes_over_from_hdf5plugin_in_one_process(tmp_path):
+    # Code that still imports hdf5plugin: after register() our classes serve both ids.
+    code = (
+        "import sys, hdf5plugin, h5py, numpy as np, oxblosc.hdf5 as oh5\n"
+        "oh5.register()\n"
+        "a = np.arange(1000.0).reshape(10, 100)\n"
+        "with h5py.File(sys.argv[1], 'w') as f:\n"
+        "    d = f.create_dataset('x', data=a, chunks=(5, 50), **oh5.Blosc2(filters=['shuffle', 'bytedelta']))\n"
+        "    assert d.id.get_create_plist().get_filter(0)[3] == b'blosc2 (oxblosc)'\n"
+        "    assert (d[...] == a).all()\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "b.h5")], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
