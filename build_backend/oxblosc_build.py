@@ -1,10 +1,12 @@
-"""PEP 517 build backend: maturin, plus the ``oxblosc`` command-line binary in the wheel.
+"""PEP 517 build backend: maturin, plus the ``oxblosc`` command-line binary and the HDF5
+filter plugin in the wheel.
 
 maturin builds the Python extension only. ``pip install .`` should also put the ``oxblosc``
 command on PATH, so before maturin packs a wheel this backend builds ``crates/oxblosc-cli``
 with cargo and copies the binary to ``python/oxblosc/_bin/`` (listed in ``[tool.maturin]
-include``); the ``oxblosc`` console script (``oxblosc/_cli.py``) execs it. Everything else
-is maturin's own hooks, re-exported unchanged.
+include``); the ``oxblosc`` console script (``oxblosc/_cli.py``) execs it. Likewise the HDF5
+plugin of ``crates/oxblosc-hdf5`` goes to ``python/oxblosc/hdf5/plugins/`` (``oxblosc.hdf5.
+PLUGIN_PATH``). Everything else is maturin's own hooks, re-exported unchanged.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from maturin import (  # noqa: F401  (re-exported PEP 517 hooks)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXE = "oxblosc.exe" if os.name == "nt" else "oxblosc"
+if os.name == "nt":
+    PLUGIN = "oxblosc_hdf5.dll"
+elif sys.platform == "darwin":
+    PLUGIN = "liboxblosc_hdf5.dylib"
+else:
+    PLUGIN = "liboxblosc_hdf5.so"
 
 
 def _rust_version() -> str:
@@ -44,26 +52,41 @@ def _require_cargo() -> None:
 
 def _bundle_cli(release: bool) -> None:
     _require_cargo()
-    cmd = ["cargo", "build", "-q", "-p", "oxblosc-cli"] + (["--release"] if release else [])
+    cmd = ["cargo", "build", "-q", "-p", "oxblosc-cli", "-p", "oxblosc-hdf5"] + (["--release"] if release else [])
     subprocess.run(cmd, cwd=ROOT, check=True)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    built = target / ("release" if release else "debug") / EXE
-    dest = ROOT / "python" / "oxblosc" / "_bin"
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(built, dest / EXE)
-    _strip(dest / EXE)
+    built = target / ("release" if release else "debug")
+    plugins = ROOT / "python" / "oxblosc" / "hdf5" / "plugins"
+    # HDF5's plugin search takes one filter per library file: the second copy offers Blosc (32001).
+    for name, dest in (
+        (EXE, ROOT / "python" / "oxblosc" / "_bin" / EXE),
+        (PLUGIN, plugins / PLUGIN),
+        (PLUGIN, plugins / PLUGIN.replace("oxblosc_hdf5", "oxblosc_hdf5_blosc1")),
+    ):
+        _install(built / name, dest)
+
+
+def _install(src: Path, dest: Path) -> None:
+    """Copy, strip and rename into place: a new file, never a rewrite of one a running process
+    may have mapped (overwriting a loaded library in place crashes that process)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.copy2(src, tmp)
+    _strip(tmp)
+    os.replace(tmp, dest)
 
 
 def _strip(binary: Path) -> None:
-    """Drop symbols and debug info from the bundled binary (the release profile keeps line
-    tables for backtraces; a wheel does not need them): ~28 MB -> a few MB."""
+    """Drop symbols and debug info from a bundled binary (the release profile keeps line
+    tables for backtraces; a wheel does not need them): ~28 MB -> a few MB. A shared library
+    keeps its exported (dynamic) symbols."""
     tool = shutil.which("strip")
     if tool is None or os.name == "nt":
-        print("oxblosc build: no `strip` tool; the bundled CLI binary keeps its debug info")
+        print(f"oxblosc build: no `strip` tool; {binary.name} keeps its debug info")
         return
     flags = ["-x"] if sys.platform == "darwin" else ["--strip-all"]
     if subprocess.run([tool, *flags, str(binary)]).returncode != 0:
-        print("oxblosc build: `strip` failed; the bundled CLI binary keeps its debug info")
+        print(f"oxblosc build: `strip` failed; {binary.name} keeps its debug info")
 
 
 # The hooks that need cargo check for it first: without this, maturin would try to fetch a

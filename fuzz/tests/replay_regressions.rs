@@ -14,6 +14,7 @@ fn run(target: &str, data: &[u8]) {
         "nd_open" => oxblosc_fuzz::fuzz_nd_open(data),
         "nd_slices" => oxblosc_fuzz::fuzz_nd_slices(data),
         "bloscpack" => oxblosc_fuzz::fuzz_bloscpack(data),
+        "hdf5_decode" => oxblosc_fuzz::fuzz_hdf5_decode(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
 }
@@ -48,8 +49,17 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn regressions() {
     let mut cases = Vec::new();
-    for target in ["decompress", "roundtrip", "getitem", "frame_open", "frame_ops", "nd_open", "nd_slices", "bloscpack"]
-    {
+    for target in [
+        "decompress",
+        "roundtrip",
+        "getitem",
+        "frame_open",
+        "frame_ops",
+        "nd_open",
+        "nd_slices",
+        "bloscpack",
+        "hdf5_decode",
+    ] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             if name.starts_with('.') || name.ends_with(".md") {
@@ -185,4 +195,40 @@ fn bloscpack_mutations() {
     }
     let n = replay(cases);
     eprintln!("replayed {n} mutated .blp inputs");
+}
+
+/// HDF5 filter chunks (a 1-D frame, a b2nd frame, a Blosc1 chunk) and every truncation and
+/// single-byte corruption of them through `hdf5_decode`, plus encode round trips.
+#[test]
+fn hdf5_chunks() {
+    let data: Vec<u8> = (0..2400u32).flat_map(|i| (i / 7).to_le_bytes()).collect();
+    let le = |cd: &[u32]| cd.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+    let mut cases = Vec::new();
+    for (sel_bit, cd) in [
+        (0u8, vec![1, 0, 4, 9600, 5, 1, 5]),
+        (0, vec![1, 0, 4, 9600, 5, 2, 1, 2, 40, 60]),
+        (1, vec![2, 2, 4, 9600, 5, 1, 1]),
+    ] {
+        let chunk = if sel_bit == 0 {
+            oxblosc_hdf5::codec::encode_blosc2(&cd, &data).unwrap()
+        } else {
+            oxblosc_hdf5::codec::encode_blosc1(&cd, &data).unwrap()
+        };
+        let head = |sel: u8| [&[sel | ((cd.len() as u8) << 1)][..], &le(&cd)].concat();
+        cases.push(("hdf5_decode".to_string(), format!("encode {cd:?}"), [&head(0x80 | sel_bit)[..], &data].concat()));
+        for cut in (0..chunk.len()).step_by(13) {
+            cases.push((
+                "hdf5_decode".to_string(),
+                format!("{cd:?} cut {cut}"),
+                [&head(sel_bit)[..], &chunk[..cut]].concat(),
+            ));
+        }
+        for at in (0..chunk.len()).step_by(7) {
+            let mut bad = chunk.clone();
+            bad[at] ^= 0xA5;
+            cases.push(("hdf5_decode".to_string(), format!("{cd:?} flip {at}"), [&head(sel_bit)[..], &bad].concat()));
+        }
+    }
+    let n = replay(cases);
+    eprintln!("replayed {n} HDF5 filter inputs");
 }

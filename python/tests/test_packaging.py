@@ -99,3 +99,28 @@ def test_make_test_without_shared_says_what_it_needs(tmp_path):
     r = subprocess.run(["make", "-n", "test", f"SHARED={missing}"], cwd=ROOT, capture_output=True, text=True, env=env)
     first = [line for line in r.stdout.splitlines() if line.strip()][0]
     assert "vectors/c-blosc2-compat" in first, r.stdout
+
+
+def test_backend_bundles_the_hdf5_plugins():
+    # `pip install .` ships both plugin files (one filter each for HDF5's plugin search) in
+    # oxblosc/hdf5/plugins/, which the wheel includes; the stripped copies keep their exports.
+    if shutil.which("cargo") is None:
+        pytest.skip("no cargo")
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert {"path": "python/oxblosc/hdf5/plugins/*", "format": "wheel"} in conf["tool"]["maturin"]["include"]
+    sys.path.insert(0, str(ROOT / "build_backend"))
+    try:
+        import oxblosc_build
+    finally:
+        sys.path.pop(0)
+    oxblosc_build._bundle_cli(release=False)
+    import ctypes
+
+    plugins = ROOT / "python" / "oxblosc" / "hdf5" / "plugins"
+    for name in (oxblosc_build.PLUGIN, oxblosc_build.PLUGIN.replace("oxblosc_hdf5", "oxblosc_hdf5_blosc1")):
+        lib = ctypes.CDLL(str(plugins / name))
+        assert lib.H5PLget_plugin_type() == 0
+        lib.H5PLget_plugin_info.restype = ctypes.c_void_p
+        # H5Z_class2_t starts with version (1) and the filter id.
+        version, fid = ctypes.cast(lib.H5PLget_plugin_info(), ctypes.POINTER(ctypes.c_int))[:2]
+        assert (version, fid) == (1, 32001 if "blosc1" in name else 32026)
