@@ -11,9 +11,8 @@ use oxblosc::chunk::format::codec_name;
 use crate::args::{DecompressArgs, InfoArgs};
 use crate::error::{CliError, Result};
 use crate::node::Node;
-use crate::output::Staged;
 use crate::progress::Progress;
-use crate::raw::{target, threads, Target};
+use crate::raw::{target, threads};
 
 /// Whether `path` is a Bloscpack file (by its magic).
 pub fn is_blp(path: &Path) -> bool {
@@ -41,7 +40,7 @@ pub fn decompress(a: &DecompressArgs, path: &Path) -> Result<()> {
     let mut r = open(path, threads(&a.common))?;
     let target = target(a.output.as_deref(), &a.input, || default_raw_name(&a.input))?;
     let mut progress = Progress::new("decompress", r.header().nbytes(), a.common.quiet);
-    let mut sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
+    let sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
         while let Some(c) = r.next_chunk().map_err(|e| bp_err(e, path))? {
             crate::stream::write_all(w, &c, name)?;
             progress.add(c.len() as u64);
@@ -50,20 +49,7 @@ pub fn decompress(a: &DecompressArgs, path: &Path) -> Result<()> {
         progress.finish();
         Ok(())
     };
-    match target {
-        Target::Stdout => sink(&mut crate::stream::binary_stdout()?, Path::new("<stdout>")),
-        Target::File(out) => {
-            let staged = Staged::new(&out, a.force)?;
-            let f = File::create(staged.path()).map_err(|e| CliError::io(e, &out))?;
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-            sink(&mut w, &out)?;
-            w.into_inner()
-                .map_err(|e| CliError::io(e.into_error(), &out))?
-                .sync_all()
-                .map_err(|e| CliError::io(e, &out))?;
-            staged.commit()
-        }
-    }
+    crate::output::write_stream(target, a.force, sink)
 }
 
 /// Every chunk decoded and its digest checked: Ok(false) (exit 1) on damage.

@@ -19,7 +19,6 @@ use crate::error::{CliError, Result};
 use crate::layout;
 use crate::output::Staged;
 use crate::progress::Progress;
-use crate::raw::Target;
 
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// vlmetalayer holding the original `.npy` header (msgpack bin).
@@ -415,7 +414,7 @@ pub fn b2nd_to_npy(a: &DecompressArgs, s: SChunk, path: &Path) -> Result<()> {
     let nbytes = shape.iter().product::<u64>() * ts as u64;
     let view = FileView::new(&shape, fortran);
     let mut progress = Progress::new("decompress", Some(nbytes), a.common.quiet);
-    let mut sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
+    let sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
         crate::stream::write_all(w, &header, name)?;
         if shape.is_empty() {
             let item = arr.get_slice(&[]).map_err(|e| nd_err(e, path))?;
@@ -434,18 +433,7 @@ pub fn b2nd_to_npy(a: &DecompressArgs, s: SChunk, path: &Path) -> Result<()> {
         progress.finish();
         Ok(())
     };
-    match target {
-        Target::Stdout => sink(&mut crate::stream::binary_stdout()?, Path::new("<stdout>")),
-        Target::File(out) => {
-            let staged = Staged::new(&out, a.force)?;
-            let f = std::fs::File::create(staged.path()).map_err(|e| CliError::io(e, &out))?;
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-            sink(&mut w, &out)?;
-            let f = w.into_inner().map_err(|e| CliError::io(e.into_error(), &out))?;
-            f.sync_all().map_err(|e| CliError::io(e, &out))?;
-            staged.commit()
-        }
-    }
+    crate::output::write_stream(target, a.force, sink)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! Ctrl-C or SIGTERM removes them too (only SIGKILL or a power cut leaves a `.NAME.oxtmp-PID`).
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{CliError, Result};
@@ -50,6 +51,27 @@ impl Staged {
         self.committed = true;
         crate::interrupt::unregister(&self.tmp);
         Ok(())
+    }
+}
+
+/// Stream an output to stdout or to a new file `out` (staged under a temporary name, synced,
+/// then renamed into place): `sink` writes the bytes and gets the name to use in errors.
+pub fn write_stream(
+    target: crate::raw::Target,
+    force: bool,
+    mut sink: impl FnMut(&mut dyn Write, &Path) -> Result<()>,
+) -> Result<()> {
+    match target {
+        crate::raw::Target::Stdout => sink(&mut crate::stream::binary_stdout()?, Path::new("<stdout>")),
+        crate::raw::Target::File(out) => {
+            let staged = Staged::new(&out, force)?;
+            let f = fs::File::create(staged.path()).map_err(|e| CliError::io(e, &out))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            sink(&mut w, &out)?;
+            let f = w.into_inner().map_err(|e| CliError::io(e.into_error(), &out))?;
+            f.sync_all().map_err(|e| CliError::io(e, &out))?;
+            staged.commit()
+        }
     }
 }
 

@@ -207,7 +207,7 @@ pub fn decompress(a: &DecompressArgs) -> Result<()> {
     }
     let target = target(a.output.as_deref(), &a.input, || strip(&a.input, &[".b2frame", ".b2f"]))?;
     let mut progress = Progress::new("decompress", Some(s.nbytes()), a.common.quiet);
-    let mut sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
+    let sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
         let mut total = 0u64;
         for i in 0..s.nchunks() {
             let buf = s.decompress_chunk(i).map_err(|e| CliError::frame(e, &path))?;
@@ -225,22 +225,7 @@ pub fn decompress(a: &DecompressArgs) -> Result<()> {
         }
         Ok(())
     };
-    match target {
-        Target::Stdout => sink(&mut stream::binary_stdout()?, Path::new("<stdout>")),
-        Target::File(out) => {
-            let staged = Staged::new(&out, a.force)?;
-            {
-                let f = std::fs::File::create(staged.path()).map_err(|e| CliError::io(e, &out))?;
-                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-                sink(&mut w, &out)?;
-                w.into_inner()
-                    .map_err(|e| CliError::io(e.into_error(), &out))?
-                    .sync_all()
-                    .map_err(|e| CliError::io(e, &out))?;
-            }
-            staged.commit()
-        }
-    }
+    crate::output::write_stream(target, a.force, sink)
 }
 
 /// A single chunk file decompresses to its bytes (`OUTPUT` required unless it ends in `.cdata`).
@@ -306,8 +291,8 @@ pub fn append(a: &AppendArgs) -> Result<()> {
             // Fill a short last chunk first, so the frame keeps one chunk size.
             let last = s.decompress_chunk(n - 1)?;
             if last.len() < cs {
-                let more = stream::read_full(&mut input.reader, cs - last.len())
-                    .map_err(|e| keep(CliError::io(e, &name)))?;
+                let more =
+                    stream::read_full(&mut input.reader, cs - last.len()).map_err(|e| keep(CliError::io(e, &name)))?;
                 if !more.is_empty() {
                     let mut buf = last;
                     buf.extend_from_slice(&more);
