@@ -290,8 +290,8 @@ pub fn append(a: &AppendArgs) -> Result<()> {
             // Fill a short last chunk first, so the frame keeps one chunk size.
             let last = s.decompress_chunk(n - 1)?;
             if last.len() < cs {
-                let more = stream::read_full(&mut input.reader, cs - last.len())
-                    .map_err(|e| keep(CliError::io(e, &name)))?;
+                let more =
+                    stream::read_full(&mut input.reader, cs - last.len()).map_err(|e| keep(CliError::io(e, &name)))?;
                 if !more.is_empty() {
                     let mut buf = last;
                     buf.extend_from_slice(&more);

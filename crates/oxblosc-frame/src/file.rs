@@ -339,7 +339,11 @@ impl SChunk {
         let path = path.as_ref();
         remove(path)?;
         let fr = self.frame()?;
-        let r = if contiguous { write_compact(path, &fr, SyncMode::None).map(|_| ()) } else { write_sparse_copy(path, &fr) };
+        let r = if contiguous {
+            write_compact(path, &fr, SyncMode::None).map(|_| ())
+        } else {
+            write_sparse_copy(path, &fr)
+        };
         r.map_err(|e| e.in_file(path))
     }
 }

@@ -86,7 +86,10 @@ fn os_lock(file: &File, kind: Kind) -> std::io::Result<()> {
                 if start.elapsed() >= limit {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
-                        format!("timed out after {:.1} s waiting for the frame lock held by another handle", limit.as_secs_f64()),
+                        format!(
+                            "timed out after {:.1} s waiting for the frame lock held by another handle",
+                            limit.as_secs_f64()
+                        ),
                     ));
                 }
                 std::thread::sleep(pause);

@@ -314,7 +314,9 @@ fn two_writer_processes_both_finish() {
         new_frame(&path, contiguous, 1);
         let kids: Vec<Child> = [10_000u32, 20_000]
             .iter()
-            .map(|b| spawn("appender", &path, &[("OXBLOSC_LOCK_BASE", b.to_string()), ("OXBLOSC_LOCK_N", N.to_string())]))
+            .map(|b| {
+                spawn("appender", &path, &[("OXBLOSC_LOCK_BASE", b.to_string()), ("OXBLOSC_LOCK_N", N.to_string())])
+            })
             .collect();
         for k in kids {
             let out = finish(k, "appender");
