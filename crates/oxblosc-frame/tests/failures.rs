@@ -112,7 +112,7 @@ fn ops(round: u64) -> Vec<Op> {
 }
 
 fn failed_ops_change_nothing(contiguous: bool) {
-    let Some(fs) = Tmpfs::new(if contiguous { "contig" } else { "sparse" }, 768) else { return };
+    let Some(fs) = Tmpfs::new(if contiguous { "contig" } else { "sparse" }, 2048) else { return };
     let path = fs.0.join(if contiguous { "f.b2frame" } else { "f.b2frame.d" });
     let cp = CParams { typesize: 4, clevel: 1, ..CParams::default() };
     let mut s = SChunk::create(&path, contiguous, cp, DParams::default()).unwrap();
