@@ -8,7 +8,7 @@ SHARED ?= $(abspath ../shared)
 export OXBLOSC_SHARED := $(SHARED)
 CARGO ?= cargo
 
-.PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean venv
+.PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean venv check-shared
 
 all: test
 
@@ -44,14 +44,22 @@ demo: develop-release
 	$(PY) scripts/demo.py
 
 ## test: every Rust and Python test
-test: test-rust test-python
+test: check-shared test-rust test-python
+
+# The tests read the C-Blosc2 test vectors kept outside the repository.
+check-shared:
+	@test -d "$(SHARED)/vectors/c-blosc2-compat" || { \
+	  echo "make test needs the shared test data: $(SHARED)/vectors/c-blosc2-compat is missing."; \
+	  echo "  It holds the C-Blosc2 compatibility vectors the Rust and Python tests read."; \
+	  echo "  Put the shared/ directory beside this repository (../shared), or run: make test SHARED=/path/to/shared"; \
+	  exit 2; }
 
 # The frame interop test runs python-blosc2 from the venv (both directions).
-test-rust: $(STAMP)
+test-rust: check-shared $(STAMP)
 	OXBLOSC_INTEROP_PY=$(abspath $(PY)) $(CARGO) test --workspace --exclude oxblosc-python --quiet
 	$(CARGO) test --manifest-path fuzz/Cargo.toml --target-dir target --quiet --test replay_regressions
 
-test-python: develop
+test-python: check-shared develop
 	$(PY) -m pytest -q python/tests
 
 ## ci: what .ci/run calls
@@ -90,7 +98,7 @@ bench-nd: develop-release
 FUZZ_SECONDS ?= 600
 fuzz:
 	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
-	for t in decompress roundtrip getitem frame_open frame_ops nd_open nd_slices; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
+	for t in decompress roundtrip getitem frame_open frame_ops nd_open nd_slices bloscpack; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
 
 clean:
 	$(CARGO) clean

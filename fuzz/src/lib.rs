@@ -15,7 +15,9 @@ use oxblosc_chunk::{
 };
 use oxblosc_frame::{SChunk, SpecialValue};
 
+pub mod bloscpack;
 pub mod nd;
+pub use bloscpack::fuzz_bloscpack;
 pub use nd::{fuzz_nd_open, fuzz_nd_slices};
 
 /// Largest `nbytes` a fuzz input may claim before we decode it.
@@ -552,6 +554,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         out.push(("frame_ops", format!("seed-{name}"), v));
     }
     out.extend(nd::seeds());
+    out.extend(bloscpack::seeds());
     out
 }
 

@@ -1,6 +1,8 @@
 //! Command-line syntax (clap derive): the commands, their options and `--help` examples.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::error::CliError;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -14,6 +16,11 @@ Examples:
   oxblosc append data.bin.b2frame more.bin
   oxblosc info --chunks data.bin.b2frame
   oxblosc verify data.bin.b2frame                # exit 1 on a damaged chunk
+
+As zstd/gzip: `oxblosc FILE` compresses, -d decompresses, -t tests (verify), -l lists (info);
+-c to stdout, -o FILE, -k keeps the input (always the default), --rm removes it after
+success, -f, -q, -T N threads (0 = all cores), -0..-9 level. -t alone is not an option of the
+subcommands (Bloscpack's typesize is --typesize).
 
 Exit status: 0 ok, 1 verify found damage, 2 any error (one line on stderr).";
 
@@ -95,7 +102,8 @@ pub struct CodecArgs {
     /// Item size in bytes (shuffle granularity) [default: 8, or the .npy itemsize]
     #[arg(long)]
     pub typesize: Option<usize>,
-    /// Uncompressed bytes per chunk (K/M/G suffixes) [default: 4M]
+    /// Uncompressed bytes per chunk (K/M/G suffixes) [default: 4M; for .npy the automatic
+    /// chunk target, as whole trailing rows]
     #[arg(long, value_name = "SIZE")]
     pub chunk_size: Option<String>,
     /// Bytes per block inside a chunk (K/M/G suffixes) [default: automatic]
@@ -114,8 +122,8 @@ pub struct CodecArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct Common {
-    /// Worker threads [default: all cores]
-    #[arg(long, short = 't')]
+    /// Worker threads, 0 = all cores [default: all cores]
+    #[arg(long, short = 'T')]
     pub threads: Option<usize>,
     /// No progress bar
     #[arg(long, short = 'q')]
@@ -130,6 +138,18 @@ pub struct CompressArgs {
     pub output: Option<String>,
     #[command(flatten)]
     pub codec: CodecArgs,
+    /// Output file (the same as OUTPUT)
+    #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
+    pub output_file: Option<String>,
+    /// Write to standard output (the same as OUTPUT `-`)
+    #[arg(short = 'c', long = "stdout")]
+    pub stdout: bool,
+    /// Keep the input (always the default; accepted for zstd/gzip habits)
+    #[arg(short = 'k', long, overrides_with = "rm")]
+    pub keep: bool,
+    /// Remove the input after a successful run (only when the output is a file)
+    #[arg(long, overrides_with = "keep")]
+    pub rm: bool,
     /// Write a sparse frame (a directory: index + one file per chunk)
     #[arg(long)]
     pub sparse: bool,
@@ -146,6 +166,18 @@ pub struct DecompressArgs {
     pub input: String,
     /// Output [default: INPUT without .b2frame, .b2nd -> .npy; stdout when INPUT is `-`]
     pub output: Option<String>,
+    /// Output file (the same as OUTPUT)
+    #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
+    pub output_file: Option<String>,
+    /// Write to standard output (the same as OUTPUT `-`)
+    #[arg(short = 'c', long = "stdout")]
+    pub stdout: bool,
+    /// Keep the input (always the default; accepted for zstd/gzip habits)
+    #[arg(short = 'k', long, overrides_with = "rm")]
+    pub keep: bool,
+    /// Remove the input after a successful run (only when the output is a file)
+    #[arg(long, overrides_with = "keep")]
+    pub rm: bool,
     /// Require checksums and check every chunk against them (checked by default whenever the
     /// file carries them; an error if it has none)
     #[arg(long, conflicts_with = "no_verify")]
@@ -187,4 +219,42 @@ pub struct VerifyArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// Fold `-o FILE` and `-c` into `OUTPUT` (given once), and check `--rm` can be honoured.
+pub fn settle_outputs(cmd: &mut Cmd) -> Result<(), CliError> {
+    let (input, output, output_file, stdout, rm) = match cmd {
+        Cmd::Compress(a) => (&a.input, &mut a.output, a.output_file.take(), a.stdout, a.rm),
+        Cmd::Decompress(a) => (&a.input, &mut a.output, a.output_file.take(), a.stdout, a.rm),
+        _ => return Ok(()),
+    };
+    let given: Vec<String> =
+        [output.take(), output_file, stdout.then(|| "-".to_string())].into_iter().flatten().collect();
+    if given.len() > 1 {
+        return Err(CliError::new("the output is given twice: use one of OUTPUT, -o FILE or -c"));
+    }
+    *output = given.into_iter().next();
+    if rm {
+        let to_stdout = output.as_deref() == Some("-") || (output.is_none() && input == "-");
+        if input == "-" || to_stdout {
+            return Err(CliError::new("--rm needs an input file and an output file (not stdin/stdout)"));
+        }
+        if !Path::new(input).is_file() {
+            return Err(CliError::at("--rm removes files only", input));
+        }
+        if let Some(o) = output.as_deref() {
+            if std::fs::canonicalize(o).ok() == std::fs::canonicalize(input).ok() {
+                return Err(CliError::at("--rm with the output in place of the input would lose it", input));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--rm`: remove the input once its output is in place.
+pub fn remove_input(input: &str, rm: bool) -> Result<(), CliError> {
+    if rm {
+        std::fs::remove_file(input).map_err(|e| CliError::io(e, input))?;
+    }
+    Ok(())
 }

@@ -17,13 +17,16 @@ pub fn info(a: &InfoArgs) -> Result<()> {
     if !path.exists() {
         return Err(CliError::at("no such file or directory", path));
     }
-    let (tree, table) = if looks_like_frame(path) {
+    let (tree, table) = if crate::blp::is_blp(path) {
+        (crate::blp::info(a)?, None)
+    } else if looks_like_frame(path) {
+        crate::sniff::require_frame(path)?;
         let s = oxblosc::frame::open(path, oxblosc::frame::Mode::Read).map_err(|e| CliError::frame(e, path))?;
         let tree = frame_node(&s, path)?;
         let table = if a.chunks { Some(chunk_table(&s, path)?) } else { None };
         (tree, table)
     } else {
-        let bytes = std::fs::read(path).map_err(|e| CliError::io(e, path))?;
+        let bytes = crate::sniff::read_chunk_file(path)?;
         (chunk_node(&bytes).map_err(|e| CliError::chunk_layer(e, path))?, None)
     };
     let mut out = String::new();
@@ -125,10 +128,18 @@ fn frame_node(s: &SChunk, path: &Path) -> Result<Node> {
         ("blocksize".into(), if s.blocksize() > 0 { s.blocksize().into() } else { "automatic".into() }),
         ("splitmode".into(), split_name(cp.splitmode).into()),
         ("nchunks".into(), s.nchunks().into()),
-        ("nbytes".into(), s.nbytes().into()),
-        ("cbytes".into(), s.cbytes().into()),
-        ("ratio".into(), ratio(s.nbytes(), s.cbytes())),
     ]);
+    // An array's chunks are padded to whole chunks at its edges: its data is its items
+    // (python-blosc2's `NDArray.nbytes`), the padding is shown apart, and the ratio is data
+    // over compressed chunk bytes (python-blosc2's `cratio` counts the padding as data).
+    let nbytes = b2nd.and_then(|raw| array_nbytes(raw, s.typesize())).unwrap_or(s.nbytes());
+    m.push(("nbytes".into(), nbytes.into()));
+    if nbytes != s.nbytes() {
+        m.push(("padded_nbytes".into(), s.nbytes().into()));
+    }
+    m.push(("cbytes".into(), s.cbytes().into()));
+    m.push(("ratio".into(), ratio(nbytes, s.cbytes())));
+    m.push(("file_bytes".into(), on_disk(path).map_or(Node::Null, Node::UInt)));
     let checks = match s.checksums() {
         ChecksumStatus::Off => Node::from("none"),
         ChecksumStatus::On { len } => {
@@ -146,6 +157,21 @@ fn frame_node(s: &SChunk, path: &Path) -> Result<Node> {
         .collect();
     m.push(("vlmeta".into(), Node::Map(vl)));
     Ok(Node::Map(m))
+}
+
+/// Bytes of an array's items: the shape in its b2nd metalayer times the typesize.
+fn array_nbytes(raw: &[u8], typesize: usize) -> Option<u64> {
+    let m = oxblosc::nd::Meta::decode(raw).ok()?;
+    let items = m.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(u64::try_from(d).ok()?))?;
+    items.checked_mul(typesize as u64)
+}
+
+/// Size on disk: the file, or a sparse frame directory's files.
+fn on_disk(path: &Path) -> Option<u64> {
+    if !path.is_dir() {
+        return std::fs::metadata(path).ok().map(|m| m.len());
+    }
+    std::fs::read_dir(path).ok()?.map(|e| e.ok()?.metadata().ok().map(|m| m.len())).sum()
 }
 
 fn codec_label(c: u8) -> String {

@@ -6,15 +6,19 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod blp;
 mod error;
+mod habits;
 mod info;
 mod interrupt;
+mod layout;
 mod node;
 mod npy;
 mod output;
 mod params;
 mod progress;
 mod raw;
+mod sniff;
 mod stream;
 mod verify;
 
@@ -29,7 +33,25 @@ use error::{CliError, EXIT_ERROR, EXIT_MISMATCH};
 
 fn main() -> ExitCode {
     interrupt::install();
-    let cli = match Cli::try_parse() {
+    let runs = match habits::rewrite(std::env::args_os().collect()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("oxblosc: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    for argv in runs {
+        let code = run(argv);
+        if code != 0 {
+            return ExitCode::from(code);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// One command line: its exit code.
+fn run(argv: Vec<std::ffi::OsString>) -> u8 {
+    let mut cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -37,50 +59,57 @@ fn main() -> ExitCode {
                 || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             {
                 let _ = e.print();
-                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                    ExitCode::from(EXIT_ERROR)
-                } else {
-                    ExitCode::SUCCESS
-                };
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { EXIT_ERROR } else { 0 };
             }
             // One line: clap's first message line, without its "error: " prefix.
             let msg = e.to_string();
             let first = msg.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
             eprintln!("oxblosc: {first} (see oxblosc --help)");
-            return ExitCode::from(EXIT_ERROR);
+            return EXIT_ERROR;
         }
     };
-    let r = match &cli.cmd {
-        Cmd::Compress(a) => {
-            if a.input != "-" && npy::is_npy(Path::new(&a.input)) {
-                npy::npy_to_b2nd(a, Path::new(&a.input))
-            } else {
-                raw::compress(a)
-            }
-        }
-        Cmd::Decompress(a) => raw::decompress(a),
-        Cmd::Append(a) => raw::append(a),
-        Cmd::Info(a) => info::info(a),
-        Cmd::Verify(a) => match verify::verify(a) {
-            Ok(true) => Ok(()),
-            Ok(false) => return ExitCode::from(EXIT_MISMATCH),
-            Err(e) => Err(e),
-        },
-        Cmd::ChunkInfo { file } => chunk_file(file, chunk_info),
-        Cmd::ChunkCheck { file } => chunk_file(file, chunk_check),
-    };
+    let r = args::settle_outputs(&mut cli.cmd).and_then(|()| dispatch(&cli.cmd));
     match r {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => 0,
+        Ok(false) => EXIT_MISMATCH,
         Err(e) => {
-            eprintln!("oxblosc: {e}");
-            ExitCode::from(e.code)
+            eprintln!("oxblosc: {}", output::public(&e.to_string()));
+            e.code
         }
     }
 }
 
+/// Run a parsed command: `Ok(false)` when verify found damage.
+fn dispatch(cmd: &Cmd) -> Result<bool, CliError> {
+    match cmd {
+        Cmd::Compress(a) => {
+            let input = Path::new(&a.input);
+            if a.input != "-" && npy::is_npy(input) {
+                npy::npy_to_b2nd(a, input)?
+            } else if !(a.input != "-" && blp::is_blp(input) && blp::array_to_b2nd(a, input)?) {
+                raw::compress(a)?
+            }
+            args::remove_input(&a.input, a.rm)?;
+        }
+        Cmd::Decompress(a) => {
+            raw::decompress(a)?;
+            args::remove_input(&a.input, a.rm)?;
+        }
+        Cmd::Append(a) => {
+            sniff::require_frame(&a.file)?;
+            raw::append(a)?
+        }
+        Cmd::Info(a) => info::info(a)?,
+        Cmd::Verify(a) => return verify::verify(a),
+        Cmd::ChunkInfo { file } => chunk_file(file, chunk_info)?,
+        Cmd::ChunkCheck { file } => chunk_file(file, chunk_check)?,
+    }
+    Ok(true)
+}
+
 fn chunk_file(file: &Path, f: fn(&[u8]) -> Result<String, chunk::Error>) -> Result<(), CliError> {
-    let bytes = std::fs::read(file).map_err(|e| CliError::io(e, file))?;
+    let bytes = sniff::read_chunk_file(file)?;
     let text = f(&bytes).map_err(|e| CliError::chunk_layer(e, file))?;
     print!("{text}");
     Ok(())

@@ -2,9 +2,10 @@
 //! `.b2nd` through the n-d layer.
 //!
 //! Round trips are byte-identical: the original header bytes are kept in the vlmetalayer
-//! [`HEADER_VLMETA`] and written back verbatim. A Fortran-order array is stored as the C-order
-//! array of the reversed shape (its bytes as they are in the file: the transpose), so
-//! python-blosc2 reads a sensible array (`a.T`) and decompression writes the same bytes.
+//! [`HEADER_VLMETA`] and written back verbatim. A Fortran-order array is stored as its logical
+//! array (same shape and items as NumPy shows; the b2nd is C-order as always), transposed
+//! piece by piece on the way in and out ([`crate::layout`]), so `info`, `oxblosc.open` and
+//! python-blosc2 see the array NumPy sees.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use oxblosc::nd;
 
 use crate::args::{CompressArgs, DecompressArgs};
 use crate::error::{CliError, Result};
+use crate::layout;
 use crate::output::Staged;
 use crate::progress::Progress;
 use crate::raw::Target;
@@ -22,6 +24,10 @@ use crate::raw::Target;
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// vlmetalayer holding the original `.npy` header (msgpack bin).
 pub const HEADER_VLMETA: &str = "_oxblosc_npy_header";
+/// vlmetalayer marking that a Fortran-order `.npy` was stored as its logical array (msgpack
+/// str [`LOGICAL`]); without it, a Fortran header means the old transposed layout.
+pub const ORDER_VLMETA: &str = "_oxblosc_npy_order";
+const LOGICAL: &str = "logical";
 /// Largest header we accept (NumPy itself refuses headers over 10 KiB unless told otherwise).
 const MAX_HEADER: usize = 1 << 20;
 
@@ -186,12 +192,28 @@ pub fn is_npy(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut m)).is_ok() && &m == MAGIC
 }
 
-/// Stream an `.npy` file into a `.b2nd` (rows of `chunks[0]` along axis 0 at a time).
+/// Stream an `.npy` file into a `.b2nd` of the same logical array (a Fortran-order file is
+/// transposed piece by piece), one chunk in flight.
 pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
     let mut f = std::fs::File::open(path).map_err(|e| CliError::io(e, path))?;
     let file_len = f.metadata().map_err(|e| CliError::io(e, path))?.len();
     let h = read_header(&mut f, path)?;
     let data_len = file_len - h.raw.len() as u64;
+    let input = crate::stream::Input { name: path.to_path_buf(), reader: Box::new(f), len: Some(data_len) };
+    array_to_b2nd(a, &h, input, data_len, &path.with_extension("b2nd"))
+}
+
+/// Stream the items of the array `h` describes (`data_len` bytes in the file's order, from
+/// `input`) into a new `.b2nd`: `a.output`, else `default_out`. The header is kept so the
+/// array decompresses to an `.npy` with exactly these header bytes.
+pub fn array_to_b2nd(
+    a: &CompressArgs,
+    h: &NpyHeader,
+    input: crate::stream::Input,
+    data_len: u64,
+    default_out: &Path,
+) -> Result<()> {
+    let path = &input.name.clone();
     let nitems = h.nitems().ok_or_else(|| CliError::at("shape overflows", path))?;
     let itemsize = match h.itemsize() {
         Some(n) => n as u64,
@@ -204,8 +226,7 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
             path,
         ));
     }
-    // A Fortran-order array is stored as its transpose: the file's bytes in C order.
-    let shape: Vec<u64> = if h.fortran_order { h.shape.iter().rev().copied().collect() } else { h.shape.clone() };
+    let shape = h.shape.clone();
     let typesize = itemsize as usize;
     let cp = crate::raw::cparams(&a.codec, &a.common, typesize)?;
     if cp.typesize != typesize {
@@ -214,12 +235,23 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
             path,
         ));
     }
-    let (chunks, blocks) = nd::auto::choose(&shape, typesize, None, None);
+    // Chunks that are contiguous runs of the file (in its own order), so each is read once.
+    let budget = match &a.codec.chunk_size {
+        Some(c) => crate::params::size(c).map_err(CliError::new)?.max(1),
+        None => chunk_budget(),
+    };
+    let file_view = FileView::new(&shape, h.fortran_order);
+    let (chunks, blocks) = if nitems == 0 {
+        nd::auto::choose(&shape, typesize, None, None)
+    } else {
+        let c = file_view.to_array(&layout::stream_chunks(&file_view.shape, typesize, budget));
+        nd::auto::choose(&shape, typesize, Some(&c), None)
+    };
     let geom = nd::Geometry::new(&shape, &chunks, &blocks, typesize).map_err(|e| nd_err(e, path))?;
     let out = match &a.output {
         Some(o) if o == "-" => return Err(CliError::new(".b2nd output cannot go to stdout; give a file name")),
         Some(o) => PathBuf::from(o),
-        None => path.with_extension("b2nd"),
+        None => default_out.to_path_buf(),
     };
     let staged = Staged::new(&out, a.force)?;
     let tmp = staged.path();
@@ -229,26 +261,29 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
         s.enable_checksums().map_err(|e| CliError::frame(e, &out))?;
     }
     s.set_vlmeta(HEADER_VLMETA, &header_vlmeta(&h.raw)).map_err(|e| CliError::frame(e, &out))?;
+    if h.fortran_order {
+        s.set_vlmeta(ORDER_VLMETA, &msgpack_str(LOGICAL)).map_err(|e| CliError::frame(e, &out))?;
+    }
     let mut arr = nd::NdArray::create(s, geom, Some(&h.descr), nd::Fill::Zeros).map_err(|e| nd_err(e, &out))?;
     let mut progress = Progress::new("compress", Some(data_len), a.common.quiet);
     if shape.is_empty() {
-        let mut item = vec![0u8; typesize];
-        f.read_exact(&mut item).map_err(|e| CliError::io(e, path))?;
+        let mut item = Vec::new();
+        input.reader.take(itemsize).read_to_end(&mut item).map_err(|e| CliError::io(e, path))?;
         arr.set_slice(&[], &item).map_err(|e| nd_err(e, path))?;
-    } else if nitems > 0 {
-        let row: u64 = shape[1..].iter().product::<u64>() * itemsize;
-        let step = chunks[0].max(1);
-        let mut r0 = 0u64;
-        let mut reader = std::io::BufReader::with_capacity(1 << 20, f);
-        while r0 < shape[0] {
-            let r1 = (r0 + step).min(shape[0]);
-            let mut buf = vec![0u8; ((r1 - r0) * row) as usize];
-            reader.read_exact(&mut buf).map_err(|e| CliError::io(e, path))?;
-            let mut sel: Vec<nd::DimSlice> = shape.iter().map(|&n| nd::DimSlice::full(n)).collect();
-            sel[0] = nd::DimSlice::new(r0, r1, 1);
+    } else {
+        let file_chunks = file_view.to_file(&chunks);
+        let pieces = layout::pieces(&file_view.shape, &file_chunks, typesize, budget);
+        let sizes: Vec<usize> = pieces.iter().map(|p| sel_bytes(p, typesize)).collect();
+        let mut reader = crate::stream::Chunks::sized(input, sizes.into_iter());
+        for piece in &pieces {
+            let want = sel_bytes(piece, typesize);
+            let buf = reader.next_chunk()?.unwrap_or_default();
+            if buf.len() != want {
+                return Err(CliError::at("the file shrank while it was being read", path));
+            }
+            let (sel, buf) = file_view.piece_to_array(piece, buf, typesize);
             arr.set_slice(&sel, &buf).map_err(|e| nd_err(e, path))?;
-            progress.add(buf.len() as u64);
-            r0 = r1;
+            progress.add(want as u64);
         }
     }
     let live = arr.schunk().cbytes();
@@ -259,6 +294,67 @@ pub fn npy_to_b2nd(a: &CompressArgs, path: &Path) -> Result<()> {
     progress.finish();
     crate::stream::fsync(tmp)?;
     staged.commit()
+}
+
+/// Bytes held per piece of a conversion: the automatic chunk target (1..16 MiB).
+fn chunk_budget() -> usize {
+    nd::auto::targets().0
+}
+
+fn sel_bytes(sel: &[nd::DimSlice], itemsize: usize) -> usize {
+    sel.iter().map(nd::DimSlice::len).product::<u64>() as usize * itemsize
+}
+
+/// The `.npy` file's own view of an array: its shape in the order the items are stored
+/// (reversed for Fortran order), and the conversions between that view and the array's.
+struct FileView {
+    shape: Vec<u64>,
+    fortran: bool,
+}
+
+impl FileView {
+    fn new(array_shape: &[u64], fortran: bool) -> FileView {
+        let shape = if fortran { array_shape.iter().rev().copied().collect() } else { array_shape.to_vec() };
+        FileView { shape, fortran }
+    }
+
+    /// Per-axis values (chunks, selections) from the file's axis order to the array's.
+    fn to_array<T: Clone>(&self, v: &[T]) -> Vec<T> {
+        if self.fortran {
+            v.iter().rev().cloned().collect()
+        } else {
+            v.to_vec()
+        }
+    }
+
+    /// The same, from the array's order to the file's (reversal is its own inverse).
+    fn to_file<T: Clone>(&self, v: &[T]) -> Vec<T> {
+        self.to_array(v)
+    }
+
+    /// A piece read from the file: its selection in the array and its bytes in C order.
+    fn piece_to_array(&self, piece: &[nd::DimSlice], buf: Vec<u8>, itemsize: usize) -> (Vec<nd::DimSlice>, Vec<u8>) {
+        if !self.fortran {
+            return (piece.to_vec(), buf);
+        }
+        let pshape: Vec<u64> = piece.iter().map(nd::DimSlice::len).collect();
+        (self.to_array(piece), layout::reverse_axes(&buf, &pshape, itemsize))
+    }
+
+    /// A piece of the array (C-order bytes of `sel`) as the bytes the file stores for it.
+    fn array_to_piece(&self, sel: &[nd::DimSlice], buf: Vec<u8>, itemsize: usize) -> Vec<u8> {
+        if !self.fortran {
+            return buf;
+        }
+        let ashape: Vec<u64> = sel.iter().map(nd::DimSlice::len).collect();
+        layout::reverse_axes(&buf, &ashape, itemsize)
+    }
+}
+
+fn msgpack_str(s: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    msgpack::encode(&Value::Str(s.to_string()), &mut out);
+    out
 }
 
 fn header_vlmeta(raw: &[u8]) -> Vec<u8> {
@@ -275,50 +371,63 @@ fn nd_err(e: nd::Error, path: &Path) -> CliError {
     }
 }
 
-/// The header to write for a b2nd array: the stored original if it matches the array, else
-/// a new one from its dtype and shape.
-fn header_for(arr: &nd::NdArray) -> Vec<u8> {
+/// The header to write for a b2nd array and whether its items go out in Fortran order: the
+/// stored original if it matches the array, else a new C-order one from its dtype and shape.
+/// Files from before [`ORDER_VLMETA`] stored a Fortran array as its transpose: their items
+/// are written out as stored.
+fn header_for(arr: &nd::NdArray) -> (Vec<u8>, bool) {
     let shape = arr.shape().to_vec();
     if let Some(Ok(Value::Bin(raw))) = arr.schunk().vlmeta(HEADER_VLMETA).map(msgpack::decode) {
         if let Ok(h) = read_header(&mut raw.as_slice(), Path::new("")) {
-            let logical: Vec<u64> =
-                if h.fortran_order { h.shape.iter().rev().copied().collect() } else { h.shape.clone() };
+            let logical_order = matches!(
+                arr.schunk().vlmeta(ORDER_VLMETA).map(msgpack::decode),
+                Some(Ok(Value::Str(v))) if v == LOGICAL
+            );
+            let transposed = h.fortran_order && !logical_order;
+            let stored: Vec<u64> = if transposed { h.shape.iter().rev().copied().collect() } else { h.shape.clone() };
             let size_ok = h.itemsize().map_or(true, |n| n == arr.typesize());
-            if logical == shape && size_ok && h.raw.len() == raw.len() {
-                return raw;
+            if stored == shape && size_ok && h.raw.len() == raw.len() {
+                return (raw, h.fortran_order && logical_order);
             }
         }
     }
     let descr = arr.dtype().map(str::to_owned).unwrap_or_else(|| format!("|V{}", arr.typesize()));
-    make_header(&descr, false, &shape)
+    (make_header(&descr, false, &shape), false)
 }
 
-/// Write a b2nd array as `.npy`, `chunks[0]` rows at a time.
+/// Bytes held per piece when writing an array out: two of its chunks, within 1..64 MiB
+/// unless one chunk is larger (a piece, its decoded chunks and, for Fortran, its transpose
+/// are in memory at once).
+fn read_budget(arr: &nd::NdArray) -> usize {
+    let cb = arr.geometry().chunk_bytes();
+    (cb * 2).clamp(1 << 20, 64 << 20).max(cb)
+}
+
+/// Write a b2nd array as `.npy`, a bounded piece at a time.
 pub fn b2nd_to_npy(a: &DecompressArgs, s: SChunk, path: &Path) -> Result<()> {
     let arr = nd::NdArray::from_schunk(s).map_err(|e| nd_err(e, path))?;
     let target = crate::raw::target(a.output.as_deref(), &a.input, || {
         crate::raw::strip(&a.input, &[".b2nd"]).map(|p| p.with_extension("npy"))
     })?;
-    let header = header_for(&arr);
+    let (header, fortran) = header_for(&arr);
     let shape = arr.shape().to_vec();
-    let nbytes = shape.iter().product::<u64>() * arr.typesize() as u64;
+    let ts = arr.typesize();
+    let nbytes = shape.iter().product::<u64>() * ts as u64;
+    let view = FileView::new(&shape, fortran);
     let mut progress = Progress::new("decompress", Some(nbytes), a.common.quiet);
     let mut sink = |w: &mut dyn Write, name: &Path| -> Result<()> {
         crate::stream::write_all(w, &header, name)?;
         if shape.is_empty() {
             let item = arr.get_slice(&[]).map_err(|e| nd_err(e, path))?;
             crate::stream::write_all(w, &item, name)?;
-        } else if nbytes > 0 {
-            let step = arr.chunks()[0].max(1);
-            let mut r0 = 0u64;
-            while r0 < shape[0] {
-                let r1 = (r0 + step).min(shape[0]);
-                let mut sel: Vec<nd::DimSlice> = shape.iter().map(|&n| nd::DimSlice::full(n)).collect();
-                sel[0] = nd::DimSlice::new(r0, r1, 1);
+        } else {
+            let file_chunks = view.to_file(arr.chunks());
+            for piece in layout::pieces(&view.shape, &file_chunks, ts, read_budget(&arr)) {
+                let sel = view.to_array(&piece);
                 let buf = arr.get_slice(&sel).map_err(|e| nd_err(e, path))?;
+                let buf = view.array_to_piece(&sel, buf, ts);
                 crate::stream::write_all(w, &buf, name)?;
                 progress.add(buf.len() as u64);
-                r0 = r1;
             }
         }
         w.flush().map_err(|e| CliError::io(e, name))?;

@@ -75,8 +75,12 @@ pub(crate) fn remove_any(p: &Path) {
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
+    fn path_for(tag: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("oxblosc-{tag}-{}.b2frame", std::process::id()))
+    }
+
     pub fn new(tag: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!("oxblosc-{tag}-{}.b2frame", std::process::id()));
+        let p = Scratch::path_for(tag);
         remove_any(&p);
         crate::interrupt::register(&p);
         Scratch(p)
@@ -88,4 +92,25 @@ impl Drop for Scratch {
         remove_any(&self.0);
         crate::interrupt::unregister(&self.0);
     }
+}
+
+/// A message as the user should see it: temporary names (`.NAME.oxtmp-PID`, the scratch
+/// copies of stdin/stdout) replaced by what they stand for.
+pub fn public(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for (tag, name) in [("stdin", "<stdin>"), ("stdout", "<stdout>")] {
+        let scratch = Scratch::path_for(tag);
+        out = out.replace(&*scratch.to_string_lossy(), name);
+    }
+    let marker = format!(".oxtmp-{}", std::process::id());
+    while let Some(at) = out.find(&marker) {
+        // The component starts after the last separator before the marker, with a '.'.
+        let start = out[..at].rfind(['/', '(', ' ', '"', '\'']).map_or(0, |i| i + 1);
+        let dot = out[start..].starts_with('.');
+        out.replace_range(at..at + marker.len(), "");
+        if dot {
+            out.remove(start);
+        }
+    }
+    out
 }

@@ -21,7 +21,7 @@ pub const DEFAULT_CHUNK: usize = 4 << 20;
 pub const DEFAULT_TYPESIZE: usize = 8;
 
 pub fn threads(c: &Common) -> usize {
-    c.threads.unwrap_or_else(|| CParams::default().nthreads).max(1)
+    c.threads.filter(|&n| n > 0).unwrap_or_else(|| CParams::default().nthreads).max(1)
 }
 
 /// Compression parameters from the options (`typesize` when not given on the command line).
@@ -76,10 +76,22 @@ pub fn target(output: Option<&str>, input: &str, default: impl FnOnce() -> Resul
 }
 
 pub fn compress(a: &CompressArgs) -> Result<()> {
-    let cp = cparams(&a.codec, &a.common, DEFAULT_TYPESIZE)?;
+    // A Bloscpack file is converted: its decompressed bytes go into the frame.
+    let blp = a.input != "-" && crate::blp::is_blp(Path::new(&a.input));
+    let (input, typesize) = if blp {
+        let r = crate::blp::open(Path::new(&a.input), threads(&a.common))?;
+        let ts = usize::from(r.header().typesize.max(1));
+        let len = r.header().nbytes();
+        (stream::Input { name: a.input.clone().into(), reader: Box::new(r), len }, ts)
+    } else {
+        (stream::open_input(&a.input)?, DEFAULT_TYPESIZE)
+    };
+    let cp = cparams(&a.codec, &a.common, typesize)?;
     let cs = chunk_size(&a.codec, cp.typesize)?;
-    let target = target(a.output.as_deref(), &a.input, || Ok(format!("{}.b2frame", a.input).into()))?;
-    let input = stream::open_input(&a.input)?;
+    let target = target(a.output.as_deref(), &a.input, || {
+        let base = if blp { a.input.strip_suffix(".blp").unwrap_or(&a.input) } else { &a.input };
+        Ok(format!("{base}.b2frame").into())
+    })?;
     let checksums = !a.codec.no_checksum;
     let dp = DParams { nthreads: cp.nthreads };
     match target {
@@ -158,6 +170,7 @@ pub fn open_frame(arg: &str) -> Result<(SChunk, PathBuf, Option<Scratch>)> {
     } else {
         (PathBuf::from(arg), None)
     };
+    crate::sniff::require_frame(&path)?;
     let s = frame::open(&path, Mode::Read).map_err(|e| CliError::frame(e, &path))?;
     Ok((s, path, scratch))
 }
@@ -174,6 +187,9 @@ pub fn looks_like_frame(path: &Path) -> bool {
 
 pub fn decompress(a: &DecompressArgs) -> Result<()> {
     let input_path = PathBuf::from(&a.input);
+    if a.input != "-" && crate::blp::is_blp(&input_path) {
+        return crate::blp::decompress(a, &input_path);
+    }
     if a.input != "-" && !looks_like_frame(&input_path) && input_path.is_file() {
         return decompress_chunk_file(a, &input_path);
     }
@@ -229,7 +245,7 @@ pub fn decompress(a: &DecompressArgs) -> Result<()> {
 
 /// A single chunk file decompresses to its bytes (`OUTPUT` required unless it ends in `.cdata`).
 fn decompress_chunk_file(a: &DecompressArgs, path: &Path) -> Result<()> {
-    let bytes = std::fs::read(path).map_err(|e| CliError::io(e, path))?;
+    let bytes = crate::sniff::read_chunk_file(path)?;
     let dp = DParams { nthreads: threads(&a.common) };
     let out = chunk::decompress(&bytes, &dp).map_err(|e| CliError::chunk_layer(e, path))?;
     let target = target(a.output.as_deref(), &a.input, || strip(&a.input, &[".cdata", ".blosc"]))?;

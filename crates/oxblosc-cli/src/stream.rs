@@ -38,20 +38,28 @@ pub struct Chunks {
 
 impl Chunks {
     pub fn new(input: Input, size: usize) -> Chunks {
+        Chunks::sized(input, std::iter::repeat(size))
+    }
+
+    /// Pieces of the given sizes in turn, until the sizes or the input run out (a piece is
+    /// shorter than asked only at the end of the input).
+    pub fn sized(input: Input, sizes: impl Iterator<Item = usize> + Send + 'static) -> Chunks {
         let (tx, rx) = sync_channel(2);
         let mut reader = input.reader;
-        let handle = std::thread::spawn(move || loop {
-            match read_full(&mut reader, size) {
-                Ok(buf) if buf.is_empty() => break,
-                Ok(buf) => {
-                    let last = buf.len() < size;
-                    if tx.send(Ok(buf)).is_err() || last {
+        let handle = std::thread::spawn(move || {
+            for size in sizes {
+                match read_full(&mut reader, size) {
+                    Ok(buf) if buf.is_empty() => break,
+                    Ok(buf) => {
+                        let last = buf.len() < size;
+                        if tx.send(Ok(buf)).is_err() || last {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
                         break;
                     }
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    break;
                 }
             }
         });

@@ -25,8 +25,12 @@ fn report(e: CliError) {
 
 fn verify_one(path: &Path, a: &VerifyArgs) -> Result<bool> {
     let dp = DParams { nthreads: threads(&a.common) };
+    if crate::blp::is_blp(path) {
+        return crate::blp::verify(path, dp.nthreads, a.common.quiet);
+    }
     if path.is_file() && !looks_like_frame(path) {
-        let bytes = std::fs::read(path).map_err(|e| CliError::io(e, path))?;
+        // Not Blosc at all is an error (exit 2), not damage (exit 1).
+        let bytes = crate::sniff::read_chunk_file(path)?;
         return match oxblosc::chunk::decompress(&bytes, &dp) {
             Ok(out) => {
                 if !a.common.quiet {
@@ -40,6 +44,7 @@ fn verify_one(path: &Path, a: &VerifyArgs) -> Result<bool> {
             }
         };
     }
+    crate::sniff::require_frame(path)?;
     let mut s = frame::open(path, Mode::Read).map_err(|e| CliError::frame(e, path))?;
     s.set_dparams(dp);
     let mut bad = Vec::new();

@@ -651,9 +651,10 @@ fn npy_round_trips_are_byte_identical() {
         let (code, json, _) = oxblosc(&["info", "--json", &b2nd]);
         assert_eq!(code, 0);
         assert!(json.contains("\"kind\": \"b2nd\"") && json.contains(&format!("\"dtype\": \"{descr}\"")), "{json}");
-        let stored: Vec<u64> = if *fortran { shape.iter().rev().copied().collect() } else { shape.clone() };
-        let stored_txt: Vec<String> = stored.iter().map(u64::to_string).collect();
-        assert!(json.contains(&format!("\"shape\": [{}]", stored_txt.join(", "))), "{json}");
+        // The logical shape, whatever the file's order.
+        let stored_txt: Vec<String> = shape.iter().map(u64::to_string).collect();
+        let array_shape = format!("\"ndim\": {}, \"shape\": [{}]", shape.len(), stored_txt.join(", "));
+        assert!(json.contains(&array_shape), "{array_shape} in {json}");
         let (code, so, err) = oxblosc(&["verify", &b2nd]);
         assert_eq!(code, 0, "{so}{err}");
         std::fs::remove_file(&f).unwrap();
@@ -704,7 +705,8 @@ for k, a in arrs.items():
         assert_eq!(code, 0, "{k}: {err}");
         assert_eq!(std::fs::read(&f).unwrap(), std::fs::read(format!("{d}/{k}.back.npy")).unwrap(), "{k}");
     }
-    // python-blosc2 reads our .b2nd (a Fortran array as its transpose) and writes one we turn into .npy.
+    // python-blosc2 reads our .b2nd (a Fortran array as the same logical array) and writes one
+    // we turn into .npy.
     let out = run_py(
         &py,
         &format!(
@@ -713,8 +715,7 @@ import numpy as np, blosc2
 for k in ["f8", "fort", "zero_d", "struct", "U", "c8"]:
     a = np.load(f"{d}/{{k}}.npy")
     b = blosc2.open(f"{d}/{{k}}.b2nd")[()]
-    want = a.T if np.isfortran(a) else a
-    assert b.dtype == want.dtype and b.shape == want.shape and np.array_equal(b, want), k
+    assert b.dtype == a.dtype and b.shape == a.shape and np.array_equal(b, a), k
 x = np.arange(24000, dtype="<u2").reshape(40, 600)
 blosc2.asarray(x, chunks=(7, 100), blocks=(3, 50), urlpath=f"{d}/theirs.b2nd", mode="w")
 np.save(f"{d}/theirs.expect.npy", x)
@@ -837,4 +838,416 @@ fn decompress_verifies_checksums_by_default() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no checksums") && err.contains("plain.b2frame"), "{err}");
     assert_eq!(oxblosc(&["decompress", "-f", &g, &t.p("out2")]).0, 0);
+
+#[test]
+fn fortran_npy_is_stored_as_its_logical_array() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("npy-fortran");
+    let d = t.0.to_string_lossy().into_owned();
+    let names = ["f3", "sq", "one", "u"];
+    run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np
+rng = np.random.default_rng(1)
+arrs = {{
+    "f3": np.asfortranarray(rng.random((30, 70, 5))),
+    "sq": np.asfortranarray(np.arange(64 * 64, dtype="<i4").reshape(64, 64)),
+    "one": np.asfortranarray(np.arange(5000, dtype=">u2")),
+    "u": np.asfortranarray(np.array([["ab", "c"], ["d", "efg"], ["h", "i"]])),
+}}
+for k, a in arrs.items():
+    np.save(f"{d}/{{k}}.npy", a)
+"#
+        ),
+    );
+    for k in names {
+        let f = format!("{d}/{k}.npy");
+        // Small chunks: the array spans many, each a transposed piece of the file.
+        let (code, _, err) = oxblosc(&["compress", "-q", "--chunk-size", "2K", &f]);
+        assert_eq!(code, 0, "{k}: {err}");
+        let b2nd = format!("{d}/{k}.b2nd");
+        let (_, json, _) = oxblosc(&["info", "--json", &b2nd]);
+        if k != "u" {
+            assert!(json_num(&json, "nchunks") > 1, "{k}: {json}");
+        }
+        let (code, _, err) = oxblosc(&["decompress", "-q", &b2nd, &format!("{d}/{k}.back.npy")]);
+        assert_eq!(code, 0, "{k}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), std::fs::read(format!("{d}/{k}.back.npy")).unwrap(), "{k}");
+    }
+    let (_, json, _) = oxblosc(&["info", "--json", &format!("{d}/f3.b2nd")]);
+    assert!(json.contains("\"ndim\": 3, \"shape\": [30, 70, 5]"), "{json}");
+    // python-blosc2 (and NumPy) see the same logical array; an array written by an older
+    // oxblosc (the transpose, no order marker) still decompresses to its original file.
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2
+for k in {names:?}:
+    a = np.load(f"{d}/{{k}}.npy")
+    b = blosc2.open(f"{d}/{{k}}.b2nd")
+    assert b.shape == a.shape and b.dtype == a.dtype and np.array_equal(b[()], a), k
+    assert np.array_equal(b[1:], a[1:]), k
+a = np.load(f"{d}/sq.npy")
+with open(f"{d}/sq.npy", "rb") as f:
+    np.lib.format.read_magic(f)
+    np.lib.format.read_array_header_1_0(f)
+    n = f.tell()
+    f.seek(0)
+    head = f.read(n)
+old = blosc2.asarray(np.ascontiguousarray(a.T), chunks=(16, 64), urlpath=f"{d}/old.b2nd", mode="w")
+old.schunk.vlmeta["_oxblosc_npy_header"] = head
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/old.b2nd"), &format!("{d}/old.npy")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(format!("{d}/sq.npy")).unwrap(), std::fs::read(format!("{d}/old.npy")).unwrap());
+}
+
+#[test]
+fn info_ratio_of_an_array_counts_its_items_not_the_padding() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("info-ratio");
+    let d = t.0.to_string_lossy().into_owned();
+    // Chunks of 7 x 256 over 40 x 600: the edge chunks are mostly padding.
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2, os
+x = (np.arange(40 * 600) % 97).astype("<f8").reshape(40, 600)
+b = blosc2.asarray(x, chunks=(7, 256), blocks=(7, 64), urlpath=f"{d}/p.b2nd", mode="w")
+print(b.nbytes, b.cbytes, b.schunk.nbytes, os.path.getsize(f"{d}/p.b2nd"))
+"#
+        ),
+    );
+    let v: Vec<u64> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let (nbytes, cbytes, padded, file) = (v[0], v[1], v[2], v[3]);
+    assert!(padded > nbytes, "the case has padding");
+    let (code, json, err) = oxblosc(&["info", "--json", &format!("{d}/p.b2nd")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_num(&json, "nbytes"), nbytes, "{json}");
+    assert_eq!(json_num(&json, "cbytes"), cbytes, "{json}");
+    assert_eq!(json_num(&json, "padded_nbytes"), padded, "{json}");
+    assert_eq!(json_num(&json, "file_bytes"), file, "{json}");
+    let at = json.find("\"ratio\": ").unwrap() + 9;
+    let ratio: f64 = json[at..].split([',', '}']).next().unwrap().trim().parse().unwrap();
+    assert!((ratio - nbytes as f64 / cbytes as f64).abs() < 0.006, "{ratio} vs {nbytes}/{cbytes}");
+}
+
+#[test]
+fn npy_conversions_hold_a_few_chunks_not_the_array() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("npy-rss");
+    // 128 MiB arrays (C and Fortran order) of wide rows, 1 MiB chunks: the peak resident size
+    // of each conversion must stay under 4 chunks + 64 MiB, i.e. well under the array.
+    let (n_rows, width) = (64u64, 262_144u64);
+    let row: Vec<u8> = (0..width).flat_map(|j| ((j % 251) as f64 * 0.5).to_le_bytes()).collect();
+    let body: Vec<u8> = (0..n_rows).flat_map(|i| row.iter().map(move |&b| b ^ (i as u8 & 1))).collect();
+    let limit_kib = (4 * 1024 + 64 * 1024) as u64;
+    for fortran in [false, true] {
+        let f = t.p(&format!("a{fortran}.npy"));
+        std::fs::write(&f, npy_bytes("<f8", fortran, &[n_rows, width], &body, 1)).unwrap();
+        let b2nd = t.p(&format!("a{fortran}.b2nd"));
+        let back = t.p(&format!("a{fortran}.back.npy"));
+        for args in [
+            vec!["compress", "-q", "--chunk-size", "1M", f.as_str(), b2nd.as_str()],
+            vec!["decompress", "-q", b2nd.as_str(), back.as_str()],
+        ] {
+            let out = Command::new(&py)
+                .args([
+                    "-c",
+                    "import resource, subprocess, sys\n\
+                     r = subprocess.run(sys.argv[1:])\n\
+                     print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+                    bin(),
+                ])
+                .args(&args)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: Vec<u64> = text.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            assert_eq!(v[0], 0, "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(v[1] < limit_kib, "{args:?} fortran={fortran}: peak {} KiB, limit {limit_kib} KiB", v[1]);
+        }
+        assert!(std::fs::read(&back).unwrap() == std::fs::read(&f).unwrap(), "fortran={fortran}");
+    }
+}
+
+// ------------------------------------------------------------------ zstd/gzip and Bloscpack habits
+
+#[test]
+fn zstd_style_flags_work() {
+    let t = TmpDir::new("habits");
+    let raw = data(300_000, 21);
+    let f = t.p("d.bin");
+    std::fs::write(&f, &raw).unwrap();
+    // `oxblosc FILE` compresses and keeps the input (-k is the default and accepted).
+    let (code, _, err) = oxblosc(&["-q", "-k", "-9", "-T", "1", &f]);
+    assert_eq!(code, 0, "{err}");
+    let frame = t.p("d.bin.b2frame");
+    assert!(Path::new(&f).exists() && Path::new(&frame).exists());
+    let (_, json, _) = oxblosc(&["info", "--json", &frame]);
+    assert!(json.contains("\"clevel\": 9"), "{json}");
+    // -dc: to stdout.
+    let out = Command::new(bin()).args(["-dc", &frame]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, raw);
+    // -o FILE, -T0 (all cores), -3 inside a subcommand.
+    let (code, _, err) = oxblosc(&["compress", "-q", "-3", "-T0", "-o", &t.p("o.b2frame"), &f]);
+    assert_eq!(code, 0, "{err}");
+    let (_, json, _) = oxblosc(&["info", "--json", &t.p("o.b2frame")]);
+    assert!(json.contains("\"clevel\": 3"), "{json}");
+    // --rm removes the input only after success; -t tests (verify); -l lists (info).
+    let (code, _, err) = oxblosc(&["-d", "--rm", "-q", "-o", &t.p("back.bin"), &frame]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!Path::new(&frame).exists());
+    assert_eq!(std::fs::read(t.p("back.bin")).unwrap(), raw);
+    let (code, out, _) = oxblosc(&["-t", &t.p("o.b2frame")]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("ok:"), "{out}");
+    let (code, out, _) = oxblosc(&["-l", &t.p("o.b2frame")]);
+    assert_eq!(code, 0);
+    assert!(out.contains("codec"), "{out}");
+    // --rm is refused when it cannot be honoured, and a failed run keeps the input.
+    let (code, _, err) = oxblosc(&["--rm", "-c", &f]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    let (code, _, _) = oxblosc(&["compress", "--rm", "-q", &f, &t.p("o.b2frame")]);
+    assert_eq!(code, 2, "output exists");
+    assert!(Path::new(&f).exists());
+    // The output given twice is refused.
+    let (code, _, err) = oxblosc(&["compress", "-c", &f, "x.b2frame"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("given twice"), "{err}");
+}
+
+#[test]
+fn look_alike_options_are_refused_with_a_hint() {
+    let t = TmpDir::new("hints");
+    let f = t.p("d.bin");
+    std::fs::write(&f, data(1000, 2)).unwrap();
+    for (args, hint) in [
+        (vec!["compress", "-t", "4", f.as_str()], "--typesize"),
+        (vec!["compress", "-t", "4", f.as_str()], "-T N"),
+        (vec!["compress", "-t", "4", f.as_str()], "verify"),
+        (vec!["decompress", "-t", "x"], "-T N"),
+        (vec!["compress", "-c", "lz4", f.as_str()], "--codec"),
+        (vec!["compress", "-k", "sha1", f.as_str()], "checksum"),
+        (vec!["compress", "-l", "9", f.as_str()], "--clevel"),
+        (vec!["compress", "-n", "4", f.as_str()], "-T N"),
+        (vec!["-x", f.as_str()], "unknown option -x"),
+        (vec!["-n", "4", "compress", f.as_str()], "-T N"),
+        (vec!["-q", "compress", f.as_str()], "after the subcommand"),
+    ] {
+        let (code, out, err) = oxblosc(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty());
+        one_error_line(&err);
+        assert!(err.contains(hint), "{args:?}: {err}");
+    }
+    // Nothing was written.
+    assert_eq!(std::fs::read_dir(&t.0).unwrap().count(), 1);
+}
+
+#[test]
+fn files_that_are_not_blosc_are_named() {
+    let t = TmpDir::new("not-blosc");
+    let npy = t.p("a.npy");
+    std::fs::write(&npy, npy_bytes("<f8", false, &[10], &data(80, 1), 1)).unwrap();
+    let h5 = t.p("a.h5");
+    std::fs::write(&h5, b"\x89HDF\r\n\x1a\n\0\0\0\0\0\x08\x08\0\x04\0\x10\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let rnd = t.p("r.bin");
+    let mut noise = data(5000, 3);
+    noise[0] = 0xA7; // not a chunk format version
+    std::fs::write(&rnd, &noise).unwrap();
+    for (f, what) in [(&npy, "NumPy .npy"), (&h5, "HDF5"), (&rnd, "not a Blosc2 frame or chunk")] {
+        for cmd in ["decompress", "info", "verify", "chunk-info", "chunk-check"] {
+            let (code, _, err) = oxblosc(&[cmd, f]);
+            assert_eq!(code, 2, "{cmd} {f}: {err}");
+            one_error_line(&err);
+            assert!(err.contains("not a Blosc2 frame or chunk") && err.contains(what), "{cmd}: {err}");
+        }
+    }
+    // A damaged chunk is damage (exit 1), not "not Blosc".
+    let c = t.p("c.cdata");
+    let chunk = std::fs::read(vector("blosc-1.11.1-zstd.cdata")).unwrap();
+    std::fs::write(&c, &chunk[..chunk.len() - 7]).unwrap();
+    let (code, _, err) = oxblosc(&["verify", &c]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("not a Blosc2"), "{err}");
+}
+
+#[test]
+fn temporary_names_stay_out_of_messages() {
+    let t = TmpDir::new("tmpnames");
+    let f = t.p("d.bin");
+    std::fs::write(&f, data(1000, 2)).unwrap();
+    let npy = t.p("a.npy");
+    std::fs::write(&npy, npy_bytes("<f8", false, &[10], &data(80, 1), 1)).unwrap();
+    for args in [
+        vec!["compress", f.as_str(), "/nonexistent-oxblosc-dir/x.b2frame"],
+        vec!["compress", npy.as_str(), "/nonexistent-oxblosc-dir/x.b2nd"],
+    ] {
+        let (code, _, err) = oxblosc(&args);
+        assert_eq!(code, 2);
+        one_error_line(&err);
+        assert!(!err.contains("oxtmp") && err.contains("/nonexistent-oxblosc-dir/x.b2"), "{err}");
+    }
+}
+
+// ------------------------------------------------------------------ Bloscpack (.blp)
+
+#[test]
+fn bloscpack_files_convert() {
+    let Some(py) = python() else { return };
+    let t = TmpDir::new("blp");
+    let d = t.0.to_string_lossy().into_owned();
+    // Files made by the real bloscpack package (0.16 needs a Python >= 3.10 shim to import).
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import collections, collections.abc
+collections.MutableMapping = collections.abc.MutableMapping
+import bloscpack as bp, numpy as np
+a = np.linspace(0, 1, 300_000)
+bp.pack_ndarray_to_file(a, f"{d}/arr.blp")
+a.tofile(f"{d}/arr.expect")
+arrays = {{
+    "fort": np.asfortranarray(np.arange(60_000, dtype="<i4").reshape(200, 300)),
+    "rec": np.array([(1, 2.5), (3, 4.5)] * 50, dtype=[("a", "<i4"), ("b", "<f8")]),
+    "u16": (np.arange(40 * 50 * 7) % 1000).astype(">u2").reshape(40, 50, 7),
+}}
+for k, v in arrays.items():
+    bp.pack_ndarray_to_file(v, f"{d}/{{k}}.blp", chunk_size="16K")
+    np.save(f"{d}/{{k}}.expect.npy", v)
+raw = (np.arange(100_000, dtype="<u4") // 7).tobytes()
+open(f"{d}/raw.bin", "wb").write(raw)
+for name, ck, offs, codec in [("crc", "crc32", False, "lz4"), ("sha", "sha256", True, "zstd"), ("none", "None", True, "zlib")]:
+    bp.pack_file_to_file(f"{d}/raw.bin", f"{d}/{{name}}.blp", chunk_size="64K",
+        blosc_args=bp.BloscArgs(typesize=4, cname=codec),
+        bloscpack_args=bp.BloscpackArgs(checksum=ck, offsets=offs))
+open(f"{d}/empty.bin", "wb").close()
+bp.pack_file_to_file(f"{d}/empty.bin", f"{d}/empty.blp")
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/arr.blp")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(format!("{d}/arr")).unwrap(), std::fs::read(format!("{d}/arr.expect")).unwrap());
+    let raw = std::fs::read(format!("{d}/raw.bin")).unwrap();
+    for name in ["crc", "sha", "none"] {
+        let f = format!("{d}/{name}.blp");
+        let (code, bytes, err) = {
+            let o = Command::new(bin()).args(["decompress", &f, "-"]).output().unwrap();
+            (o.status.code().unwrap(), o.stdout, String::from_utf8_lossy(&o.stderr).into_owned())
+        };
+        assert_eq!(code, 0, "{name}: {err}");
+        assert!(bytes == raw, "{name}");
+        let (code, out, _) = oxblosc(&["verify", &f]);
+        assert_eq!(code, 0, "{name}: {out}");
+        let (code, json, _) = oxblosc(&["info", "--json", &f]);
+        assert_eq!(code, 0);
+        assert!(json.contains("\"kind\": \"bloscpack\"") && json_num(&json, "nbytes") == raw.len() as u64, "{json}");
+        assert_eq!(json_num(&json, "file_bytes"), std::fs::metadata(&f).unwrap().len());
+    }
+    let (_, json, _) = oxblosc(&["info", "--json", &format!("{d}/arr.blp")]);
+    assert!(json.contains(r#"\"container\":\"numpy\""#), "metadata shown: {json}");
+    assert!(json.contains("\"typesize\": 8"), "{json}");
+    // compress: .blp -> .b2frame (typesize from the .blp), read by python-blosc2.
+    let (code, _, err) = oxblosc(&["compress", "-q", &format!("{d}/crc.blp")]);
+    assert_eq!(code, 0, "{err}");
+    let (_, json, _) = oxblosc(&["info", "--json", &format!("{d}/crc.b2frame")]);
+    assert!(json.contains("\"typesize\": 4") && json_num(&json, "nbytes") == raw.len() as u64, "{json}");
+    let out = run_py(
+        &py,
+        &format!("import blosc2\ns = blosc2.open('{d}/crc.b2frame')\nprint(s[:] == open('{d}/raw.bin', 'rb').read())"),
+    );
+    assert!(out.starts_with("True"), "{out}");
+    // compress of a .blp packed from a NumPy array: a .b2nd of that dtype and shape (Fortran
+    // order kept as the logical array), which python-blosc2 reads and which decompresses to
+    // the .npy NumPy writes.
+    for k in ["arr", "fort", "rec", "u16"] {
+        let (code, _, err) = oxblosc(&["compress", "-q", &format!("{d}/{k}.blp")]);
+        assert_eq!(code, 0, "{k}: {err}");
+        if k != "arr" {
+            let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/{k}.b2nd"), &format!("{d}/{k}.back.npy")]);
+            assert_eq!(code, 0, "{k}: {err}");
+            assert!(
+                std::fs::read(format!("{d}/{k}.back.npy")).unwrap()
+                    == std::fs::read(format!("{d}/{k}.expect.npy")).unwrap(),
+                "{k}"
+            );
+        }
+    }
+    let out = run_py(
+        &py,
+        &format!(
+            r#"
+import numpy as np, blosc2
+assert np.array_equal(blosc2.open("{d}/arr.b2nd")[()], np.fromfile("{d}/arr.expect"))
+for k in ["fort", "rec", "u16"]:
+    want, got = np.load(f"{d}/{{k}}.expect.npy"), blosc2.open(f"{d}/{{k}}.b2nd")
+    assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got[()], want), k
+print("ok")
+"#
+        ),
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    // Empty input.
+    let (code, _, err) = oxblosc(&["decompress", "-q", &format!("{d}/empty.blp"), &format!("{d}/empty.out")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::metadata(format!("{d}/empty.out")).unwrap().len(), 0);
+    // A flipped byte in a chunk: the digest catches it (verify exit 1, decompress exit 2,
+    // naming the byte); a truncated file is one line, exit 2.
+    let mut bytes = std::fs::read(format!("{d}/crc.blp")).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x10;
+    let bad = format!("{d}/bad.blp");
+    std::fs::write(&bad, &bytes).unwrap();
+    let (code, _, err) = oxblosc(&["verify", &bad]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("crc32 mismatch"), "{err}");
+    let (code, _, err) = oxblosc(&["decompress", &bad, &format!("{d}/bad.out")]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    assert!(err.contains("at byte") && !Path::new(&format!("{d}/bad.out")).exists(), "{err}");
+    std::fs::write(&bad, &std::fs::read(format!("{d}/arr.blp")).unwrap()[..5000]).unwrap();
+    for cmd in ["decompress", "info", "verify"] {
+        let (code, _, err) =
+            oxblosc(&[cmd, &bad, &format!("{d}/trunc.out")][..if cmd == "decompress" { 3 } else { 2 }]);
+        assert!(code == 2 || (cmd == "verify" && code == 1), "{cmd}: {err}");
+        assert!(err.lines().next().unwrap_or("").contains("needs") || err.contains("ends"), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn paths_that_must_be_frames_are_named() {
+    let t = TmpDir::new("not-frame");
+    let npy = t.p("a.npy");
+    std::fs::write(&npy, npy_bytes("<f8", false, &[10], &data(80, 1), 1)).unwrap();
+    let more = t.p("more.bin");
+    std::fs::write(&more, data(100, 2)).unwrap();
+    let (code, _, err) = oxblosc(&["append", &npy, &more]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+    assert!(err.contains("not a Blosc2 frame: this is a NumPy .npy file"), "{err}");
+    // A directory that is not a sparse frame.
+    let dir = t.p("d");
+    std::fs::create_dir(&dir).unwrap();
+    for args in [vec!["decompress", dir.as_str(), "x"], vec!["info", dir.as_str()], vec!["verify", dir.as_str()]] {
+        let (code, _, err) = oxblosc(&args);
+        assert_eq!(code, 2, "{args:?}");
+        one_error_line(&err);
+        assert!(err.contains("not a sparse Blosc2 frame") && err.contains("chunks.b2frame"), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&more).unwrap(), data(100, 2));
 }
