@@ -838,6 +838,7 @@ fn decompress_verifies_checksums_by_default() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no checksums") && err.contains("plain.b2frame"), "{err}");
     assert_eq!(oxblosc(&["decompress", "-f", &g, &t.p("out2")]).0, 0);
+}
 
 #[test]
 fn fortran_npy_is_stored_as_its_logical_array() {

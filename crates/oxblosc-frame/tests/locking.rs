@@ -407,3 +407,29 @@ fn held_lock_makes_several_changes_atomic() {
     drop(w);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A second locked writer that opens the frame (cutting the bytes past `frame_len`, where the
+/// first writer keeps its spare index slot) but changes nothing must still make the first
+/// writer re-read the frame; else its next index would reuse blocks that were cut.
+#[test]
+fn idle_second_writer_does_not_corrupt_the_first() {
+    let dir = tmpdir("idle");
+    let path = dir.join("f.b2frame");
+    new_frame(&path, true, 0);
+    let mut a = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    let n = 2100u32; // two index blocks, so a commit keeps one of them in its slot
+    a.batch(|s| (0..n).try_for_each(|k| s.append_data(&data(k)).map(drop))).unwrap();
+    for k in n..n + 2 {
+        a.append_data(&data(k)).unwrap();
+    }
+    let mut b = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    assert!(b.delete_chunk(1_000_000).is_err());
+    for k in n + 2..n + 6 {
+        a.append_data(&data(k)).unwrap();
+    }
+    drop(b);
+    drop(a);
+    let s = open_with(&path, cfg(Mode::Read, true)).unwrap();
+    assert_eq!(read_pass(&s).unwrap(), (0..n + 6).collect::<Vec<_>>());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
