@@ -53,7 +53,7 @@ enum Kind {
     Unlock,
 }
 
-/// How long a handle waits for the lock before giving up with a clear error (another process
+/// How long a writer waits for the exclusive lock before giving up with a clear error (another process
 /// may hold it for as long as it likes; a writer that never gets its turn must not hang
 /// forever). Override with `OXBLOSC_LOCK_TIMEOUT` (seconds).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -66,13 +66,15 @@ fn timeout() -> Duration {
         .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
 }
 
-/// `flock` on the whole file, waiting up to `timeout()` (polling without blocking, so the
-/// wait can end; retrying after signals).
+/// `flock` on the whole file (retrying after signals); the exclusive lock waits up to
+/// `timeout()`.
 #[cfg(unix)]
 fn os_lock(file: &File, kind: Kind) -> std::io::Result<()> {
     use rustix::fs::{flock, FlockOperation};
+    // Readers wait in the kernel (woken as soon as a writer lets go, so they follow a busy
+    // writer); writers poll, so their wait can end with a timeout.
     let op = match kind {
-        Kind::Shared => FlockOperation::NonBlockingLockShared,
+        Kind::Shared => FlockOperation::LockShared,
         Kind::Exclusive => FlockOperation::NonBlockingLockExclusive,
         Kind::Unlock => FlockOperation::Unlock,
     };
