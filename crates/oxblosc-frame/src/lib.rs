@@ -25,6 +25,7 @@ pub mod lock;
 mod mmap;
 pub mod msgpack;
 pub mod offsets;
+mod pio;
 pub mod schunk;
 mod slots;
 mod storage;

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::storage::{read_exact_at, write_all_at};
+use crate::pio::{read_exact_at, write_all_at};
 use crate::{Error, Result};
 
 /// Name of the lock file inside a sparse frame directory.
