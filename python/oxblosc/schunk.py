@@ -17,8 +17,9 @@ What differs from python-blosc2 4.14 (on purpose or not yet done):
   flock, generation counter in bytes 8..16), so oxblosc and python-blosc2 handles exclude
   each other: reads hold the shared lock, each committed change the exclusive one. A locked
   reader re-syncs (re-reads header, trailer and index) on every data access after another
-  handle committed, and never returns bytes of a newer state mixed with its view. One writer
-  at a time: a second locked writer whose view is out of date gets ``FrameChangedError``.
+  handle committed, and never returns bytes of a newer state mixed with its view. Writers
+  take turns: each change waits for the exclusive lock (up to 120 s, ``OXBLOSC_LOCK_TIMEOUT``
+  seconds; then ``OSError``), catches up with what other writers committed, then commits.
   Calls on one locked handle are serialised (open one handle per thread to read in
   parallel). Not safe on NFS, not with ``mmap_mode`` (refused) and not with unlocked handles
   writing concurrently. ``holding_lock()`` works on writable handles (read-only locked

@@ -109,14 +109,14 @@ def test_failed_writes_change_nothing(full_disk: Path, contiguous: bool) -> None
     _fill(full_disk)
     before = _state(s)
     for op in (
-        lambda: s.append_data(_data(10)),
-        lambda: s.insert_data(1, _data(11), copy=True),
-        lambda: s.update_data(0, _data(12), copy=True),
-        lambda: s.__setitem__(slice(10, 10 + CHUNK_ITEMS), _data(13)),
-        lambda: s.vlmeta.__setitem__("big", np.random.default_rng(1).bytes(200_000)),
+        lambda s: s.append_data(_data(10)),
+        lambda s: s.insert_data(1, _data(11), copy=True),
+        lambda s: s.update_data(0, _data(12), copy=True),
+        lambda s: s.__setitem__(slice(10, 10 + CHUNK_ITEMS), _data(13)),
+        lambda s: s.vlmeta.__setitem__("big", np.random.default_rng(1).bytes(200_000)),
     ):
         with pytest.raises(OSError) as e:
-            op()
+            op(s)
         assert e.value.errno == errno.ENOSPC, e.value
         assert _state(s) == before, "a failed write changed the handle"
         assert _state(oxblosc.open(path)) == before, "a failed write changed the file"

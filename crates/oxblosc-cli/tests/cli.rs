@@ -757,6 +757,89 @@ fn outputs_are_compact() {
     }
 }
 
+/// `oxblosc append F -` fed 1 MiB on stdin (kept open), returned once it has written new
+/// chunks into the file (which grows); the caller interrupts it.
+fn append_in_progress(f: &str, seed: u64) -> (std::process::Child, std::process::ChildStdin) {
+    let before = std::fs::metadata(f).unwrap().len();
+    let mut child = Command::new(bin())
+        .args(["append", f, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data(1 << 20, seed)).unwrap();
+    stdin.flush().unwrap();
+    for _ in 0..500 {
+        if std::fs::metadata(f).unwrap().len() > before {
+            return (child, stdin);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("append wrote nothing");
+}
+
+/// An append is one commit: killed (SIGKILL) or interrupted (SIGINT, exit 130) after writing
+/// some of its chunks, the frame still holds exactly the old data; a later append works.
+#[cfg(unix)]
+#[test]
+fn interrupted_append_leaves_the_old_frame() {
+    for sig in ["-KILL", "-INT"] {
+        let t = TmpDir::new(&format!("append{sig}"));
+        let a = data(150_000, 3);
+        std::fs::write(t.p("a"), &a).unwrap();
+        let f = t.p("a.b2frame");
+        assert_eq!(oxblosc(&["compress", "--chunk-size", "64K", &t.p("a"), &f]).0, 0);
+        let (child, stdin) = append_in_progress(&f, 4);
+        let status = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let done = child.wait_with_output().unwrap();
+        drop(stdin);
+        if sig == "-INT" {
+            assert_eq!(done.status.code(), Some(130), "exit code after SIGINT");
+        }
+        let (code, so, err) = oxblosc(&["verify", &f]);
+        assert_eq!(code, 0, "{sig}: {so}{err}");
+        assert_eq!(oxblosc(&["decompress", "-f", &f, &t.p("out")]).0, 0);
+        assert!(std::fs::read(t.p("out")).unwrap() == a, "{sig}: the interrupted append changed the data");
+        let (code, _, err) = oxblosc_stdin(&["append", &f, "-"], &a);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(oxblosc(&["decompress", "-f", &f, &t.p("out")]).0, 0);
+        assert!(std::fs::read(t.p("out")).unwrap() == [a.clone(), a].concat());
+    }
+}
+
+/// Checksums are verified by default: a flipped byte in a stored chunk makes a plain
+/// `decompress` fail (naming file and chunk); `--no-verify` skips the check; `--verify` of a
+/// frame without checksums is refused rather than passing unchecked.
+#[test]
+fn decompress_verifies_checksums_by_default() {
+    let t = TmpDir::new("verifydefault");
+    std::fs::write(t.p("x"), data(4 * 16384, 8)).unwrap();
+    let f = t.p("x.b2frame");
+    assert_eq!(oxblosc(&["compress", "--chunk-size", "16K", "--codec", "lz4", &t.p("x"), &f]).0, 0);
+    let mut bad = std::fs::read(&f).unwrap();
+    let (at, len) = chunk_positions(&f)[2];
+    bad[at + len / 2] ^= 0x10;
+    std::fs::write(&f, &bad).unwrap();
+    let (code, _, err) = oxblosc(&["decompress", "-f", &f, &t.p("out")]);
+    assert_ne!(code, 0, "damaged chunk decompressed without complaint");
+    one_error_line(&err);
+    assert!(err.contains("chunk 2") && err.contains("x.b2frame") && err.contains("checksum"), "{err}");
+    assert!(!Path::new(&t.p("out")).exists(), "no output left behind after a failure");
+    let (code, _, err) = oxblosc(&["decompress", "--no-verify", "-f", &f, &t.p("out")]);
+    assert!(code == 0 || !err.contains("checksum"), "--no-verify still checked checksums: {err}");
+    let g = t.p("plain.b2frame");
+    assert_eq!(oxblosc(&["compress", "--no-checksum", &t.p("x"), &g]).0, 0);
+    let (code, _, err) = oxblosc(&["decompress", "--verify", "-f", &g, &t.p("out2")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no checksums") && err.contains("plain.b2frame"), "{err}");
+    assert_eq!(oxblosc(&["decompress", "-f", &g, &t.p("out2")]).0, 0);
+}
+
 #[test]
 fn fortran_npy_is_stored_as_its_logical_array() {
     let Some(py) = python() else { return };
@@ -1168,87 +1251,4 @@ fn paths_that_must_be_frames_are_named() {
         assert!(err.contains("not a sparse Blosc2 frame") && err.contains("chunks.b2frame"), "{args:?}: {err}");
     }
     assert_eq!(std::fs::read(&more).unwrap(), data(100, 2));
-}
-
-/// `oxblosc append F -` fed 1 MiB on stdin (kept open), returned once it has written new
-/// chunks into the file (which grows); the caller interrupts it.
-fn append_in_progress(f: &str, seed: u64) -> (std::process::Child, std::process::ChildStdin) {
-    let before = std::fs::metadata(f).unwrap().len();
-    let mut child = Command::new(bin())
-        .args(["append", f, "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&data(1 << 20, seed)).unwrap();
-    stdin.flush().unwrap();
-    for _ in 0..500 {
-        if std::fs::metadata(f).unwrap().len() > before {
-            return (child, stdin);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("append wrote nothing");
-}
-
-/// An append is one commit: killed (SIGKILL) or interrupted (SIGINT, exit 130) after writing
-/// some of its chunks, the frame still holds exactly the old data; a later append works.
-#[cfg(unix)]
-#[test]
-fn interrupted_append_leaves_the_old_frame() {
-    for sig in ["-KILL", "-INT"] {
-        let t = TmpDir::new(&format!("append{sig}"));
-        let a = data(150_000, 3);
-        std::fs::write(t.p("a"), &a).unwrap();
-        let f = t.p("a.b2frame");
-        assert_eq!(oxblosc(&["compress", "--chunk-size", "64K", &t.p("a"), &f]).0, 0);
-        let (child, stdin) = append_in_progress(&f, 4);
-        let status = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
-        assert!(status.success());
-        let done = child.wait_with_output().unwrap();
-        drop(stdin);
-        if sig == "-INT" {
-            assert_eq!(done.status.code(), Some(130), "exit code after SIGINT");
-        }
-        let (code, so, err) = oxblosc(&["verify", &f]);
-        assert_eq!(code, 0, "{sig}: {so}{err}");
-        assert_eq!(oxblosc(&["decompress", "-f", &f, &t.p("out")]).0, 0);
-        assert!(std::fs::read(t.p("out")).unwrap() == a, "{sig}: the interrupted append changed the data");
-        let (code, _, err) = oxblosc_stdin(&["append", &f, "-"], &a);
-        assert_eq!(code, 0, "{err}");
-        assert_eq!(oxblosc(&["decompress", "-f", &f, &t.p("out")]).0, 0);
-        assert!(std::fs::read(t.p("out")).unwrap() == [a.clone(), a].concat());
-    }
-}
-
-/// Checksums are verified by default: a flipped byte in a stored chunk makes a plain
-/// `decompress` fail (naming file and chunk); `--no-verify` skips the check; `--verify` of a
-/// frame without checksums is refused rather than passing unchecked.
-#[test]
-fn decompress_verifies_checksums_by_default() {
-    let t = TmpDir::new("verifydefault");
-    std::fs::write(t.p("x"), data(4 * 16384, 8)).unwrap();
-    let f = t.p("x.b2frame");
-    assert_eq!(oxblosc(&["compress", "--chunk-size", "16K", "--codec", "lz4", &t.p("x"), &f]).0, 0);
-    let mut bad = std::fs::read(&f).unwrap();
-    let (at, len) = chunk_positions(&f)[2];
-    bad[at + len / 2] ^= 0x10;
-    std::fs::write(&f, &bad).unwrap();
-    let (code, _, err) = oxblosc(&["decompress", "-f", &f, &t.p("out")]);
-    assert_ne!(code, 0, "damaged chunk decompressed without complaint");
-    one_error_line(&err);
-    assert!(err.contains("chunk 2") && err.contains("x.b2frame") && err.contains("checksum"), "{err}");
-    assert!(!Path::new(&t.p("out")).exists(), "no output left behind after a failure");
-    let (code, _, err) = oxblosc(&["decompress", "--no-verify", "-f", &f, &t.p("out")]);
-    assert!(code == 0 || !err.contains("checksum"), "--no-verify still checked checksums: {err}");
-    let g = t.p("plain.b2frame");
-    assert_eq!(oxblosc(&["compress", "--no-checksum", &t.p("x"), &g]).0, 0);
-    let (code, _, err) = oxblosc(&["decompress", "--verify", "-f", &g, &t.p("out2")]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no checksums") && err.contains("plain.b2frame"), "{err}");
-    assert_eq!(oxblosc(&["decompress", "-f", &g, &t.p("out2")]).0, 0);
 }

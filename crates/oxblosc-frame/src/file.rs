@@ -123,6 +123,11 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView
                 // Recovery: bytes past frame_len are an interrupted (never committed) write or
                 // the spare index slot of the last session; nothing references them.
                 file.set_len(base + frame_len).map_err(io_at(path, None))?;
+                // Another locked writer may still count on the bytes just cut (its spare index
+                // slot): announce the change so it re-reads the frame before writing again.
+                if let Some(v) = &lock {
+                    v.set_seen(v.lock.bump()?);
+                }
             }
             let mut header = vec![0u8; hlen as usize];
             crate::storage::read_exact_at(&file, &mut header, 0).map_err(io_at(path, Some(0)))?;
@@ -339,7 +344,11 @@ impl SChunk {
         let path = path.as_ref();
         remove(path)?;
         let fr = self.frame()?;
-        let r = if contiguous { write_compact(path, &fr, SyncMode::None).map(|_| ()) } else { write_sparse_copy(path, &fr) };
+        let r = if contiguous {
+            write_compact(path, &fr, SyncMode::None).map(|_| ())
+        } else {
+            write_sparse_copy(path, &fr)
+        };
         r.map_err(|e| e.in_file(path))
     }
 }

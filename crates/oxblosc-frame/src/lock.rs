@@ -19,15 +19,16 @@
 //! one process) exclude each other, but requests through one `FrameLock` would convert its
 //! lock instead of waiting. So each `FrameLock` counts its own holders: the first shared holder
 //! takes the OS lock and the last releases it, and shared requests while this handle holds the
-//! exclusive lock nest inside it.
+//! exclusive lock nest inside it. The exclusive lock itself is taken on a second description
+//! of the lock file, so a writer's wait can end with a timeout ([`DEFAULT_TIMEOUT`]).
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::storage::{read_exact_at, write_all_at};
+use crate::pio::{read_exact_at, write_all_at};
 use crate::{Error, Result};
 
 /// Name of the lock file inside a sparse frame directory.
@@ -53,9 +54,9 @@ enum Kind {
     Unlock,
 }
 
-/// How long a handle waits for the lock before giving up with a clear error (another process
-/// may hold it for as long as it likes; a writer that never gets its turn must not hang
-/// forever). Override with `OXBLOSC_LOCK_TIMEOUT` (seconds).
+/// How long a writer waits for the exclusive lock before giving up with a clear error (another
+/// process may hold it for as long as it likes; a writer that never gets its turn must not
+/// hang forever). Override with `OXBLOSC_LOCK_TIMEOUT` (seconds).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn timeout() -> Duration {
@@ -66,46 +67,62 @@ fn timeout() -> Duration {
         .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
 }
 
-/// `flock` on the whole file, waiting up to `timeout()` (polling without blocking, so the
-/// wait can end; retrying after signals).
+/// `flock` on the whole file, waiting in the kernel (retrying after signals); with
+/// `nonblocking`, `Ok(false)` when another handle holds a conflicting lock.
 #[cfg(unix)]
-fn os_lock(file: &File, kind: Kind) -> std::io::Result<()> {
-    use rustix::fs::{flock, FlockOperation};
-    let op = match kind {
-        Kind::Shared => FlockOperation::NonBlockingLockShared,
-        Kind::Exclusive => FlockOperation::NonBlockingLockExclusive,
-        Kind::Unlock => FlockOperation::Unlock,
+fn os_lock(file: &File, kind: Kind, nonblocking: bool) -> std::io::Result<bool> {
+    use rustix::fs::{flock, FlockOperation as Op};
+    let op = match (kind, nonblocking) {
+        (Kind::Shared, false) => Op::LockShared,
+        (Kind::Shared, true) => Op::NonBlockingLockShared,
+        (Kind::Exclusive, false) => Op::LockExclusive,
+        (Kind::Exclusive, true) => Op::NonBlockingLockExclusive,
+        (Kind::Unlock, _) => Op::Unlock,
     };
-    let start = Instant::now();
-    let mut pause = Duration::from_micros(200);
     loop {
         match flock(file, op) {
             Err(rustix::io::Errno::INTR) => continue,
-            Err(rustix::io::Errno::WOULDBLOCK) => {
-                let limit = timeout();
-                if start.elapsed() >= limit {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!("timed out after {:.1} s waiting for the frame lock held by another handle", limit.as_secs_f64()),
-                    ));
-                }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            r => return r.map_err(std::io::Error::from),
+            Err(rustix::io::Errno::WOULDBLOCK) if nonblocking => return Ok(false),
+            r => return r.map(|()| true).map_err(std::io::Error::from),
         }
     }
 }
 
 #[cfg(not(unix))]
-fn os_lock(_file: &File, _kind: Kind) -> std::io::Result<()> {
+fn os_lock(_file: &File, _kind: Kind, _nonblocking: bool) -> std::io::Result<bool> {
     Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "frame locking is only implemented on Unix"))
+}
+
+/// The exclusive lock on a description of its own (`file` opened again), so that a wait that
+/// times out can be abandoned: a helper thread waits in the kernel (woken as soon as the lock
+/// is free, like any waiter) and hands the locked file over; if nobody takes it any more, the
+/// thread drops it, which releases the lock.
+fn wait_exclusive(path: &Path) -> std::io::Result<File> {
+    let f = OpenOptions::new().read(true).write(true).open(path)?;
+    if os_lock(&f, Kind::Exclusive, true)? {
+        return Ok(f);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = os_lock(&f, Kind::Exclusive, false).map(|_| f);
+        let _ = tx.send(r);
+    });
+    let limit = timeout();
+    match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("timed out after {:.1} s waiting for the frame lock held by another handle", limit.as_secs_f64()),
+        )),
+    }
 }
 
 #[derive(Debug, Default)]
 struct Held {
     shared: usize,
     exclusive: usize,
+    /// The description holding the exclusive lock ([`wait_exclusive`]).
+    ex: Option<File>,
 }
 
 /// An open lock file.
@@ -149,7 +166,7 @@ impl FrameLock {
     pub fn shared(&self) -> Result<LockGuard<'_>> {
         let mut h = self.state();
         if h.shared == 0 && h.exclusive == 0 {
-            os_lock(&self.file, Kind::Shared).map_err(|e| self.err(e))?;
+            os_lock(&self.file, Kind::Shared, false).map_err(|e| self.err(e))?;
         }
         h.shared += 1;
         Ok(LockGuard { lock: self, exclusive: false })
@@ -163,7 +180,7 @@ impl FrameLock {
             return Err(Error::param("locking", "exclusive lock requested while this handle reads"));
         }
         if h.exclusive == 0 {
-            os_lock(&self.file, Kind::Exclusive).map_err(|e| self.err(e))?;
+            h.ex = Some(wait_exclusive(&self.path).map_err(|e| self.err(e))?);
         }
         h.exclusive += 1;
         Ok(LockGuard { lock: self, exclusive: true })
@@ -188,7 +205,10 @@ impl FrameLock {
         }
         *n -= 1;
         if h.shared == 0 && h.exclusive == 0 {
-            let _ = os_lock(&self.file, Kind::Unlock);
+            // Closing the exclusive description releases its lock.
+            if h.ex.take().is_none() {
+                let _ = os_lock(&self.file, Kind::Unlock, false);
+            }
         }
     }
 

@@ -26,7 +26,7 @@ use crate::header::{check_name, MAX_METALAYERS};
 use crate::offsets;
 use crate::slots::{Slot, Slots};
 use crate::storage::Backing;
-use crate::writer::{ChunkList, Change as StorageChange, Committed, Entry, Frame, Rewritten, Writer};
+use crate::writer::{Change as StorageChange, ChunkList, Committed, Entry, Frame, Rewritten, Writer};
 use crate::{Error, Result};
 
 /// Largest chunk (bytes) the chunk format allows, header included.
@@ -876,33 +876,33 @@ impl SChunk {
         };
         // One repeated-value chunk per distinct size.
         let mut value_chunks: Vec<(usize, Vec<u8>)> = Vec::new();
-            while left > 0 {
-                let nb = left.min(cs as u64) as usize;
-                match &value {
-                    SpecialValue::Value(v) => {
-                        let c = match value_chunks.iter().find(|(n, _)| *n == nb) {
-                            Some((_, c)) => c.clone(),
-                            None => {
-                                let c = oxblosc_chunk::special_chunk(kind, nb, ts, Some(v))
-                                    .map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
-                                value_chunks.push((nb, c.clone()));
-                                c
-                            }
-                        };
-                        self.append_view(&c)?;
-                    }
-                    _ => {
-                        if self.chunksize < 0 {
-                            self.chunksize = cs as i64;
+        while left > 0 {
+            let nb = left.min(cs as u64) as usize;
+            match &value {
+                SpecialValue::Value(v) => {
+                    let c = match value_chunks.iter().find(|(n, _)| *n == nb) {
+                        Some((_, c)) => c.clone(),
+                        None => {
+                            let c = oxblosc_chunk::special_chunk(kind, nb, ts, Some(v))
+                                .map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+                            value_chunks.push((nb, c.clone()));
+                            c
                         }
-                        self.note_vlblocks(false);
-                        self.slots.push(Slot::Special { kind, nbytes: nb });
-                        self.nbytes += nb as u64;
-                        self.note_checksum(Change::Inserted(self.slots.len() - 1))?;
-                    }
+                    };
+                    self.append_view(&c)?;
                 }
-                left -= nb as u64;
+                _ => {
+                    if self.chunksize < 0 {
+                        self.chunksize = cs as i64;
+                    }
+                    self.note_vlblocks(false);
+                    self.slots.push(Slot::Special { kind, nbytes: nb });
+                    self.nbytes += nb as u64;
+                    self.note_checksum(Change::Inserted(self.slots.len() - 1))?;
+                }
             }
+            left -= nb as u64;
+        }
         self.starts = OnceLock::new();
         Ok(self.slots.len())
     }

@@ -176,9 +176,9 @@ impl Slots {
     }
 
     fn record(&mut self, e: impl FnOnce(&Self) -> Edit) {
-        if self.journal.is_some() {
-            let e = e(self);
-            self.journal.as_mut().expect("checked").push(e);
+        if let Some(mut j) = self.journal.take() {
+            j.push(e(self));
+            self.journal = Some(j);
         }
     }
 

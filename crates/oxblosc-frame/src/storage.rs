@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::lock::{LockGuard, LockView};
 use crate::mmap::Map;
+pub(crate) use crate::pio::{read_exact_at, write_all_at};
 use crate::{Error, Result};
 
 /// The bytes behind `Slot::Stored` positions.
@@ -28,52 +29,6 @@ pub(crate) enum Backing {
     Map { map: Arc<Map>, path: PathBuf },
     /// A sparse frame directory; positions are chunk file ids.
     Sparse { dir: PathBuf, lock: Option<Arc<LockView>> },
-}
-
-#[cfg(unix)]
-pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, pos)
-}
-
-#[cfg(windows)]
-pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut pos: u64) -> std::io::Result<()> {
-    use std::os::windows::fs::FileExt;
-    while !buf.is_empty() {
-        match file.seek_read(buf, pos) {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => {
-                buf = &mut buf[n..];
-                pos += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-#[cfg(unix)]
-pub(crate) fn write_all_at(file: &File, buf: &[u8], pos: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.write_all_at(buf, pos)
-}
-
-#[cfg(windows)]
-pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut pos: u64) -> std::io::Result<()> {
-    use std::os::windows::fs::FileExt;
-    while !buf.is_empty() {
-        match file.seek_write(buf, pos) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                buf = &buf[n..];
-                pos += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// Sparse frame chunk file name for an id (`%08X.chunk`).

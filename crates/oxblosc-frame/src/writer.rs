@@ -543,11 +543,7 @@ impl Writer {
 
     /// The stored bytes a commit adds to the caller's count (special chunks materialised).
     fn added_cbytes(chunks: &dyn ChunkList, placed: &[Placed]) -> u64 {
-        placed
-            .iter()
-            .filter(|p| matches!(chunks.entry(p.0), Entry::Pending { counted: false }))
-            .map(|p| p.2)
-            .sum()
+        placed.iter().filter(|p| matches!(chunks.entry(p.0), Entry::Pending { counted: false })).map(|p| p.2).sum()
     }
 
     /// Persist a change to a contiguous file without touching anything the committed header

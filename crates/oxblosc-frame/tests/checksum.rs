@@ -174,7 +174,10 @@ fn damaged_header_or_metalayer_is_caught() {
         let s = open(&path, Mode::Read).unwrap();
         assert!(s.verify_checksums());
         let e = s.get_slice(0, s.nitems()).unwrap_err();
-        assert!(e.to_string().contains("typesize or metalayers") && e.to_string().contains("oxblosc-frame-cksum-head"), "{what}: {e}");
+        assert!(
+            e.to_string().contains("typesize or metalayers") && e.to_string().contains("oxblosc-frame-cksum-head"),
+            "{what}: {e}"
+        );
         assert!(s.verify_chunk(0).is_err(), "{what}: verify passes");
         let mut w = open(&path, Mode::Append).unwrap();
         assert!(w.append_data(&data(9, 1000)).is_err(), "{what}: a write was accepted");

@@ -91,16 +91,28 @@ fn ops(round: u64) -> Vec<Op> {
         ("insert", Box::new(move |s| s.insert_data(1, &d(2)).map(drop))),
         ("update", Box::new(move |s| s.update_data(0, &d(3)).map(drop))),
         ("set_slice", Box::new(move |s| s.set_slice(CHUNK as u64 / 4 - 8, &d(4)[..64]))),
-        ("fill_special", Box::new(|s| s.fill_special(2 * CHUNK as u64 / 4, SpecialValue::Value(vec![7; 4]), None).map(drop))),
+        (
+            "fill_special",
+            Box::new(|s| s.fill_special(2 * CHUNK as u64 / 4, SpecialValue::Value(vec![7; 4]), None).map(drop)),
+        ),
         ("set_vlmeta", Box::new(move |s| s.set_vlmeta("big", &d(5)))),
-        ("toggle_vlmeta", Box::new(|s| if s.vlmeta("small").is_some() { s.delete_vlmeta("small") } else { s.set_vlmeta("small", b"\x02") })),
+        (
+            "toggle_vlmeta",
+            Box::new(|s| {
+                if s.vlmeta("small").is_some() {
+                    s.delete_vlmeta("small")
+                } else {
+                    s.set_vlmeta("small", b"\x02")
+                }
+            }),
+        ),
         ("delete", Box::new(|s| s.delete_chunk(0).map(drop))),
         ("batch", Box::new(move |s| s.batch(|s| (0..3).try_for_each(|k| s.append_data(&d(10 + k)).map(drop))))),
     ]
 }
 
 fn failed_ops_change_nothing(contiguous: bool) {
-    let Some(fs) = Tmpfs::new(if contiguous { "contig" } else { "sparse" }, 768) else { return };
+    let Some(fs) = Tmpfs::new(if contiguous { "contig" } else { "sparse" }, 2048) else { return };
     let path = fs.0.join(if contiguous { "f.b2frame" } else { "f.b2frame.d" });
     let cp = CParams { typesize: 4, clevel: 1, ..CParams::default() };
     let mut s = SChunk::create(&path, contiguous, cp, DParams::default()).unwrap();

@@ -314,7 +314,9 @@ fn two_writer_processes_both_finish() {
         new_frame(&path, contiguous, 1);
         let kids: Vec<Child> = [10_000u32, 20_000]
             .iter()
-            .map(|b| spawn("appender", &path, &[("OXBLOSC_LOCK_BASE", b.to_string()), ("OXBLOSC_LOCK_N", N.to_string())]))
+            .map(|b| {
+                spawn("appender", &path, &[("OXBLOSC_LOCK_BASE", b.to_string()), ("OXBLOSC_LOCK_N", N.to_string())])
+            })
             .collect();
         for k in kids {
             let out = finish(k, "appender");
@@ -403,5 +405,31 @@ fn held_lock_makes_several_changes_atomic() {
     let mut ro = open_with(&path, cfg(Mode::Read, true)).unwrap();
     assert!(ro.hold_lock().is_err());
     drop(w);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A second locked writer that opens the frame (cutting the bytes past `frame_len`, where the
+/// first writer keeps its spare index slot) but changes nothing must still make the first
+/// writer re-read the frame; else its next index would reuse blocks that were cut.
+#[test]
+fn idle_second_writer_does_not_corrupt_the_first() {
+    let dir = tmpdir("idle");
+    let path = dir.join("f.b2frame");
+    new_frame(&path, true, 0);
+    let mut a = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    let n = 2100u32; // two index blocks, so a commit keeps one of them in its slot
+    a.batch(|s| (0..n).try_for_each(|k| s.append_data(&data(k)).map(drop))).unwrap();
+    for k in n..n + 2 {
+        a.append_data(&data(k)).unwrap();
+    }
+    let mut b = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    assert!(b.delete_chunk(1_000_000).is_err());
+    for k in n + 2..n + 6 {
+        a.append_data(&data(k)).unwrap();
+    }
+    drop(b);
+    drop(a);
+    let s = open_with(&path, cfg(Mode::Read, true)).unwrap();
+    assert_eq!(read_pass(&s).unwrap(), (0..n + 6).collect::<Vec<_>>());
     std::fs::remove_dir_all(&dir).unwrap();
 }
