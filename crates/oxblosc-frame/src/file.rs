@@ -223,7 +223,8 @@ impl SChunk {
 
     /// Rewrite a contiguous frame file opened writable without dead space (written to a
     /// temporary file, then renamed over the frame: a crash leaves the old or the new file).
-    /// Done automatically when the dead space written by this session exceeds the live bytes.
+    /// Done automatically when the dead space written by this session exceeds the live bytes,
+    /// and when closing (dropping) a handle that leaves dead space (see `compact_on_close`).
     pub fn compact(&mut self) -> Result<()> {
         let Some(mut w) = self.writer.take() else { return Ok(()) };
         let r = self.frame().and_then(|fr| w.compact(&fr));
@@ -232,6 +233,18 @@ impl SChunk {
             self.apply_rewrite(rw);
         }
         Ok(())
+    }
+
+    /// Closing: rewrite a contiguous file this handle wrote compactly when it keeps dead
+    /// space ([`Writer::bloated_on_close`]), so a closed file's `cbytes` is its chunks' bytes
+    /// as in python-blosc2's files. Skipped inside a batch (the view is not committed) and on
+    /// any error, a stale locked view included: the file then stays as committed and the
+    /// writer's own close moves its tail after the last chunk.
+    fn compact_on_close(&mut self) {
+        let bloated = self.writer.as_ref().is_some_and(|w| w.bloated_on_close(self.stored_cbytes));
+        if bloated && self.txn.is_none() {
+            let _ = self.compact();
+        }
     }
 
     /// Whether this handle was opened with locking.
@@ -350,5 +363,11 @@ impl SChunk {
             write_sparse_copy(path, &fr)
         };
         r.map_err(|e| e.in_file(path))
+    }
+}
+
+impl Drop for SChunk {
+    fn drop(&mut self) {
+        self.compact_on_close();
     }
 }

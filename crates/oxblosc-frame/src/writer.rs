@@ -263,6 +263,12 @@ impl Contig {
 /// Dead space below which a contiguous file is never compacted.
 const COMPACT_MIN: u64 = 1 << 20;
 
+/// Closing a file whose chunks section is smaller than this compacts it if it holds any dead
+/// byte (the rewrite copies at most 64 MiB, tens of milliseconds); larger files only when the
+/// dead bytes exceed 1/16 of the live ones, so each rewrite copies at most 16 bytes per dead
+/// byte it removes and a session of a few appends to a big file does not copy the file.
+const CLOSE_SMALL: u64 = 64 << 20;
+
 /// Allocate a new extent at the end of the file: a chunk area of `data` bytes plus a reserve
 /// as large as the estimated live bytes (1 MiB..1 GiB) and two index slots with room for
 /// `index` bytes (index chunk + trailer) and growth. The current extent is abandoned. The
@@ -386,6 +392,18 @@ impl Writer {
             lock,
             sparse_index: SparseIndex::default(),
         }
+    }
+
+    /// Whether closing should rewrite the file compactly: this writer committed into a
+    /// contiguous file, and the chunks section its close leaves (up to the end of the last
+    /// chunk) holds dead bytes ([`CLOSE_SMALL`]); `stored_cbytes` = the caller's stored bytes.
+    pub(crate) fn bloated_on_close(&self, stored_cbytes: u64) -> bool {
+        let Some(c) = &self.contig else { return false };
+        let Some(e) = c.ext.as_ref().filter(|e| e.active.is_some()) else { return false };
+        let live = (c.live_base + stored_cbytes).saturating_sub(c.stored_base);
+        let section = e.data_end.saturating_sub(self.header_len);
+        let dead = section.saturating_sub(live);
+        dead > 0 && (section < CLOSE_SMALL || dead > live / 16)
     }
 
     /// Stop writing: the frame changed under this writer (it is replaced by a fresh one).

@@ -82,6 +82,11 @@ fn child(path: &Path, log: &Path, seed: u64) {
     log.write_all(format!("C {} {}\n", seeds.len(), hash(&seeds)).as_bytes()).unwrap();
     let mut rng = Rng(seed | 1);
     loop {
+        if rng.below(100) < 3 {
+            // Close (which may compact: temp file + rename) and reopen: the state is unchanged.
+            drop(s);
+            s = open(path, Mode::Append).expect("child reopens the frame");
+        }
         let n = seeds.len() as u64;
         let op = rng.below(100);
         let new_seed = rng.next() as u32 | 1;

@@ -433,3 +433,31 @@ fn idle_second_writer_does_not_corrupt_the_first() {
     assert_eq!(read_pass(&s).unwrap(), (0..n + 6).collect::<Vec<_>>());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Closing a locked writer compacts the file (temp file + rename, under the exclusive lock,
+/// generation bumped) only when its view is current: a stale writer's close leaves the file
+/// alone, and a locked reader holding the old file sees `Stale`, refreshes and reads it all.
+#[test]
+fn closing_compacts_only_a_current_view() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tmpdir("closecompact");
+    let path = dir.join("f.b2frame");
+    new_frame(&path, true, 3);
+    let mut r = open_with(&path, cfg(Mode::Read, true)).unwrap();
+    let mut a = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    let mut b = open_with(&path, cfg(Mode::Append, true)).unwrap();
+    a.append_data(&data(7)).unwrap();
+    b.append_data(&data(8)).unwrap(); // `a` is stale from here on
+    let before = (std::fs::read(&path).unwrap(), std::fs::metadata(&path).unwrap().ino());
+    drop(a);
+    let after = (std::fs::read(&path).unwrap(), std::fs::metadata(&path).unwrap().ino());
+    assert!(after == before, "a stale writer's close changed the file");
+    drop(b);
+    assert_ne!(std::fs::metadata(&path).unwrap().ino(), before.1, "closing did not compact");
+    assert!(r.decompress_chunk(0).unwrap_err().is_stale());
+    assert!(r.refresh().unwrap());
+    assert_eq!(read_pass(&r).unwrap(), vec![0, 1, 2, 7, 8]);
+    let chunks: u64 = (0..r.nchunks()).map(|i| r.get_chunk(i).unwrap().len() as u64).sum();
+    assert_eq!(r.cbytes(), chunks);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

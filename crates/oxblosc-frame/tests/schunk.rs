@@ -276,3 +276,50 @@ fn random_operations_match_model() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+fn stored_sum(s: &SChunk) -> u64 {
+    (0..s.nchunks()).map(|i| s.get_chunk(i).unwrap().len() as u64).sum()
+}
+
+/// Closing a file written live compacts it: its header `cbytes` (where the index sits) is the
+/// bytes of its chunks, as in the same frame built in memory, not the chunk areas' dead space.
+#[test]
+fn closed_file_cbytes_is_its_chunks() {
+    let d = tmpdir("closecb");
+    let p = d.join("cb.b2frame");
+    let data: Vec<u8> = (0..10_000).flat_map(|i| f64::from(i).to_le_bytes()).collect();
+    let cparams = CParams { typesize: 8, nthreads: 1, ..CParams::default() };
+    let mut m = SChunk::new(cparams.clone(), DParams::default()).unwrap();
+    m.append_data(&data).unwrap();
+    m.set_vlmeta("a", b"hello").unwrap();
+    let mem = m.to_cframe().unwrap();
+
+    let mut s = SChunk::create(&p, true, cparams.clone(), DParams::default()).unwrap();
+    s.append_data(&data).unwrap();
+    s.set_vlmeta("a", b"hello").unwrap();
+    assert_eq!(s.cbytes(), m.cbytes());
+    drop(s);
+    let r = open(&p, Mode::Read).unwrap();
+    assert_eq!(r.cbytes(), m.cbytes(), "reopened cbytes");
+    assert_eq!(r.cbytes(), stored_sum(&r));
+    let len = std::fs::metadata(&p).unwrap().len();
+    assert!(len.abs_diff(mem.len() as u64) <= 16, "file {len} bytes, in-memory frame {}", mem.len());
+    drop(r);
+
+    // Later sessions (updates leave the old copy dead, appends open new chunk areas).
+    let mut want = data.clone();
+    for session in 0..3i32 {
+        let mut s = open(&p, Mode::Append).unwrap();
+        let more = ints(session * 100..session * 100 + 20_000);
+        s.append_data(&more).unwrap();
+        s.update_data(0, &data).unwrap();
+        want.extend_from_slice(&more);
+        drop(s);
+        let r = open(&p, Mode::Read).unwrap();
+        assert_eq!(r.cbytes(), stored_sum(&r), "session {session}");
+        assert_eq!(all_data(&r), want);
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert!(len < r.cbytes() + 512, "session {session}: file {len} bytes, chunks {}", r.cbytes());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
