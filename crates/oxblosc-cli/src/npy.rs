@@ -285,11 +285,8 @@ pub fn array_to_b2nd(
             progress.add(want as u64);
         }
     }
-    let live = arr.schunk().cbytes();
+    // Closing compacts a contiguous file written live (the frame layer's close).
     drop(arr);
-    if !a.sparse {
-        crate::raw::compact_if_bloated(tmp, live).map_err(|e| e.file(&out))?;
-    }
     progress.finish();
     crate::stream::fsync(tmp)?;
     staged.commit()

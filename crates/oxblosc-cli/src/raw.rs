@@ -137,27 +137,9 @@ fn write_frame(
         s.append_data(&buf).map_err(|e| CliError::frame(e, &name))?;
         progress.add(buf.len() as u64);
     }
-    let live = s.cbytes();
+    // Closing compacts a contiguous file written live (the frame layer's close).
     drop(s);
-    if contiguous {
-        compact_if_bloated(path, live)?;
-    }
     progress.finish();
-    Ok(())
-}
-
-/// A frame written live (each append committed) starts its chunks at a 4 KiB boundary and
-/// leaves unused tails of its chunk areas as dead space: measured up to ~20% for ~3 MB
-/// incompressible chunks. When the file exceeds its chunk bytes by more than 1% (+ 4 KiB of
-/// slack for header, index and trailer), rewrite it compactly (one sequential copy of the
-/// compressed bytes), so outputs are as small as python-blosc2's. `live` = the writer's
-/// chunk bytes (an opened frame's cbytes would include the dead space).
-pub fn compact_if_bloated(path: &Path, live: u64) -> Result<()> {
-    let len = std::fs::metadata(path).map_err(|e| CliError::io(e, path))?.len();
-    if len > live + live / 100 + 4096 {
-        let mut s = frame::open(path, Mode::Append).map_err(|e| CliError::frame(e, path))?;
-        s.compact().map_err(|e| CliError::frame(e, path))?;
-    }
     Ok(())
 }
 
