@@ -47,3 +47,18 @@ pub(crate) fn write_all_at(file: &File, mut buf: &[u8], mut pos: u64) -> std::io
     }
     Ok(())
 }
+
+/// Whether `path` still names the open `file` (not removed, nor replaced by a new file, e.g.
+/// a frame created again at the same path while an old handle is still open).
+#[cfg(unix)]
+pub(crate) fn names_file(path: &std::path::Path, file: &File) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let (a, b) = (file.metadata()?, std::fs::metadata(path)?);
+    Ok((a.dev(), a.ino()) == (b.dev(), b.ino()))
+}
+
+/// Windows: a file open here cannot be removed or replaced by another one.
+#[cfg(windows)]
+pub(crate) fn names_file(_path: &std::path::Path, _file: &File) -> std::io::Result<bool> {
+    Ok(true)
+}

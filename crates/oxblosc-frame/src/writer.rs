@@ -54,7 +54,9 @@
 //! * Closing (dropping the writer) moves the index and trailer right after the last chunk
 //!   (via a copy past everything when there is no room below the committed index), patches the
 //!   header and truncates: a cleanly closed file has the usual compact tail (`frame_len` = file
-//!   length) and loads as an in-memory frame too.
+//!   length) and loads as an in-memory frame too. Before that, closing the `SChunk` rewrites
+//!   the file compactly when [`Writer::bloated_on_close`] says dead bytes remain (the rewrite
+//!   above, under the exclusive lock; a stale view is refused).
 //! * Locking: with a lock, every commit (and closing, and a compacting rewrite) runs under the
 //!   exclusive lock and bumps the generation; a writer whose view is stale (another writer
 //!   committed since) refuses to commit with [`Error::Stale`].
@@ -713,6 +715,14 @@ impl Writer {
     /// (atomic: a crash leaves the old or the new file), then continue writing the new one.
     fn rewrite(&mut self, fr: &Frame) -> Result<Rewritten> {
         let path = self.path.clone();
+        if let Some(f) = &self.file {
+            // Renaming over a file created again at this path (an old handle still open while
+            // a new frame is made there) would replace that new frame with this old one.
+            if !crate::pio::names_file(&path, f).map_err(io_at(&path, None))? {
+                let e = std::io::Error::other("the file was removed or replaced since this handle opened it");
+                return Err(io_at(&path, None)(e));
+            }
+        }
         let mut tmp = path.clone().into_os_string();
         tmp.push(".oxtmp");
         let tmp = PathBuf::from(tmp);

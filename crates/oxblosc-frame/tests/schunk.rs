@@ -323,3 +323,21 @@ fn closed_file_cbytes_is_its_chunks() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// An old handle closed after a new frame was created at its path (Python: `s = SChunk(...,
+/// mode="w")` rebinding `s`) must not compact its old frame over the new one.
+#[test]
+fn closing_an_old_handle_leaves_a_recreated_file_alone() {
+    let d = tmpdir("recreated");
+    let p = d.join("f.b2frame");
+    let mut old = SChunk::create(&p, true, cp(1, 4), DParams::default()).unwrap();
+    old.append_data(&ints(0..1000)).unwrap();
+    let mut new = SChunk::create(&p, true, cp(1, 4), DParams::default()).unwrap();
+    new.append_data(&ints(5000..7000)).unwrap();
+    drop(new);
+    let before = std::fs::read(&p).unwrap();
+    drop(old);
+    assert!(std::fs::read(&p).unwrap() == before, "the old handle's close replaced the new frame");
+    assert_eq!(all_data(&open(&p, Mode::Read).unwrap()), ints(5000..7000));
+    let _ = std::fs::remove_dir_all(&d);
+}
