@@ -33,6 +33,10 @@ class Dataset:
 
     def __init__(self, dataset, nthreads: int | None = None):
         self._d = dataset
+        # Plain copies: decoding threads must never touch h5py, whose lock the caller may hold
+        # (iterating a group holds it between items).
+        self._shape, self._dtype, self._chunks = dataset.shape, dataset.dtype, dataset.chunks
+        self._where = f"{dataset.file.filename}: dataset {dataset.name}"
         self.nthreads = int(nthreads) if nthreads else _native.default_nthreads()
         self.blocks_decoded = 0
         self._info: dict[tuple[int, ...], tuple[int | None, int, int]] = {}
@@ -54,19 +58,19 @@ class Dataset:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._d.shape
+        return self._shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self._d.dtype
+        return self._dtype
 
     @property
     def chunks(self) -> tuple[int, ...] | None:
-        return self._d.chunks
+        return self._chunks
 
     @property
     def ndim(self) -> int:
-        return len(self._d.shape)
+        return len(self._shape)
 
     @property
     def filter_id(self) -> int | None:
@@ -183,18 +187,19 @@ class Dataset:
             return out
         many = self.nthreads > 1 and len(jobs) > 1
         inner = 1 if many else self.nthreads
+        fid, typesize, dtype, where = self._filter, self._typesize, self._dtype, self._where
 
         def run(job):
             addr, size, stored, sel, dest = job
             if stored is None:
                 stored = os.pread(self._fd, size, addr)
                 if len(stored) != size:
-                    raise OSError(
-                        f"{self._d.file.filename}: dataset {self._d.name}: chunk at byte {addr} "
-                        f"is {size} bytes, only {len(stored)} could be read"
-                    )
-            data, n = _native.hdf5_read_part(self._filter, stored, list(chunks), self._typesize, sel, inner)
-            out[dest] = np.frombuffer(data, self.dtype).reshape([b - a for a, b in sel])
+                    raise OSError(f"{where}: chunk at byte {addr} is {size} bytes, only {len(stored)} could be read")
+            try:
+                data, n = _native.hdf5_read_part(fid, stored, list(chunks), typesize, sel, inner)
+            except ValueError as e:
+                raise type(e)(f"{where}: chunk at byte {addr} ({size} bytes): {e}") from None
+            out[dest] = np.frombuffer(data, dtype).reshape([b - a for a, b in sel])
             return n
 
         if many:
