@@ -144,9 +144,8 @@ class Dataset:
                     a = min(r[0], r[-1])
                     lo.append(a), hi.append(max(r[0], r[-1]) + 1), post.append(np.asarray(r) - a)
                 continue
-            try:
-                i = operator.index(k)
-            except TypeError:
+            i = _as_int(k)
+            if i is None:
                 idx = np.asarray(k)
                 if idx.dtype == bool and idx.ndim == 1 and idx.shape[0] == n:
                     idx = np.flatnonzero(idx)
@@ -245,6 +244,13 @@ class Dataset:
             and f.userblock_size == 0
             and os.path.isfile(f.filename)
         )
+
+
+def _as_int(k) -> int | None:
+    try:
+        return operator.index(k)
+    except TypeError:
+        return None
 
 
 def open(path, name: str, nthreads: int | None = None) -> Dataset:  # noqa: A001 - mirrors oxblosc.open

@@ -149,7 +149,8 @@ fn rows(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Vec<(usize, 
     let mut out = Vec::new();
     let mut idx: Vec<u64> = sel[..inner].iter().map(|s| s.0).collect();
     loop {
-        let off = (0..inner).map(|d| idx[d] as usize * strides[d]).sum::<usize>() + sel[inner].0 as usize * strides[inner];
+        let off =
+            (0..inner).map(|d| idx[d] as usize * strides[d]).sum::<usize>() + sel[inner].0 as usize * strides[inner];
         out.push((off, row_len));
         // Odometer over the outer dims.
         let mut d = inner;
