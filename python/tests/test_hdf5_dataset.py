@@ -149,7 +149,7 @@ def test_other_ways_to_the_chunks(tmp_path):
         e[20:40, 10:50] = a[20:40, 10:50]
         for name in ("x", "e"):
             ds = oh5.Dataset(f[name])
-            assert ds._fd is None  # through read_direct_chunk
+            assert ds._path is None  # through read_direct_chunk
             assert np.array_equal(ds[5:50, 7:69], f[name][5:50, 7:69])
         want_e = np.full((60, 70), -3, "<i2")
         want_e[20:40, 10:50] = a[20:40, 10:50]
@@ -157,7 +157,7 @@ def test_other_ways_to_the_chunks(tmp_path):
         assert oh5.Dataset(f["g"]).filter_id is None
         assert np.array_equal(oh5.Dataset(f["g"])[3:9], a[3:9])
     with oh5.open(path, "x") as ds:
-        assert ds._fd is not None
+        assert ds._path is not None
         assert np.array_equal(ds[...], a)
     with h5py.File("mem.h5", "w", driver="core", backing_store=False) as f:
         f.create_dataset("x", data=a, chunks=(16, 32), **oh5.Blosc2("lz4", 5))

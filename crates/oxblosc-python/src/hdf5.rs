@@ -1,6 +1,8 @@
-//! The HDF5 second partition's one native call: a box of one stored HDF5 chunk.
+//! The HDF5 second partition's native calls: a box of one stored HDF5 chunk.
 
-use oxblosc::hdf5::read::read_part;
+use std::path::PathBuf;
+
+use oxblosc::hdf5::read::{read_part, read_part_at};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -25,6 +27,28 @@ pub fn hdf5_read_part<'py>(
     let bytes = view.as_slice();
     let part = py
         .allow_threads(|| read_part(filter_id, bytes, &chunk_dims, typesize, &sel, nthreads.max(1)))
+        .map_err(|e| chunk_error(py, e))?;
+    Ok((PyBytes::new(py, &part.data), part.blocks_decoded))
+}
+
+/// [`hdf5_read_part`] of the chunk in the `size` bytes at `offset` of the file `path`, read by
+/// Rust (GIL released) straight into the buffer it decodes from.
+#[pyfunction]
+#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1))]
+#[allow(clippy::too_many_arguments)]
+pub fn hdf5_read_part_at<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    offset: u64,
+    size: usize,
+    filter_id: i32,
+    chunk_dims: Vec<u64>,
+    typesize: usize,
+    sel: Vec<(u64, u64)>,
+    nthreads: usize,
+) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+    let part = py
+        .allow_threads(|| read_part_at(&path, offset, size, filter_id, &chunk_dims, typesize, &sel, nthreads.max(1)))
         .map_err(|e| chunk_error(py, e))?;
     Ok((PyBytes::new(py, &part.data), part.blocks_decoded))
 }

@@ -49,10 +49,9 @@ class Dataset:
 
             if not h5py.h5z.filter_avail(self._filter):
                 register()  # reads left to h5py need a filter; keep one already there (hdf5plugin's)
-        self._fd: int | None = None
         self._owned_file = None
-        if self._filter is not None and self._can_pread(dataset.file):
-            self._fd = os.open(dataset.file.filename, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        # The file chunks are read from directly (None: through h5py's read_direct_chunk).
+        self._path = dataset.file.filename if self._filter is not None and self._can_pread(dataset.file) else None
 
     # ------------------------------------------------------------------ properties
 
@@ -85,10 +84,7 @@ class Dataset:
         return f"<oxblosc.hdf5.Dataset {self._d.name!r} shape={self.shape} dtype={self.dtype} ({how})>"
 
     def close(self) -> None:
-        """Close the file descriptor used for chunk reads (and the file `open` opened)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Close the file `open` opened (a Dataset over an h5py dataset holds nothing)."""
         if self._owned_file is not None:
             self._owned_file.close()
             self._owned_file = None
@@ -98,10 +94,6 @@ class Dataset:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_fd", None) is not None:
-            os.close(self._fd)
 
     # ------------------------------------------------------------------ reading
 
@@ -180,24 +172,24 @@ class Dataset:
                 # Never written (fill value) or stored unfiltered: HDF5 knows best.
                 out[dest] = self._d[tuple(slice(s + a, s + b) for (a, b), s in zip(sel, start, strict=True))]
                 continue
-            stored = None if self._fd is not None else self._d.id.read_direct_chunk(tuple(start))[1]
+            stored = None if self._path is not None else self._d.id.read_direct_chunk(tuple(start))[1]
             jobs.append((addr, size, stored, sel, dest))
         if not jobs:
             return out
         many = self.nthreads > 1 and len(jobs) > 1
         inner = 1 if many else self.nthreads
-        fid, typesize, dtype, where = self._filter, self._typesize, self._dtype, self._where
+        fid, typesize, dtype, where, path = self._filter, self._typesize, self._dtype, self._where, self._path
+        dims = list(chunks)
 
         def run(job):
             addr, size, stored, sel, dest = job
-            if stored is None:
-                stored = os.pread(self._fd, size, addr)
-                if len(stored) != size:
-                    raise OSError(f"{where}: chunk at byte {addr} is {size} bytes, only {len(stored)} could be read")
             try:
-                data, n = _native.hdf5_read_part(fid, stored, list(chunks), typesize, sel, inner)
+                if stored is None:
+                    data, n = _native.hdf5_read_part_at(path, addr, size, fid, dims, typesize, sel, inner)
+                else:
+                    data, n = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner)
             except ValueError as e:
-                raise type(e)(f"{where}: chunk at byte {addr} ({size} bytes): {e}") from None
+                raise type(e)(f"{where}: {e}") from None
             out[dest] = np.frombuffer(data, dtype).reshape([b - a for a, b in sel])
             return n
 
@@ -238,8 +230,7 @@ class Dataset:
         (read-only), file addresses are file offsets (no user block) and the file is one
         plain file on disk; otherwise through h5py's ``read_direct_chunk``."""
         return (
-            hasattr(os, "pread")
-            and f.mode == "r"
+            f.mode == "r"
             and f.driver in ("sec2", "stdio")
             and f.userblock_size == 0
             and os.path.isfile(f.filename)

@@ -6,6 +6,10 @@
 //! the rows of the part name the blocks to decode. Either way the chunk's size is checked
 //! against the dataset's chunk shape first, so a bad chunk is an error, never a wrong copy.
 
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::Path;
+
 use super::cdvalues::{BLOSC2_ID, BLOSC_ID};
 use crate::chunk::{ChunkHeader, DParams, SpecialKind};
 use crate::frame::SChunk;
@@ -30,11 +34,69 @@ pub fn read_part(
     sel: &[(u64, u64)],
     nthreads: usize,
 ) -> Result<Part> {
+    part_of(filter_id, Cow::Borrowed(stored), chunk_dims, typesize, sel, nthreads)
+}
+
+/// [`read_part`] of the chunk stored in the `size` bytes at `offset` of the file `path` (a
+/// positioned read straight into the buffer the frame is parsed from: no copy of the chunk).
+#[allow(clippy::too_many_arguments)]
+pub fn read_part_at(
+    path: &Path,
+    offset: u64,
+    size: usize,
+    filter_id: i32,
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+) -> Result<Part> {
+    check_sel(chunk_dims, typesize, sel)?;
+    let at = |e: &dyn std::fmt::Display| format!("{}: chunk of {size} bytes at byte {offset}: {e}", path.display());
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(size).map_err(|e| at(&e))?;
+    buf.resize(size, 0);
+    let file = File::open(path).map_err(|e| at(&e))?;
+    read_exact_at(&file, &mut buf, offset).map_err(|e| at(&e))?;
+    part_of(filter_id, Cow::Owned(buf), chunk_dims, typesize, sel, nthreads).map_err(|e| at(&e))
+}
+
+#[cfg(unix)]
+fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(f, buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn part_of(
+    filter_id: i32,
+    stored: Cow<'_, [u8]>,
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+) -> Result<Part> {
     let chunk_bytes = check_sel(chunk_dims, typesize, sel)?;
-    let err = |e: &dyn std::fmt::Display| format!("stored chunk of {} bytes: {e}", stored.len());
+    let len = stored.len();
+    let err = |e: &dyn std::fmt::Display| format!("stored chunk of {len} bytes: {e}");
     match filter_id {
         BLOSC2_ID => {
-            let s = SChunk::from_cframe(stored).map_err(|e| err(&e))?;
+            let s = match stored {
+                Cow::Borrowed(b) => SChunk::from_cframe(b),
+                Cow::Owned(v) => SChunk::from_cframe_vec(v),
+            }
+            .map_err(|e| err(&e))?;
             if s.nchunks() != 1 {
                 return Err(err(&format!("the frame holds {} chunks, an HDF5 chunk holds exactly 1", s.nchunks())));
             }
@@ -55,7 +117,7 @@ pub fn read_part(
                 flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e))
             }
         }
-        BLOSC_ID => flat_part(stored, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e)),
+        BLOSC_ID => flat_part(&stored, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e)),
         other => Err(format!("filter {other} is not a Blosc filter ({BLOSC2_ID} or {BLOSC_ID})")),
     }
 }
@@ -216,6 +278,25 @@ mod tests {
                 assert_eq!(p.data, reference(&data, &dims, 4, &sel), "{id} {sel:?}");
             }
         }
+    }
+
+    #[test]
+    fn parts_read_from_a_file_at_an_offset() {
+        let data: Vec<u8> = (0..4000u32).flat_map(|i| (i / 5).to_le_bytes()).collect();
+        let enc = encode_blosc2(&[1, 0, 4, 16000, 5, 1, 1, 2, 40, 100], &data).unwrap();
+        let dir = std::env::temp_dir().join(format!("oxblosc-hdf5-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.bin");
+        std::fs::write(&path, [vec![9u8; 123], enc.clone(), vec![9u8; 7]].concat()).unwrap();
+        let sel = [(3, 9), (10, 90)];
+        let p = read_part_at(&path, 123, enc.len(), BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap();
+        assert_eq!(p.data, reference(&data, &[40, 100], 4, &sel));
+        // Past the end of the file, a wrong offset, an absurd size: errors naming the file.
+        for (off, size) in [(123, enc.len() + 100), (100, enc.len()), (0, usize::MAX / 2)] {
+            let e = read_part_at(&path, off, size, BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap_err();
+            assert!(e.contains("c.bin"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
