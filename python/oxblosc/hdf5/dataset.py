@@ -229,12 +229,7 @@ class Dataset:
         """Chunk bytes come from the file itself only when HDF5 has nothing newer in memory
         (read-only), file addresses are file offsets (no user block) and the file is one
         plain file on disk; otherwise through h5py's ``read_direct_chunk``."""
-        return (
-            f.mode == "r"
-            and f.driver in ("sec2", "stdio")
-            and f.userblock_size == 0
-            and os.path.isfile(f.filename)
-        )
+        return f.mode == "r" and f.driver in ("sec2", "stdio") and f.userblock_size == 0 and os.path.isfile(f.filename)
 
 
 def _as_int(k) -> int | None:

@@ -6,7 +6,6 @@
 //! the rows of the part name the blocks to decode. Either way the chunk's size is checked
 //! against the dataset's chunk shape first, so a bad chunk is an error, never a wrong copy.
 
-use std::borrow::Cow;
 use std::fs::File;
 use std::path::Path;
 
@@ -34,11 +33,11 @@ pub fn read_part(
     sel: &[(u64, u64)],
     nthreads: usize,
 ) -> Result<Part> {
-    part_of(filter_id, Cow::Borrowed(stored), chunk_dims, typesize, sel, nthreads)
+    part_of(filter_id, stored, chunk_dims, typesize, sel, nthreads)
 }
 
 /// [`read_part`] of the chunk stored in the `size` bytes at `offset` of the file `path` (a
-/// positioned read straight into the buffer the frame is parsed from: no copy of the chunk).
+/// positioned read into a reused per-thread buffer).
 #[allow(clippy::too_many_arguments)]
 pub fn read_part_at(
     path: &Path,
@@ -52,12 +51,29 @@ pub fn read_part_at(
 ) -> Result<Part> {
     check_sel(chunk_dims, typesize, sel)?;
     let at = |e: &dyn std::fmt::Display| format!("{}: chunk of {size} bytes at byte {offset}: {e}", path.display());
-    let mut buf = Vec::new();
-    buf.try_reserve_exact(size).map_err(|e| at(&e))?;
-    buf.resize(size, 0);
+    // A per-thread buffer, reused: a fresh multi-megabyte buffer per read costs more in page
+    // faults than reading and decoding (the frame layer copies what it keeps anyway).
+    let mut buf = READ_BUF.with(|c| c.take());
+    if buf.len() < size {
+        buf.try_reserve_exact(size - buf.len()).map_err(|e| at(&e))?;
+        buf.resize(size, 0);
+    }
     let file = File::open(path).map_err(|e| at(&e))?;
-    read_exact_at(&file, &mut buf, offset).map_err(|e| at(&e))?;
-    part_of(filter_id, Cow::Owned(buf), chunk_dims, typesize, sel, nthreads).map_err(|e| at(&e))
+    let r = read_exact_at(&file, &mut buf[..size], offset)
+        .map_err(|e| at(&e))
+        .and_then(|()| part_of(filter_id, &buf[..size], chunk_dims, typesize, sel, nthreads))
+        .map_err(|e| at(&e));
+    if buf.len() <= KEEP_READ_BUF {
+        READ_BUF.with(|c| c.set(buf));
+    }
+    r
+}
+
+/// Read buffers larger than this are not kept between reads.
+const KEEP_READ_BUF: usize = 256 << 20;
+
+thread_local! {
+    static READ_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 #[cfg(unix)]
@@ -81,7 +97,7 @@ fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Resu
 
 fn part_of(
     filter_id: i32,
-    stored: Cow<'_, [u8]>,
+    stored: &[u8],
     chunk_dims: &[u64],
     typesize: usize,
     sel: &[(u64, u64)],
@@ -92,11 +108,7 @@ fn part_of(
     let err = |e: &dyn std::fmt::Display| format!("stored chunk of {len} bytes: {e}");
     match filter_id {
         BLOSC2_ID => {
-            let s = match stored {
-                Cow::Borrowed(b) => SChunk::from_cframe(b),
-                Cow::Owned(v) => SChunk::from_cframe_vec(v),
-            }
-            .map_err(|e| err(&e))?;
+            let s = SChunk::from_cframe(stored).map_err(|e| err(&e))?;
             if s.nchunks() != 1 {
                 return Err(err(&format!("the frame holds {} chunks, an HDF5 chunk holds exactly 1", s.nchunks())));
             }
@@ -117,7 +129,7 @@ fn part_of(
                 flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e))
             }
         }
-        BLOSC_ID => flat_part(&stored, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e)),
+        BLOSC_ID => flat_part(stored, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e)),
         other => Err(format!("filter {other} is not a Blosc filter ({BLOSC2_ID} or {BLOSC_ID})")),
     }
 }
