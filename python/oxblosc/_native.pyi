@@ -176,3 +176,23 @@ class NativeNDArray:
     def chunk_summary(self, nchunk: int) -> tuple[int, int, int, bytes | None, bytes]: ...
     def decompress_chunk(self, nchunk: int) -> bytes: ...
     def to_cframe(self) -> bytes: ...
+
+# HDF5 second partition: a box of one stored HDF5 chunk, decoding only the blocks it needs
+def hdf5_read_part(
+    filter_id: int,
+    stored: Any,
+    chunk_dims: list[int],
+    typesize: int,
+    sel: list[tuple[int, int]],
+    nthreads: int = 1,
+) -> tuple[bytes, int]: ...
+def hdf5_read_part_at(
+    path: str,
+    offset: int,
+    size: int,
+    filter_id: int,
+    chunk_dims: list[int],
+    typesize: int,
+    sel: list[tuple[int, int]],
+    nthreads: int = 1,
+) -> tuple[bytes, int]: ...

@@ -3,11 +3,11 @@
 //! (`oxblosc.hdf5.register()`). The chunks it writes are the bytes PyTables and hdf5plugin
 //! write, so either side reads the other's files.
 //!
-//! [`cdvalues`] is the filters' parameter layout, [`codec`] what one HDF5 chunk holds; both
-//! are plain safe Rust. The C ABI lives in `ffi`, the only module allowed `unsafe`.
+//! The chunk codec and the cd_values layout are the facade's `oxblosc::hdf5` (shared with the
+//! Python extension's optimized reads); this crate is only the C ABI, in `ffi`, the only module
+//! allowed `unsafe`.
 #![deny(unsafe_code)]
 
-pub mod cdvalues;
-pub mod codec;
+pub use oxblosc::hdf5::{cdvalues, codec};
 #[allow(unsafe_code)]
 mod ffi;

@@ -8,6 +8,7 @@
 mod buffer;
 mod cparams;
 mod geometry;
+mod hdf5;
 mod ndarray;
 mod pack;
 mod schunk;
@@ -296,6 +297,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pack::unpackb, m)?)?;
     m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;
     m.add_function(wrap_pyfunction!(geometry::auto_chunks_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

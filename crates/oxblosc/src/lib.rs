@@ -1,7 +1,9 @@
 //! oxblosc: the chunk, frame and n-d layers under one name, plus readers of neighbouring
-//! formats that users convert from ([`bloscpack`]).
+//! formats that users convert from ([`bloscpack`]) and HDF5 chunks written by the Blosc
+//! filters ([`hdf5`]).
 pub use oxblosc_chunk as chunk;
 pub use oxblosc_frame as frame;
 pub use oxblosc_nd as nd;
 
 pub mod bloscpack;
+pub mod hdf5;

@@ -10,6 +10,12 @@ hdf5plugin (switching is a change of import)::
 ``register()`` makes the filters available to h5py in this process (creating a filter option
 object calls it). Other HDF5 applications (h5dump, C programs, MATLAB) load the Blosc2 filter
 from ``PLUGIN_PATH`` when it is on ``HDF5_PLUGIN_PATH``; ``python -m oxblosc.hdf5`` prints it.
+
+``Dataset(h5py_dataset)`` (or ``open(path, name)``) reads a Blosc-compressed dataset decoding
+only the Blosc blocks a selection touches inside each HDF5 chunk, whichever filter wrote it::
+
+    with h5py.File("a.h5", "r") as f:
+        row = oxblosc.hdf5.Dataset(f["x"])[17]
 """
 
 from __future__ import annotations
@@ -22,7 +28,17 @@ from pathlib import Path
 
 from ..core import Codec, Filter, SplitMode
 
-__all__ = ["BLOSC2_ID", "BLOSC_ID", "PLUGIN_PATH", "Blosc", "Blosc2", "plugin_file", "register"]
+__all__ = [
+    "BLOSC2_ID",
+    "BLOSC_ID",
+    "PLUGIN_PATH",
+    "Blosc",
+    "Blosc2",
+    "Dataset",
+    "open",
+    "plugin_file",
+    "register",
+]
 
 BLOSC2_ID = 32026
 BLOSC_ID = 32001
@@ -37,7 +53,7 @@ elif sys.platform == "darwin":
 else:
     _LIB = "liboxblosc_hdf5.so"
 
-# Marks the full-pipeline extension of the Blosc2 cd_values (crates/oxblosc-hdf5/src/cdvalues.rs).
+# Marks the full-pipeline extension of the Blosc2 cd_values (crates/oxblosc/src/hdf5/cdvalues.rs).
 _EXT_MARKER = 0x4F580001
 _BLOSC1_CODECS = {"blosclz": 0, "lz4": 1, "lz4hc": 2, "zlib": 4, "zstd": 5}
 
@@ -202,3 +218,6 @@ class Blosc(_Base):
 
     def __repr__(self) -> str:
         return f"Blosc(cname={self.cname!r}, clevel={self.clevel}, shuffle={self.shuffle})"
+
+
+from .dataset import Dataset, open  # noqa: E402 - after the filter options it may register

@@ -15,7 +15,7 @@
 //! Blosc (32001) slots, as the original hdf5-blosc filter: 0 filter revision (2), 1 Blosc
 //! format version (2), 2 type size, 3 chunk bytes, 4 clevel, 5 shuffle (0, 1, 2), 6 codec.
 
-use oxblosc::chunk::SplitMode;
+use crate::chunk::SplitMode;
 
 /// Registered HDF5 filter ids.
 pub const BLOSC2_ID: i32 = 32026;

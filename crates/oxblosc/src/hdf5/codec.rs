@@ -5,10 +5,10 @@
 //! shape = HDF5 chunk dims, dtype `|V<typesize>`), as PyTables and hdf5plugin write it.
 //! Blosc (32001): one Blosc1 chunk.
 
-use crate::cdvalues::{blosc1_params, blosc2_params, Params, MAX_RANK};
-use oxblosc::chunk::{blocks, CParams, DParams};
-use oxblosc::frame::SChunk;
-use oxblosc::nd::{Geometry, NdArray};
+use super::cdvalues::{blosc1_params, blosc2_params, Params, MAX_RANK};
+use crate::chunk::{blocks, CParams, DParams};
+use crate::frame::SChunk;
+use crate::nd::{Geometry, NdArray};
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -104,7 +104,7 @@ fn check_len(cd: &[u32], got: usize) -> Result<()> {
 /// chunk raw, the filter being optional) when the chunk would not shrink.
 pub fn encode_blosc1(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
     let p = blosc1_params(cd)?;
-    let out = oxblosc::chunk::compress_blosc1(data, &cparams(&p))
+    let out = crate::chunk::compress_blosc1(data, &cparams(&p))
         .map_err(|e| format!("Blosc filter: cannot compress a {}-byte chunk: {e}", data.len()))?;
     if out.len() > data.len() {
         return Err(format!("Blosc filter: a {}-byte chunk does not compress", data.len()));
@@ -115,7 +115,7 @@ pub fn encode_blosc1(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
 /// Decode one stored chunk of filter 32001.
 pub fn decode_blosc1(cd: &[u32], stored: &[u8]) -> Result<Vec<u8>> {
     let err = |e: &dyn std::fmt::Display| format!("Blosc filter: stored chunk of {} bytes: {e}", stored.len());
-    let out = oxblosc::chunk::decompress(stored, &DParams::default()).map_err(|e| err(&e))?;
+    let out = crate::chunk::decompress(stored, &DParams::default()).map_err(|e| err(&e))?;
     check_len(cd, out.len()).map_err(|e| err(&e))?;
     Ok(out)
 }

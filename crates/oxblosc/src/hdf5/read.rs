@@ -1,0 +1,328 @@
+//! Part of one stored HDF5 chunk, decoding only the Blosc blocks the part needs.
+//!
+//! A Blosc2 (32026) chunk with a `b2nd` metalayer is a one-chunk n-d array whose blocks are
+//! n-d boxes: the n-d layer plans and decodes the touched blocks. Any other chunk (rank 1, a
+//! plain frame, or a Blosc1 chunk of filter 32001) is the C-order chunk cut into flat blocks:
+//! the rows of the part name the blocks to decode. Either way the chunk's size is checked
+//! against the dataset's chunk shape first, so a bad chunk is an error, never a wrong copy.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::cdvalues::{BLOSC2_ID, BLOSC_ID};
+use crate::chunk::{ChunkHeader, DParams, SpecialKind};
+use crate::frame::SChunk;
+use crate::nd::{DimSlice, NdArray};
+
+type Result<T> = std::result::Result<T, String>;
+
+/// The C-order bytes of the part and the Blosc blocks decoded to get them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub data: Vec<u8>,
+    pub blocks_decoded: u64,
+}
+
+/// Read `sel` (one `[start, stop)` per dim, relative to the chunk) of the HDF5 chunk `stored`
+/// (the bytes the filter `filter_id` wrote for a chunk of `chunk_dims` items of `typesize`).
+pub fn read_part(
+    filter_id: i32,
+    stored: &[u8],
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+) -> Result<Part> {
+    part_of(filter_id, stored, chunk_dims, typesize, sel, nthreads)
+}
+
+/// [`read_part`] of the chunk stored in the `size` bytes at `offset` of the file `path` (a
+/// positioned read into a reused per-thread buffer).
+#[allow(clippy::too_many_arguments)]
+pub fn read_part_at(
+    path: &Path,
+    offset: u64,
+    size: usize,
+    filter_id: i32,
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+) -> Result<Part> {
+    check_sel(chunk_dims, typesize, sel)?;
+    let at = |e: &dyn std::fmt::Display| format!("{}: chunk of {size} bytes at byte {offset}: {e}", path.display());
+    // A per-thread buffer, reused: a fresh multi-megabyte buffer per read costs more in page
+    // faults than reading and decoding (the frame layer copies what it keeps anyway).
+    let mut buf = READ_BUF.with(|c| c.take());
+    if buf.len() < size {
+        buf.try_reserve_exact(size - buf.len()).map_err(|e| at(&e))?;
+        buf.resize(size, 0);
+    }
+    let file = File::open(path).map_err(|e| at(&e))?;
+    let r = read_exact_at(&file, &mut buf[..size], offset)
+        .map_err(|e| at(&e))
+        .and_then(|()| part_of(filter_id, &buf[..size], chunk_dims, typesize, sel, nthreads))
+        .map_err(|e| at(&e));
+    if buf.len() <= KEEP_READ_BUF {
+        READ_BUF.with(|c| c.set(buf));
+    }
+    r
+}
+
+/// Read buffers larger than this are not kept between reads.
+const KEEP_READ_BUF: usize = 256 << 20;
+
+thread_local! {
+    static READ_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+#[cfg(unix)]
+fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(f, buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn part_of(
+    filter_id: i32,
+    stored: &[u8],
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+) -> Result<Part> {
+    let chunk_bytes = check_sel(chunk_dims, typesize, sel)?;
+    let len = stored.len();
+    let err = |e: &dyn std::fmt::Display| format!("stored chunk of {len} bytes: {e}");
+    match filter_id {
+        BLOSC2_ID => {
+            let s = SChunk::from_cframe(stored).map_err(|e| err(&e))?;
+            if s.nchunks() != 1 {
+                return Err(err(&format!("the frame holds {} chunks, an HDF5 chunk holds exactly 1", s.nchunks())));
+            }
+            if s.meta("b2nd").is_some() || s.meta("caterva").is_some() {
+                let mut a = NdArray::from_schunk(s).map_err(|e| err(&e))?;
+                if a.shape() == chunk_dims && a.typesize() == typesize {
+                    a.set_nthreads(nthreads);
+                    let ds: Vec<DimSlice> = sel.iter().map(|&(lo, hi)| DimSlice::new(lo, hi, 1)).collect();
+                    let data = a.get_slice(&ds).map_err(|e| err(&e))?;
+                    return Ok(Part { data, blocks_decoded: a.blocks_decoded() });
+                }
+                // The metalayer describes the bytes differently (e.g. a typesize over 255
+                // stored as 1): read the chunk as flat bytes instead.
+                let c = a.schunk().get_chunk(0).map_err(|e| err(&e))?;
+                flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e))
+            } else {
+                let c = s.get_chunk(0).map_err(|e| err(&e))?;
+                flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e))
+            }
+        }
+        BLOSC_ID => flat_part(stored, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e)),
+        other => Err(format!("filter {other} is not a Blosc filter ({BLOSC2_ID} or {BLOSC_ID})")),
+    }
+}
+
+/// The chunk's byte size, once `sel` is known to be a box inside the chunk.
+fn check_sel(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Result<usize> {
+    if chunk_dims.is_empty() || sel.len() != chunk_dims.len() {
+        return Err(format!("a selection of rank {} for a chunk of rank {}", sel.len(), chunk_dims.len()));
+    }
+    if let Some(d) = (0..sel.len()).find(|&d| sel[d].0 > sel[d].1 || sel[d].1 > chunk_dims[d]) {
+        return Err(format!("selection {:?} leaves the chunk {:?} in dim {d}", sel, chunk_dims));
+    }
+    chunk_dims
+        .iter()
+        .try_fold(typesize as u64, |n, &d| n.checked_mul(d))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("a chunk of {chunk_dims:?} items of {typesize} bytes is too large"))
+}
+
+/// `sel` of a chunk whose blocks are flat byte ranges of the C-order chunk.
+fn flat_part(
+    chunk: &[u8],
+    chunk_dims: &[u64],
+    typesize: usize,
+    chunk_bytes: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+) -> crate::chunk::Result<Part> {
+    let h = ChunkHeader::parse(chunk)?;
+    if h.nbytes != chunk_bytes {
+        return Err(crate::chunk::Error::InvalidParam {
+            name: "chunk",
+            reason: format!("decodes to {} bytes, the dataset's chunks hold {chunk_bytes}", h.nbytes),
+        });
+    }
+    let rows = rows(chunk_dims, typesize, sel);
+    let mut data = vec![0u8; rows.iter().map(|r| r.1).sum()];
+    if data.is_empty() {
+        return Ok(Part { data, blocks_decoded: 0 });
+    }
+    let bs = h.blocksize.max(1);
+    let counted = u64::from(h.special()? == SpecialKind::None);
+    let mut blocks: Vec<usize> = rows.iter().flat_map(|&(off, len)| off / bs..(off + len).div_ceil(bs)).collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    let nblocks = h.nblocks().max(1);
+    // Decoded bytes, and where block `b` starts in them.
+    let (buf, at): (Vec<u8>, Box<dyn Fn(usize) -> usize>) = if blocks.len() * 2 > nblocks {
+        let mut buf = vec![0u8; chunk_bytes];
+        crate::chunk::decompress_into(chunk, &mut buf, &DParams { nthreads })?;
+        (buf, Box::new(move |b| b * bs))
+    } else {
+        let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bs, ((b + 1) * bs).min(chunk_bytes))).collect();
+        let mut buf = vec![0u8; ranges.iter().map(|r| r.1 - r.0).sum()];
+        crate::chunk::decompress_ranges(chunk, &ranges, &mut buf, nthreads)?;
+        let listed = blocks.clone();
+        (buf, Box::new(move |b| listed.binary_search(&b).expect("a touched block") * bs))
+    };
+    let decoded = if blocks.len() * 2 > nblocks { nblocks } else { blocks.len() };
+    let mut out = 0;
+    for (off, len) in rows {
+        let mut pos = off;
+        while pos < off + len {
+            let b = pos / bs;
+            let n = ((b + 1) * bs).min(off + len) - pos;
+            let from = at(b) + pos - b * bs;
+            data[out..out + n].copy_from_slice(&buf[from..from + n]);
+            out += n;
+            pos += n;
+        }
+    }
+    Ok(Part { data, blocks_decoded: counted * decoded as u64 })
+}
+
+/// The contiguous byte runs `(offset, len)` of `sel` in a C-order chunk, in C order.
+fn rows(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Vec<(usize, usize)> {
+    let r = chunk_dims.len();
+    let mut strides = vec![typesize; r];
+    for d in (0..r - 1).rev() {
+        strides[d] = strides[d + 1] * chunk_dims[d + 1] as usize;
+    }
+    // Trailing dims taken whole merge into one longer row.
+    let mut inner = r - 1;
+    while inner > 0 && sel[inner] == (0, chunk_dims[inner]) {
+        inner -= 1;
+    }
+    let row_len = (sel[inner].1 - sel[inner].0) as usize * strides[inner];
+    if row_len == 0 || sel[..inner].iter().any(|s| s.0 == s.1) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut idx: Vec<u64> = sel[..inner].iter().map(|s| s.0).collect();
+    loop {
+        let off =
+            (0..inner).map(|d| idx[d] as usize * strides[d]).sum::<usize>() + sel[inner].0 as usize * strides[inner];
+        out.push((off, row_len));
+        // Odometer over the outer dims.
+        let mut d = inner;
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < sel[d].1 {
+                break;
+            }
+            idx[d] = sel[d].0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::codec::{encode_blosc1, encode_blosc2};
+    use super::*;
+
+    /// `sel` of a C-order array, item by item (the reference).
+    fn reference(data: &[u8], dims: &[u64], ts: usize, sel: &[(u64, u64)]) -> Vec<u8> {
+        rows(dims, ts, sel).iter().flat_map(|&(o, n)| data[o..o + n].to_vec()).collect()
+    }
+
+    #[test]
+    fn rows_merge_whole_trailing_dims() {
+        assert_eq!(rows(&[4, 5], 1, &[(1, 3), (0, 5)]), [(5, 10)]);
+        assert_eq!(rows(&[4, 5], 2, &[(1, 3), (2, 4)]), [(14, 4), (24, 4)]);
+        assert_eq!(rows(&[2, 2, 3], 1, &[(0, 2), (1, 2), (0, 1)]), [(3, 1), (9, 1)]);
+        assert!(rows(&[4, 5], 1, &[(1, 1), (0, 5)]).is_empty());
+    }
+
+    #[test]
+    fn parts_equal_the_whole_chunk_cut_and_decode_few_blocks() {
+        let dims = [256u64, 256];
+        let data: Vec<u8> = (0..256 * 256u32).flat_map(|i| (i % 1000).to_le_bytes()).collect();
+        // Blosc2 with b2nd, 16 KiB blocks (64x64 items, 16 in the chunk): one row crosses 4.
+        let cd = [1, 16384, 4, 262144, 5, 1, 1, 2, 256, 256];
+        let enc = encode_blosc2(&cd, &data).unwrap();
+        let a = NdArray::from_schunk(SChunk::from_cframe(&enc).unwrap()).unwrap();
+        assert_eq!(a.blocks(), [64, 64]);
+        let one_row = read_part(BLOSC2_ID, &enc, &dims, 4, &[(40, 41), (0, 256)], 1).unwrap();
+        assert_eq!(one_row.data, reference(&data, &dims, 4, &[(40, 41), (0, 256)]));
+        assert_eq!(one_row.blocks_decoded, 4);
+        assert_eq!(read_part(BLOSC2_ID, &enc, &dims, 4, &[(40, 41), (3, 60)], 1).unwrap().blocks_decoded, 1);
+        let sels = [[(0, 256), (0, 256)], [(3, 200), (7, 9)], [(255, 256), (0, 1)], [(5, 5), (0, 3)]];
+        for sel in sels {
+            let p = read_part(BLOSC2_ID, &enc, &dims, 4, &sel, 2).unwrap();
+            assert_eq!(p.data, reference(&data, &dims, 4, &sel), "b2nd {sel:?}");
+        }
+        // Flat chunks: rank 1 Blosc2 and Blosc1.
+        let flat2 = encode_blosc2(&[1, 16384, 4, 262144, 5, 1, 1], &data).unwrap();
+        let flat1 = encode_blosc1(&[2, 2, 4, 262144, 5, 1, 1], &data).unwrap();
+        for (id, enc) in [(BLOSC2_ID, &flat2), (BLOSC_ID, &flat1)] {
+            let p = read_part(id, enc, &dims, 4, &[(40, 41), (0, 256)], 1).unwrap();
+            assert_eq!(p.data, reference(&data, &dims, 4, &[(40, 41), (0, 256)]));
+            assert!(p.blocks_decoded <= 2, "{id}: {} blocks", p.blocks_decoded);
+            for sel in sels {
+                let p = read_part(id, enc, &dims, 4, &sel, 1).unwrap();
+                assert_eq!(p.data, reference(&data, &dims, 4, &sel), "{id} {sel:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn parts_read_from_a_file_at_an_offset() {
+        let data: Vec<u8> = (0..4000u32).flat_map(|i| (i / 5).to_le_bytes()).collect();
+        let enc = encode_blosc2(&[1, 0, 4, 16000, 5, 1, 1, 2, 40, 100], &data).unwrap();
+        let dir = std::env::temp_dir().join(format!("oxblosc-hdf5-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.bin");
+        std::fs::write(&path, [vec![9u8; 123], enc.clone(), vec![9u8; 7]].concat()).unwrap();
+        let sel = [(3, 9), (10, 90)];
+        let p = read_part_at(&path, 123, enc.len(), BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap();
+        assert_eq!(p.data, reference(&data, &[40, 100], 4, &sel));
+        // Past the end of the file, a wrong offset, an absurd size: errors naming the file.
+        for (off, size) in [(123, enc.len() + 100), (100, enc.len()), (0, usize::MAX / 2)] {
+            let e = read_part_at(&path, off, size, BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap_err();
+            assert!(e.contains("c.bin"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_chunks_and_selections_are_errors() {
+        let data = vec![3u8; 8000];
+        let cd = [1, 0, 8, 8000, 5, 1, 0, 2, 10, 100];
+        let enc = encode_blosc2(&cd, &data).unwrap();
+        for cut in [0, 10, enc.len() / 2, enc.len() - 1] {
+            assert!(read_part(BLOSC2_ID, &enc[..cut], &[10, 100], 8, &[(0, 1), (0, 1)], 1).is_err());
+        }
+        assert!(read_part(BLOSC2_ID, &enc, &[10, 50], 8, &[(0, 1), (0, 1)], 1).is_err());
+        assert!(read_part(BLOSC2_ID, &enc, &[10, 100], 8, &[(0, 11), (0, 1)], 1).is_err());
+        assert!(read_part(BLOSC2_ID, &enc, &[10, 100], 8, &[(0, 1)], 1).is_err());
+        assert!(read_part(BLOSC_ID, &enc, &[10, 100], 8, &[(0, 1), (0, 1)], 1).is_err());
+        assert!(read_part(1, &enc, &[10, 100], 8, &[(0, 1), (0, 1)], 1).is_err());
+    }
+}
