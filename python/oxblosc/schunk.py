@@ -19,7 +19,7 @@ What differs from python-blosc2 4.14 (on purpose or not yet done):
   reader re-syncs (re-reads header, trailer and index) on every data access after another
   handle committed, and never returns bytes of a newer state mixed with its view. Writers
   take turns: each change waits for the exclusive lock (up to 120 s, ``OXBLOSC_LOCK_TIMEOUT``
-  seconds; then ``OSError``), catches up with what other writers committed, then commits.
+  seconds; then ``TimeoutError``, an ``OSError``), catches up with what other writers committed, then commits.
   Calls on one locked handle are serialised (open one handle per thread to read in
   parallel). Not safe on NFS, not with ``mmap_mode`` (refused) and not with unlocked handles
   writing concurrently. ``holding_lock()`` works on writable handles (read-only locked

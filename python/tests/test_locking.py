@@ -359,3 +359,22 @@ def test_two_ndarray_writer_processes_both_finish(tmp_path: Path) -> None:
         assert vals[0] == 0
         for base in (100, 200):
             assert [v for v in vals if base <= v < base + n] == list(range(base, base + n))
+
+
+def test_lock_wait_that_runs_out_raises_timeout_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two handles exclude each other even in one process (flock is per open description). A
+    # writer that cannot get its turn within OXBLOSC_LOCK_TIMEOUT gets TimeoutError (an
+    # OSError), and the frame keeps what the holder wrote.
+    path = str(tmp_path / "t.b2frame")
+    s = oxblosc.SChunk(chunksize=400, urlpath=path, mode="w", locking=True, cparams={"typesize": 4})
+    s.append_data(np.arange(100, dtype="i4"))
+    other = oxblosc.open(path, mode="a", locking=True)
+    monkeypatch.setenv("OXBLOSC_LOCK_TIMEOUT", "0.3")
+    with s.holding_lock():
+        with pytest.raises(TimeoutError, match="timed out"):
+            other.append_data(np.arange(100, dtype="i4"))
+        s.append_data(np.arange(100, 200, dtype="i4"))
+    assert np.array_equal(np.frombuffer(oxblosc.open(path)[:], "i4"), np.arange(200))
+    # The timed-out handle is intact: once the lock is free it catches up and appends.
+    other.append_data(np.arange(200, 300, dtype="i4"))
+    assert np.array_equal(np.frombuffer(oxblosc.open(path)[:], "i4"), np.arange(300))

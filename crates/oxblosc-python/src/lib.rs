@@ -16,7 +16,7 @@ mod shared;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -100,6 +100,8 @@ pub(crate) fn frame_err(py: Python<'_>, e: frame::Error) -> PyErr {
     match root {
         frame::Error::Io { source, .. } => match source.raw_os_error() {
             Some(errno) => PyOSError::new_err((errno, root.to_string(), path)),
+            // A lock wait that ran out (`OXBLOSC_LOCK_TIMEOUT`): TimeoutError, still an OSError.
+            None if source.kind() == std::io::ErrorKind::TimedOut => PyTimeoutError::new_err(msg),
             None => PyOSError::new_err(msg),
         },
         frame::Error::NotFound { name, .. } => PyKeyError::new_err(name.clone()),
