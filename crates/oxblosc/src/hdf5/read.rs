@@ -23,19 +23,6 @@ pub struct Part {
     pub blocks_decoded: u64,
 }
 
-/// Read `sel` (one `[start, stop)` per dim, relative to the chunk) of the HDF5 chunk `stored`
-/// (the bytes the filter `filter_id` wrote for a chunk of `chunk_dims` items of `typesize`).
-pub fn read_part(
-    filter_id: i32,
-    stored: &[u8],
-    chunk_dims: &[u64],
-    typesize: usize,
-    sel: &[(u64, u64)],
-    nthreads: usize,
-) -> Result<Part> {
-    part_of(filter_id, stored, chunk_dims, typesize, sel, nthreads)
-}
-
 /// [`read_part`] of the chunk stored in the `size` bytes at `offset` of the file `path` (a
 /// positioned read into a reused per-thread buffer).
 #[allow(clippy::too_many_arguments)]
@@ -61,7 +48,7 @@ pub fn read_part_at(
     let file = File::open(path).map_err(|e| at(&e))?;
     let r = read_exact_at(&file, &mut buf[..size], offset)
         .map_err(|e| at(&e))
-        .and_then(|()| part_of(filter_id, &buf[..size], chunk_dims, typesize, sel, nthreads))
+        .and_then(|()| read_part(filter_id, &buf[..size], chunk_dims, typesize, sel, nthreads))
         .map_err(|e| at(&e));
     if buf.len() <= KEEP_READ_BUF {
         READ_BUF.with(|c| c.set(buf));
@@ -95,7 +82,9 @@ fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Resu
     Ok(())
 }
 
-fn part_of(
+/// Read `sel` (one `[start, stop)` per dim, relative to the chunk) of the HDF5 chunk `stored`
+/// (the bytes the filter `filter_id` wrote for a chunk of `chunk_dims` items of `typesize`).
+pub fn read_part(
     filter_id: i32,
     stored: &[u8],
     chunk_dims: &[u64],
