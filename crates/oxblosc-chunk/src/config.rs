@@ -15,6 +15,16 @@ pub fn default_nthreads() -> usize {
     })
 }
 
+/// `OXBLOSC_LOCK_TIMEOUT` in seconds, when set to a finite non-negative number: how long a
+/// frame writer waits for another process's lock. Read on every call (not cached) so a
+/// process can change it between opens.
+pub fn lock_timeout_secs() -> Option<f64> {
+    std::env::var("OXBLOSC_LOCK_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+}
+
 /// Data cache sizes of this machine in bytes: (L1d, L2, L3), read once from
 /// `/sys/devices/system/cpu/cpu0/cache` (Linux). Levels that cannot be read fall back to
 /// 32 KiB, 1 MiB and 8 MiB, common sizes for current x86 and ARM cores. Used to size

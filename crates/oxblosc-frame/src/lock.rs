@@ -60,11 +60,7 @@ enum Kind {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn timeout() -> Duration {
-    std::env::var("OXBLOSC_LOCK_TIMEOUT")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+    oxblosc_chunk::config::lock_timeout_secs().map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
 }
 
 /// `flock` on the whole file, waiting in the kernel (retrying after signals); with
