@@ -36,7 +36,7 @@ def array_file(tmp_path):
 def test_ordered_matches_plain_read(array_file, nthreads, block_rows):
     path, data = array_file
     starts, blocks = [], []
-    for start, block in Streamer(path, block_rows=block_rows, nthreads=nthreads, nslots=3):
+    for start, block in ox.Streamer(path, block_rows=block_rows, nthreads=nthreads, nslots=3):
         starts.append(start)
         blocks.append(block.copy())
     assert starts == list(range(0, 1003, block_rows))
