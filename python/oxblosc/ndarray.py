@@ -277,8 +277,9 @@ class NDArray:
     # file travels as a reference to it (path, mode, locking), the worker reopens it; an
     # in-memory array travels as its frame bytes.
     def __reduce__(self) -> tuple:
-        if self.urlpath is not None and self.mmap_mode is None:
-            return _reopen, (self.urlpath, "r" if self.mode == "r" else "a", self._schunk.locking)
+        if self.urlpath is not None and self.mmap_mode in (None, "r"):
+            mode = "r" if self.mode == "r" else "a"
+            return _reopen, (self.urlpath, mode, self._schunk.locking, self.mmap_mode)
         return ndarray_from_cframe, (self.to_cframe(),)
 
     def __dask_tokenize__(self) -> tuple:
@@ -978,10 +979,12 @@ def ndarray_from_cframe(cframe: Any, copy: bool = False) -> NDArray:
     return NDArray(_native.NativeNDArray.from_cframe(cframe), urlpath=None, mode="a")
 
 
-def _reopen(urlpath: str, mode: str, locking: bool) -> NDArray:
+def _reopen(urlpath: str, mode: str, locking: bool, mmap_mode: str | None = None) -> NDArray:
     """Unpickle a file-backed array: open its file again (see ``NDArray.__reduce__``)."""
     from .opening import open as _open  # noqa: PLC0415 - opening sits above this module
 
+    if mmap_mode is not None:
+        return _open(urlpath, mmap_mode=mmap_mode)
     return _open(urlpath, mode=mode, locking=locking) if locking else _open(urlpath, mode=mode)
 
 

@@ -39,6 +39,9 @@ def test_pickles_as_file_reference(tmp_path):
     np.testing.assert_array_equal(b[...], DATA)
     r = pickle.loads(pickle.dumps(ox.open(path)))
     assert r.mode == "r"
+    mm = pickle.loads(pickle.dumps(ox.open(path, mmap_mode="r")))  # memory-mapped: mapped again
+    assert mm.mmap_mode == "r" and len(pickle.dumps(mm)) < 300
+    np.testing.assert_array_equal(mm[...], DATA)
     mem = ox.asarray(DATA, chunks=(40, 30))
     m = pickle.loads(pickle.dumps(mem))  # in memory: its bytes travel
     assert m.urlpath is None
