@@ -134,3 +134,20 @@ def test_corrupt_chunk_raises_at_its_place(tmp_path):
 def test_in_memory_source_refused():
     with pytest.raises(ValueError, match="in memory"):
         Streamer(ox.asarray(np.arange(10)))
+
+
+def test_python_blosc2_files(tmp_path):
+    """Files python-blosc2 wrote (an array and a plain super-chunk) stream the same."""
+    import blosc2  # noqa: PLC0415
+
+    data = np.random.default_rng(9).integers(0, 1000, size=(777, 13)).astype("i2")
+    p = str(tmp_path / "theirs.b2nd")
+    blosc2.asarray(data, urlpath=p, mode="w", chunks=(100, 13), blocks=(25, 13))
+    got = [(s, b) for s, b in Streamer(p, block_rows=70, ordered=False, nthreads=2, copy=True)]
+    got.sort(key=lambda g: g[0])
+    np.testing.assert_array_equal(np.concatenate([b for _, b in got]), data)
+    items = np.arange(50_000, dtype="f8")
+    sp = str(tmp_path / "theirs.b2frame")
+    blosc2.SChunk(chunksize=8000 * 8, data=items, urlpath=sp, mode="w", cparams={"typesize": 8})
+    out = np.concatenate([b.view("f8") for _, b in Streamer(sp, copy=True)])
+    np.testing.assert_array_equal(out, items)

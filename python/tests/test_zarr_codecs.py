@@ -155,3 +155,16 @@ def test_blosc2_codec_round_trips_its_metadata():
     assert Blosc2Codec.from_dict(json.loads(json.dumps(c.to_dict()))) == c
     with pytest.raises(ValueError, match="unknown filter"):
         Blosc2Codec(filters=("nope",))
+
+
+def test_zarr_v3_sharded_array_with_our_codecs(tmp_path):
+    """Inside zarr's sharding codec the inner chunks still get the dtype's typesize."""
+    a = _data("i4", (64, 48))
+    for codec in (BloscCodec(cname="zstd"), Blosc2Codec(filters=("bytedelta",))):
+        p = tmp_path / f"sharded_{type(codec).__name__}.zarr"
+        z = zarr.create_array(p, shape=a.shape, chunks=(8, 12), shards=(32, 24), dtype="i4", compressors=codec)
+        z[...] = a
+        np.testing.assert_array_equal(zarr.open_array(p, mode="r")[...], a)
+        inner = json.loads((p / "zarr.json").read_text())["codecs"][0]["configuration"]["codecs"]
+        (c,) = [c for c in inner if c["name"] in ("blosc", "blosc2")]
+        assert c["configuration"]["typesize"] == 4
