@@ -12,7 +12,9 @@ ever write the same chunk) through a handle opened with ``locking=True``: each c
 takes the frame's exclusive lock, catches up with what other writers committed, and
 commits. So tasks in many threads and many processes (a ``distributed`` cluster) write one
 file without losing a chunk. ``dask.array.store(x, target)`` works the same way with a
-target opened with ``locking=True`` whose chunks match ``x``'s.
+target opened with ``locking=True`` whose chunks match ``x``'s. Each chunk write is one
+commit: a task that fails (or a worker that dies) leaves the chunks written so far and
+zeros elsewhere, never a torn chunk or a broken file; write again to finish.
 """
 
 from __future__ import annotations
