@@ -11,7 +11,7 @@ import numpy as np
 import oxblosc as ox
 import pytest
 import zarr
-from oxblosc.numcodecs import Blosc
+from oxblosc.numcodecs import Blosc, Blosc2
 from oxblosc.zarr import Blosc2Codec, BloscCodec
 from zarr.codecs import BloscCodec as ZarrBloscCodec
 
@@ -168,3 +168,19 @@ def test_zarr_v3_sharded_array_with_our_codecs(tmp_path):
         inner = json.loads((p / "zarr.json").read_text())["codecs"][0]["configuration"]["codecs"]
         (c,) = [c for c in inner if c["name"] in ("blosc", "blosc2")]
         assert c["configuration"]["typesize"] == 4
+
+
+def test_zarr_v2_blosc2_through_the_entry_point(tmp_path):
+    """A v2 array compressed with "blosc2" opens in a fresh process: numcodecs finds our
+    codec through its entry point group."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    a = _data("f8", (37, 23))
+    p = tmp_path / "b2.zarr"
+    z = zarr.create_array(p, shape=a.shape, chunks=(10, 8), dtype="f8", zarr_format=2, compressors=Blosc2(cname="lz4"))
+    z[...] = a
+    assert json.loads((p / ".zarray").read_text())["compressor"]["id"] == "blosc2"
+    code = f"import zarr, numpy as np; print(float(zarr.open_array({str(p)!r}, mode='r')[...].sum()))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert float(out) == pytest.approx(float(a.sum()))
