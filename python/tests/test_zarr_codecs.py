@@ -16,6 +16,7 @@ from oxblosc.zarr import Blosc2Codec, BloscCodec
 from zarr.codecs import BloscCodec as ZarrBloscCodec
 
 DTYPES = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8", "c8", "c16", "bool"]
+DTYPES += ["M8[s]", "m8[ms]", "S3", "U2"]
 SHAPES = [((1001,), (100,)), ((37, 23), (10, 8)), ((13, 7, 5), (4, 4, 4))]
 
 
@@ -27,6 +28,8 @@ def _data(dtype: str, shape: tuple) -> np.ndarray:
     a = np.cumsum(rng.integers(-3, 4, n)).reshape(shape)
     if dtype[0] == "c":
         return (a + 1j * a[::-1]).astype(dtype)
+    if dtype[0] in "SU":
+        return (a % 1000).astype(dtype)
     return a.astype(dtype)
 
 
