@@ -95,6 +95,7 @@ from .packing import (
 )
 from .runtime import IS_WASM, print_versions, set_releasegil
 from .schunk import SChunk, remove_urlpath, schunk_from_cframe
+from .streamer import Streamer
 
 
 def __getattr__(name):
@@ -163,6 +164,7 @@ __all__ = [
     "NDArray",
     "SChunk",
     "SpecialValue",
+    "Streamer",
     "SplitMode",
     "__version__",
     "arange",

@@ -273,6 +273,26 @@ class NDArray:
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
+    # Pickling (Dask/distributed ship arrays to worker processes): an array opened from a
+    # file travels as a reference to it (path, mode, locking), the worker reopens it; an
+    # in-memory array travels as its frame bytes.
+    def __reduce__(self) -> tuple:
+        if self.urlpath is not None and self.mmap_mode in (None, "r"):
+            mode = "r" if self.mode == "r" else "a"
+            return _reopen, (self.urlpath, mode, self._schunk.locking, self.mmap_mode)
+        return ndarray_from_cframe, (self.to_cframe(),)
+
+    def __dask_tokenize__(self) -> tuple:
+        """Dask's name for this array's contents: the file and its size/modification time
+        (cheap, changes on every write), or a per-object id in memory."""
+        if self.urlpath is not None:
+            path = self.urlpath if self.contiguous else os.path.join(self.urlpath, "chunks.b2frame")
+            st = os.stat(path)
+            return ("oxblosc.NDArray", self.urlpath, st.st_size, st.st_mtime_ns, self.shape, self.dtype.str)
+        if not hasattr(self, "_token"):
+            self._token = os.urandom(16).hex()
+        return ("oxblosc.NDArray", self._token)
+
     def __repr__(self) -> str:
         return f"<oxblosc.NDArray shape={self.shape} dtype={self.dtype} chunks={self.chunks} blocks={self.blocks}>"
 
@@ -957,6 +977,15 @@ def nans_like(a: Any, dtype: Any = None, **kwargs: Any) -> NDArray:
 def ndarray_from_cframe(cframe: Any, copy: bool = False) -> NDArray:
     """An array from an in-memory contiguous frame (``NDArray.to_cframe`` or python-blosc2's)."""
     return NDArray(_native.NativeNDArray.from_cframe(cframe), urlpath=None, mode="a")
+
+
+def _reopen(urlpath: str, mode: str, locking: bool, mmap_mode: str | None = None) -> NDArray:
+    """Unpickle a file-backed array: open its file again (see ``NDArray.__reduce__``)."""
+    from .opening import open as _open  # noqa: PLC0415 - opening sits above this module
+
+    if mmap_mode is not None:
+        return _open(urlpath, mmap_mode=mmap_mode)
+    return _open(urlpath, mode=mode, locking=locking) if locking else _open(urlpath, mode=mode)
 
 
 def _from_schunk(s: SChunk) -> NDArray:

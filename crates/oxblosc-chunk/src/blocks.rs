@@ -96,13 +96,13 @@ pub fn compute_blocksize_blosc1(
     let mut bs = nbytes;
     if forced > 0 {
         bs = forced.clamp(128, 715_827_542);
-    } else {
-        if nbytes >= L1 {
-            bs = base_blocksize(codec, clevel);
-        }
-        if clevel > 0 && split {
-            bs = (bs.min(256 * 1024) * typesize).clamp(64 * 1024, 1024 * 1024);
-        }
+    } else if nbytes >= L1 {
+        bs = base_blocksize(codec, clevel);
+    }
+    // c-blosc 1.x enlarges forced block sizes too (numcodecs' blocksize=4096 on float32 data
+    // gives 64 KiB blocks): `split` is judged on the forced size then (the caller's job).
+    if clevel > 0 && split {
+        bs = (bs.min(256 * 1024) * typesize).clamp(64 * 1024, 1024 * 1024);
     }
     bs = bs.min(nbytes);
     if bs > typesize {

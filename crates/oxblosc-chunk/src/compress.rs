@@ -111,8 +111,9 @@ impl Encoder {
                         reason: "Blosc1 chunks have no dictionaries".into(),
                     });
                 }
-                let split_whole = split_block_blosc1(cp.codec, hts, nbytes);
-                blocksize = compute_blocksize_blosc1(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
+                let judged_on = if cp.blocksize > 0 { cp.blocksize.max(128) } else { nbytes };
+                let split_first = split_block_blosc1(cp.codec, hts, judged_on);
+                blocksize = compute_blocksize_blosc1(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_first);
                 split = split_block_blosc1(cp.codec, hts, blocksize);
                 memcpy = cp.clevel == 0 || nbytes < BLOSC1_MIN_BUFFERSIZE;
                 hlen = MIN_HEADER_LEN;

@@ -6,11 +6,25 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// The pools of this process, and which process that is.
+type Pools = (u32, HashMap<usize, Arc<rayon::ThreadPool>>);
+
 /// The shared pool with `n` worker threads.
+///
+/// A process forked after a pool was made (Python's `multiprocessing` "fork", Dask's
+/// process pools) inherits the pool but none of its threads: work sent there would wait
+/// forever. So pools belong to the process id that made them; a child leaks the parent's
+/// (dropping them would signal threads that do not exist) and makes its own.
 pub fn pool(n: usize) -> Arc<rayon::ThreadPool> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    pools
+    static POOLS: OnceLock<Mutex<Pools>> = OnceLock::new();
+    let mut guard = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    if guard.0 != pid {
+        std::mem::forget(std::mem::take(&mut guard.1));
+        guard.0 = pid;
+    }
+    guard
+        .1
         .entry(n)
         .or_insert_with(|| {
             Arc::new(

@@ -13,6 +13,7 @@ mod ndarray;
 mod pack;
 mod schunk;
 mod shared;
+mod streamer;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
@@ -303,6 +304,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
+    m.add_class::<streamer::NativeStreamer>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

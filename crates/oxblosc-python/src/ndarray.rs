@@ -23,7 +23,7 @@ use crate::shared::Shared;
 
 /// Map an nd-layer error: frame errors as `frame_err` does, bad arguments -> `ValueError`,
 /// a lying metalayer or chunk -> `oxblosc.ChunkError`.
-fn nd_err(py: Python<'_>, e: nd::Error) -> PyErr {
+pub(crate) fn nd_err(py: Python<'_>, e: nd::Error) -> PyErr {
     match e {
         nd::Error::Frame(e) => frame_err(py, e),
         nd::Error::Param { .. } => PyValueError::new_err(e.to_string()),

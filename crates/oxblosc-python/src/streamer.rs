@@ -1,0 +1,101 @@
+//! `NativeStreamer`: the facade's read-ahead [`oxblosc::streamer`] with NumPy arrays as the
+//! ring buffers. The Python side allocates the arrays and hands out views of them, so blocks
+//! reach the consumer without a copy; the reader threads never touch the GIL.
+
+use std::path::PathBuf;
+use std::sync::{PoisonError, RwLock};
+
+use oxblosc::streamer::{Options, Streamer};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::buffer::ByteView;
+use crate::ndarray::nd_err;
+
+/// A ring buffer: a held, writable view of a NumPy array.
+struct Slot(ByteView);
+
+impl AsMut<[u8]> for Slot {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self.0.as_mut_slice()
+    }
+}
+
+#[pyclass(frozen)]
+pub struct NativeStreamer {
+    /// `None` once closed. Read-locked by `next`/`release` (which may wait for a block),
+    /// write-locked only to drop it after `halt` woke every waiter.
+    inner: RwLock<Option<Streamer<Slot>>>,
+    path: PathBuf,
+}
+
+#[pymethods]
+impl NativeStreamer {
+    #[new]
+    #[pyo3(signature = (path, block_rows, ordered, cyclic, nthreads, buffers))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        block_rows: u64,
+        ordered: bool,
+        cyclic: bool,
+        nthreads: usize,
+        buffers: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let slots = buffers.iter().map(|b| ByteView::writable(b).map(Slot)).collect::<PyResult<Vec<_>>>()?;
+        let opts = Options { block_rows, ordered, cyclic, nthreads };
+        let p = path.clone();
+        let s = py.allow_threads(|| Streamer::start(p, opts, slots)).map_err(|e| nd_err(py, e))?;
+        Ok(NativeStreamer { inner: RwLock::new(Some(s)), path })
+    }
+
+    /// `(rows, bytes per row)` of the source.
+    fn shape(&self) -> (u64, usize) {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner).as_ref().map_or((0, 0), |s| s.shape())
+    }
+
+    /// The next filled block as `(slot, seq, start_row, nrows)`, None at the end (or closed).
+    fn next(&self, py: Python<'_>) -> PyResult<Option<(usize, u64, u64, u64)>> {
+        let got = py.allow_threads(|| self.inner.read().unwrap_or_else(PoisonError::into_inner).as_ref()?.next());
+        match got {
+            None => Ok(None),
+            Some(Ok(f)) => Ok(Some((f.slot, f.seq, f.start, f.nrows))),
+            Some(Err((start, stop, e))) => {
+                let err = nd_err(py, e);
+                let msg = format!("rows {start}..{stop} of {}: {}", self.path.display(), err.value(py));
+                Err(if err.is_instance_of::<PyOSError>(py) {
+                    PyOSError::new_err(msg)
+                } else if err.is_instance_of::<PyValueError>(py)
+                    && !err.is_instance_of::<pyo3::exceptions::PyRuntimeError>(py)
+                {
+                    PyValueError::new_err(msg)
+                } else {
+                    crate::chunk_error(py, msg)
+                })
+            }
+        }
+    }
+
+    /// Give a slot back to the readers.
+    fn release(&self, slot: usize) {
+        if let Some(s) = self.inner.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            s.release(slot);
+        }
+    }
+
+    /// Stop the readers and release the buffers (idempotent).
+    fn close(&self, py: Python<'_>) {
+        let taken = py.allow_threads(|| {
+            if let Some(s) = self.inner.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
+                s.halt();
+            }
+            let mut guard = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+            let mut s = guard.take();
+            if let Some(s) = s.as_mut() {
+                s.stop(); // joins the readers
+            }
+            s
+        });
+        drop(taken); // the buffer views are released here, with the GIL held
+    }
+}

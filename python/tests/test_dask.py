@@ -1,0 +1,100 @@
+"""Dask: NDArray as a source (threads and a LocalCluster of processes), pickling by file
+reference, to_oxblosc / dask.array.store from many threads and processes into one file, and
+codecs inside distributed workers using one thread per call."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import oxblosc as ox
+import pytest
+from oxblosc.dask import to_oxblosc
+
+distributed = pytest.importorskip("distributed")
+
+DATA = np.cumsum(np.random.default_rng(5).normal(size=(240, 90)), axis=1).astype("f4")
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes (spawned by distributed's nannies), two threads each."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None, silence_logs=40
+    ) as cluster, distributed.Client(cluster) as c:  # fmt: skip
+        yield c
+
+
+def test_pickles_as_file_reference(tmp_path):
+    path = str(tmp_path / "a.b2nd")
+    a = ox.asarray(DATA, urlpath=path, mode="w", chunks=(40, 30))
+    blob = pickle.dumps(a)
+    assert len(blob) < 300 and path.encode() in blob  # a reference, not 86 KB of data
+    b = pickle.loads(blob)
+    assert b.urlpath == path and b.mode == "a"
+    np.testing.assert_array_equal(b[...], DATA)
+    r = pickle.loads(pickle.dumps(ox.open(path)))
+    assert r.mode == "r"
+    mm = pickle.loads(pickle.dumps(ox.open(path, mmap_mode="r")))  # memory-mapped: mapped again
+    assert mm.mmap_mode == "r" and len(pickle.dumps(mm)) < 300
+    np.testing.assert_array_equal(mm[...], DATA)
+    mem = ox.asarray(DATA, chunks=(40, 30))
+    m = pickle.loads(pickle.dumps(mem))  # in memory: its bytes travel
+    assert m.urlpath is None
+    np.testing.assert_array_equal(m[...], DATA)
+
+
+def test_from_array_threads(tmp_path):
+    a = ox.asarray(DATA, urlpath=str(tmp_path / "a.b2nd"), mode="w", chunks=(40, 30))
+    x = da.from_array(a, chunks=a.chunks)
+    assert x.npartitions == 18
+    np.testing.assert_allclose(x.sum().compute(scheduler="threads"), DATA.sum(dtype="f8"), rtol=1e-5)
+    np.testing.assert_array_equal(x[17:203, 5:77].compute(scheduler="threads"), DATA[17:203, 5:77])
+    assert dask.base.tokenize(a) == dask.base.tokenize(ox.open(a.urlpath))
+
+
+def test_to_oxblosc_threads(tmp_path):
+    x = da.from_array(DATA, chunks=(35, 50))  # irregular against the file's chunks
+    out = to_oxblosc(x, str(tmp_path / "t.b2nd"), chunks=(40, 30), scheduler="threads")
+    assert out.chunks == (40, 30)
+    np.testing.assert_array_equal(out[...], DATA)
+
+
+def test_processes_read_and_write_one_file(tmp_path, client):
+    # reading: workers in other processes reopen the file from the pickled reference
+    a = ox.asarray(DATA, urlpath=str(tmp_path / "src.b2nd"), mode="w", chunks=(40, 30))
+    x = da.from_array(a, chunks=a.chunks)
+    np.testing.assert_allclose(client.compute(x.sum()).result(), DATA.sum(dtype="f8"), rtol=1e-5)
+    # writing: 18 chunk tasks on 2 processes x 2 threads, one locked file, nothing lost
+    out = to_oxblosc(x * 2, str(tmp_path / "dst.b2nd"))
+    np.testing.assert_array_equal(out[...], DATA * 2)
+    # dask.array.store into a locked target (sparse frame this time)
+    target = ox.zeros(DATA.shape, DATA.dtype, chunks=(40, 30), urlpath=str(tmp_path / "dir.b2nd"), contiguous=False)
+    locked = ox.open(target.urlpath, mode="a", locking=True)
+    da.store(x + 1, locked, lock=False)
+    np.testing.assert_array_equal(ox.open(target.urlpath)[...], DATA + 1)
+    assert len(list(Path(target.urlpath).glob("*.chunk"))) == 18
+
+
+def _codec_threads_in_worker() -> tuple[int, int]:
+    """Inside a worker task: the default thread count and the oxblosc pool threads alive
+    after encoding 8 MB (none: the call ran on the task's own thread)."""
+    from oxblosc.numcodecs import Blosc, call_nthreads  # noqa: PLC0415
+
+    Blosc().encode(np.zeros(1 << 20))
+    names = []
+    for t in os.listdir("/proc/self/task"):
+        try:
+            names.append(Path(f"/proc/self/task/{t}/comm").read_text())
+        except OSError:
+            pass
+    return call_nthreads(None), sum(n.startswith("oxblosc-") for n in names)
+
+
+def test_codecs_use_one_thread_in_worker_tasks(client):
+    futures = [client.submit(_codec_threads_in_worker, pure=False) for _ in range(4)]
+    assert [f.result() for f in futures] == [(1, 0)] * 4

@@ -1,0 +1,153 @@
+"""oxblosc.Streamer: read-ahead block streaming checked against a plain read (ordered,
+unordered, cyclic, queue access, early break, consumer exception, corrupt chunk)."""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+
+import numpy as np
+import oxblosc as ox
+import pytest
+from oxblosc.streamer import Streamer
+
+
+def _stream_threads() -> int:
+    """Reader threads alive in this process (named oxblosc-stream-N by the engine)."""
+    n = 0
+    for t in os.listdir("/proc/self/task"):
+        try:
+            n += Path(f"/proc/self/task/{t}/comm").read_text().startswith("oxblosc-stream")
+        except OSError:
+            pass
+    return n
+
+
+@pytest.fixture
+def array_file(tmp_path):
+    data = np.cumsum(np.random.default_rng(3).normal(size=(1003, 7)), axis=0)
+    ox.asarray(data, urlpath=str(tmp_path / "a.b2nd"), mode="w", chunks=(64, 7), blocks=(16, 7))
+    return str(tmp_path / "a.b2nd"), data
+
+
+@pytest.mark.parametrize("nthreads", [1, 3])
+@pytest.mark.parametrize("block_rows", [50, 64, 2000])
+def test_ordered_matches_plain_read(array_file, nthreads, block_rows):
+    path, data = array_file
+    starts, blocks = [], []
+    for start, block in ox.Streamer(path, block_rows=block_rows, nthreads=nthreads, nslots=3):
+        starts.append(start)
+        blocks.append(block.copy())
+    assert starts == list(range(0, 1003, block_rows))
+    np.testing.assert_array_equal(np.concatenate(blocks), data)
+    assert np.concatenate(blocks).dtype == data.dtype
+
+
+def test_unordered_every_block_exactly_once(array_file):
+    path, data = array_file
+    got = {}
+    for start, block in Streamer(ox.open(path), block_rows=10, ordered=False, nthreads=4, copy=True):
+        assert start not in got
+        got[start] = block
+    assert sorted(got) == list(range(0, 1003, 10))
+    np.testing.assert_array_equal(np.concatenate([got[k] for k in sorted(got)]), data)
+
+
+def test_copy_gives_owned_blocks(array_file):
+    path, data = array_file
+    blocks = list(Streamer(path, block_rows=100, copy=True, nslots=2, nthreads=2))
+    for start, block in blocks:
+        assert block.flags.owndata
+        np.testing.assert_array_equal(block, data[start : start + 100])
+
+
+def test_cyclic_wraps_then_break_stops_readers(array_file):
+    path, data = array_file
+    s = Streamer(path, block_rows=300, cyclic=True, nthreads=2)
+    seen = []
+    for start, block in s:
+        np.testing.assert_array_equal(block, data[start : start + 300])
+        seen.append(start)
+        if len(seen) == 10:
+            break
+    assert seen == [0, 300, 600, 900] * 2 + [0, 300]
+    assert _stream_threads() == 0  # break closed the generator, which joined the readers
+
+
+def test_consumer_exception_and_gc_stop_readers(array_file):
+    path, _ = array_file
+    with pytest.raises(RuntimeError, match="consumer"):
+        for _start, _block in Streamer(path, block_rows=10, nthreads=2, cyclic=True):
+            raise RuntimeError("consumer failed")
+    gc.collect()
+    assert _stream_threads() == 0
+    s = Streamer(path, block_rows=10, nthreads=2, cyclic=True)
+    assert s.acquire() is not None  # readers running, a slot held
+    del s
+    gc.collect()
+    assert _stream_threads() == 0
+
+
+def test_queue_interface_holds_several_slots(array_file):
+    path, data = array_file
+    with Streamer(path, block_rows=100, nthreads=2, nslots=4) as s:
+        held = [s.acquire() for _ in range(4)]  # the whole ring
+        for slot in held:
+            np.testing.assert_array_equal(slot.block, data[slot.start : slot.start + 100])
+        assert [h.start for h in held] == [0, 100, 200, 300]
+        for slot in held:
+            slot.release()
+        rest = []
+        while (slot := s.acquire()) is not None:
+            with slot:
+                rest.append(slot.start)
+        assert rest == list(range(400, 1003, 100))
+
+
+def test_schunk_items(tmp_path):
+    data = np.arange(100_000, dtype="i4")
+    sc = ox.SChunk(chunksize=4000 * 4, data=data, urlpath=str(tmp_path / "s.b2frame"), mode="w",
+                   cparams=ox.CParams(typesize=4))  # fmt: skip
+    out = np.concatenate([b.view("i4") for _, b in Streamer(sc, block_rows=3000, copy=True)])
+    np.testing.assert_array_equal(out, data)
+
+
+def test_corrupt_chunk_raises_at_its_place(tmp_path):
+    data = np.arange(40_000, dtype="f8").reshape(400, 100)
+    path = str(tmp_path / "sparse.b2nd")
+    ox.asarray(data, urlpath=path, mode="w", contiguous=False, chunks=(40, 100), blocks=(10, 100))
+    victim = Path(path) / "00000005.chunk"
+    raw = bytearray(victim.read_bytes())
+    raw[len(raw) // 2 :] = bytes(len(raw) - len(raw) // 2)  # zero the back half of chunk 5
+    victim.write_bytes(bytes(raw))
+    got = []
+    with pytest.raises((ox.ChunkError, OSError)) as info:
+        for start, block in Streamer(path, block_rows=40, nthreads=3):
+            got.append(start)
+            np.testing.assert_array_equal(block, data[start : start + 40])
+    assert got == [0, 40, 80, 120, 160]  # every block before the bad one, in order
+    assert "rows 200..240" in str(info.value) and "sparse.b2nd" in str(info.value)
+    assert _stream_threads() == 0
+
+
+def test_in_memory_source_refused():
+    with pytest.raises(ValueError, match="in memory"):
+        Streamer(ox.asarray(np.arange(10)))
+
+
+def test_python_blosc2_files(tmp_path):
+    """Files python-blosc2 wrote (an array and a plain super-chunk) stream the same."""
+    import blosc2  # noqa: PLC0415
+
+    data = np.random.default_rng(9).integers(0, 1000, size=(777, 13)).astype("i2")
+    p = str(tmp_path / "theirs.b2nd")
+    blosc2.asarray(data, urlpath=p, mode="w", chunks=(100, 13), blocks=(25, 13))
+    got = [(s, b) for s, b in Streamer(p, block_rows=70, ordered=False, nthreads=2, copy=True)]
+    got.sort(key=lambda g: g[0])
+    np.testing.assert_array_equal(np.concatenate([b for _, b in got]), data)
+    items = np.arange(50_000, dtype="f8")
+    sp = str(tmp_path / "theirs.b2frame")
+    blosc2.SChunk(chunksize=8000 * 8, data=items, urlpath=sp, mode="w", cparams={"typesize": 8})
+    out = np.concatenate([b.view("f8") for _, b in Streamer(sp, copy=True)])
+    np.testing.assert_array_equal(out, items)

@@ -1,0 +1,50 @@
+"""The oxblosc xarray backend: open_dataset(engine="oxblosc") lazily with Dask chunks, names
+from vlmeta written by oxblosc.xarray.to_oxblosc; python-blosc2 files open with defaults."""
+
+from __future__ import annotations
+
+import blosc2
+import dask.array as da
+import numpy as np
+import oxblosc as ox
+import pytest
+from oxblosc.xarray import to_oxblosc
+
+xr = pytest.importorskip("xarray")
+
+
+def test_round_trip_with_dims_and_attrs(tmp_path):
+    data = np.arange(60 * 40 * 3, dtype="f4").reshape(60, 40, 3)
+    arr = xr.DataArray(data, dims=("time", "y", "band"), name="radiance",
+                       attrs={"units": "W", "scale": np.float32(0.5), "flags": [1, 2]})  # fmt: skip
+    path = str(tmp_path / "r.b2nd")
+    to_oxblosc(arr, path, chunks=(16, 40, 3), blocks=(4, 40, 3))
+    ds = xr.open_dataset(path, engine="oxblosc", chunks={})
+    v = ds["radiance"]
+    assert v.dims == ("time", "y", "band")
+    assert v.attrs == {"units": "W", "scale": 0.5, "flags": [1, 2]}
+    assert isinstance(v.data, da.Array)  # lazy, one Dask chunk per file chunk
+    assert v.data.chunks[0] == (16, 16, 16, 12)
+    np.testing.assert_array_equal(v.isel(time=slice(10, 50), y=7).values, data[10:50, 7])
+    np.testing.assert_array_equal(v.sum("time").values, data.sum(0))
+    assert ox.open(path).vlmeta["_xarray_dims"] == ["time", "y", "band"]
+
+
+def test_lazy_without_dask(tmp_path):
+    path = str(tmp_path / "a.b2nd")
+    ox.asarray(np.arange(1000.0).reshape(100, 10), urlpath=path, mode="w", chunks=(10, 10))
+    ds = xr.open_dataset(path, engine="oxblosc")
+    assert list(ds.data_vars) == ["a"] and ds["a"].dims == ("dim_0", "dim_1")
+    assert not isinstance(ds["a"].variable._data, np.ndarray)  # nothing read yet
+    np.testing.assert_array_equal(ds["a"][5:7, 2].values, [52.0, 62.0])
+
+
+def test_dask_backed_dataarray_and_python_blosc2_file(tmp_path):
+    x = da.from_array(np.linspace(0, 1, 5000).reshape(50, 100), chunks=(10, 100))
+    to_oxblosc(xr.DataArray(x, dims=("a", "b"), name="data"), str(tmp_path / "d.b2nd"), chunks=(10, 100))
+    ds = xr.open_dataset(str(tmp_path / "d.b2nd"), engine="oxblosc", chunks={})
+    np.testing.assert_array_equal(ds["data"].values, x.compute())
+    p = str(tmp_path / "theirs.b2nd")
+    blosc2.asarray(np.arange(24, dtype="i2").reshape(4, 6), urlpath=p, mode="w")
+    ds = xr.open_dataset(p, engine="oxblosc")
+    np.testing.assert_array_equal(ds["theirs"].values, np.arange(24, dtype="i2").reshape(4, 6))
