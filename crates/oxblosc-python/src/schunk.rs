@@ -402,8 +402,8 @@ impl NativeSChunk {
         let chunk_err =
             |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
         let n = chunk::decompressed_len(&c).map_err(chunk_err)?;
-        PyBytes::new_with(py, n, |buf| {
-            py.allow_threads(|| chunk::decompress_into(&c, buf, &dp)).map(|_| ()).map_err(chunk_err)
+        crate::buffer::new_bytes_with(py, n, |buf| {
+            py.allow_threads(|| chunk::decompress_into_uninit(&c, buf, &dp)).map(|_| ()).map_err(chunk_err)
         })
     }
 

@@ -7,3 +7,4 @@ pub use oxblosc_nd as nd;
 
 pub mod bloscpack;
 pub mod hdf5;
+pub mod tune;
