@@ -180,6 +180,48 @@ pub struct TuneResult {
     pub truncated: bool,
 }
 
+impl TuneResult {
+    /// The Pareto front as a text table, the pick marked with `*` (and added when it is off
+    /// the front, which a combined score allows).
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "  {:7} {:>6} {:22} {:6} {:>9} {:>7} {:>7} {:>7}\n",
+            "codec", "clevel", "filters", "split", "blocksize", "ratio", "cGB/s", "dGB/s"
+        );
+        let mut rows = self.front.clone();
+        if !rows.iter().any(|m| m.candidate == self.best.candidate) {
+            rows.push(self.best);
+        }
+        for m in rows {
+            let c = &m.candidate;
+            let bs = if c.blocksize == 0 { "auto".to_string() } else { format!("{}K", c.blocksize >> 10) };
+            out += &format!(
+                "{} {:7} {:>6} {:22} {:6} {:>9} {:>7.2} {:>7.2} {:>7.2}\n",
+                if c == &self.best.candidate { '*' } else { ' ' },
+                crate::chunk::format::codec_name(c.codec),
+                c.clevel,
+                c.filter_names(),
+                split_name(c.splitmode),
+                bs,
+                m.ratio,
+                m.cspeed / 1e9,
+                m.dspeed / 1e9
+            );
+        }
+        out
+    }
+}
+
+/// The CLI's name of a split mode.
+pub fn split_name(s: SplitMode) -> &'static str {
+    match s {
+        SplitMode::Always => "always",
+        SplitMode::Never => "never",
+        SplitMode::Auto => "auto",
+        SplitMode::ForwardCompat => "forward",
+    }
+}
+
 /// Errors: bad options or data the tuner cannot sample.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
