@@ -49,15 +49,19 @@ def _point(row: tuple) -> TunePoint:
 
 
 class TuneResult:
-    """What :func:`tune` found: ``cparams`` (the pick), ``best`` and ``front`` (the Pareto
-    front of ratio, compression and decompression speed, highest ratio first)."""
+    """What :func:`tune` found: ``cparams`` (the pick), ``best``, ``front`` (the Pareto
+    front of ratio, compression and decompression speed, highest ratio first) and ``points``
+    (everything measured)."""
 
     def __init__(self, raw: tuple, typesize: int, objective: str):
-        best, front, self.npoints, self.sample_bytes, self.seconds, self.truncated = raw
+        best, front, points, self.sample_bytes, self.seconds, self.truncated = raw
         self.objective = objective
         self.typesize = typesize
         self.best = _point(best)
         self.front = [_point(r) for r in front]
+        #: Every measured point, in measuring order.
+        self.points = [_point(r) for r in points]
+        self.npoints = len(self.points)
 
     @property
     def cparams(self) -> CParams:
@@ -74,11 +78,13 @@ class TuneResult:
         )
 
     def table(self) -> str:
-        """The Pareto front as a text table (the pick marked with ``*``)."""
+        """The Pareto front as a text table, the pick marked with ``*`` (and added when it is
+        off the front: a combined score, or a tie in ratio with a faster twin, allows that)."""
         head = f"{'':1} {'codec':7} {'clevel':>6} {'filters':22} {'split':6} {'blocksize':>9} "
         head += f"{'ratio':>7} {'cGB/s':>7} {'dGB/s':>7}"
         lines = [head]
-        for p in self.front:
+        rows = self.front if self.best in self.front else [*self.front, self.best]
+        for p in rows:
             mark = "*" if p == self.best else ""
             split = p.splitmode.name.split("_")[0].lower()
             bs = "auto" if p.blocksize == 0 else f"{p.blocksize >> 10}K"
@@ -86,8 +92,6 @@ class TuneResult:
                 f"{mark:1} {p.codec.name.lower():7} {p.clevel:>6} {p.filter_names:22} {split:6} {bs:>9} "
                 f"{p.ratio:7.2f} {p.cspeed:7.2f} {p.dspeed:7.2f}"
             )
-        if self.best not in self.front:
-            lines.append("(the pick is off the front: it wins on the objective's combined score)")
         tail = f"objective {self.objective}: {self.npoints} points on {self.sample_bytes / 2**20:.1f} MiB"
         tail += f" in {self.seconds:.2f} s" + (" (time budget reached)" if self.truncated else "")
         return "\n".join([*lines, tail])

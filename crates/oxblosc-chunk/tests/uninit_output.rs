@@ -19,7 +19,7 @@ fn check(chunk: &[u8], nthreads: usize) {
     let spare = &mut v.spare_capacity_mut()[..want.len() + 3];
     let n = decompress_into_uninit(chunk, spare, &DParams { nthreads }).unwrap();
     assert_eq!(n, want.len());
-    let got: Vec<u8> = spare[..n].iter().map(|b| written(b)).collect();
+    let got: Vec<u8> = spare[..n].iter().map(written).collect();
     assert!(got == want, "nthreads {nthreads}");
 }
 

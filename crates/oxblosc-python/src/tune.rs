@@ -28,7 +28,7 @@ fn row(m: &Measured) -> Row {
     )
 }
 
-/// Tune on the bytes of `data`: `(best, front, points measured, sample bytes, seconds,
+/// Tune on the bytes of `data`: `(best, front, every point measured, sample bytes, seconds,
 /// truncated by the budget)`. `exhaustive` measures the whole search space instead.
 #[pyfunction]
 #[pyo3(signature = (data, objective, time_budget, typesize, allow_lossy, seed, exhaustive=false))]
@@ -42,7 +42,7 @@ pub fn tune(
     allow_lossy: bool,
     seed: u64,
     exhaustive: bool,
-) -> PyResult<(Row, Vec<Row>, usize, usize, f64, bool)> {
+) -> PyResult<(Row, Vec<Row>, Vec<Row>, usize, f64, bool)> {
     let objective: Objective = objective.parse().map_err(PyValueError::new_err)?;
     if !(time_budget.is_finite() && time_budget >= 0.0) {
         return Err(PyValueError::new_err(format!("time_budget must be a non-negative number, got {time_budget}")));
@@ -57,7 +57,7 @@ pub fn tune(
     Ok((
         row(&r.best),
         r.front.iter().map(row).collect(),
-        r.measured.len(),
+        r.measured.iter().map(row).collect(),
         r.sample_bytes,
         r.elapsed.as_secs_f64(),
         r.truncated,
