@@ -52,6 +52,35 @@ def interleaved(fns: dict, reps: int, clock=time.thread_time) -> dict:
     return {n: statistics.median(t) for n, t in times.items()}
 
 
+def case(src: np.ndarray, codec: str, clevel: int, reps: int) -> None:
+    """One codec: compress, decompress to new bytes, decompress into a buffer, ox vs b2."""
+    ts, gb = src.dtype.itemsize, src.nbytes / 1e9
+    cp = {"codec": getattr(oxblosc.Codec, codec.upper()), "clevel": clevel, "typesize": ts, "nthreads": 1}
+    bp = {"codec": getattr(blosc2.Codec, codec.upper()), "clevel": clevel, "typesize": ts, "nthreads": 1}
+    cox = oxblosc.compress2(src, cparams=oxblosc.CParams(**cp))
+    cb2 = blosc2.compress2(src, cparams=blosc2.CParams(**bp))
+    dox, db2 = np.empty_like(src), np.empty_like(src)
+    assert oxblosc.decompress2(cb2) == src.tobytes() and blosc2.decompress2(cox) == src.tobytes()
+    oxblosc.set_nthreads(1)
+    blosc2.set_nthreads(1)
+    t = interleaved(
+        {
+            "c_ox": lambda: oxblosc.compress2(src, cparams=oxblosc.CParams(**cp)),
+            "c_b2": lambda: blosc2.compress2(src, cparams=blosc2.CParams(**bp)),
+            "n_ox": lambda: oxblosc.decompress2(cox),
+            "n_b2": lambda: blosc2.decompress2(cb2),
+            "i_ox": lambda: oxblosc.decompress2(cox, dst=dox),
+            "i_b2": lambda: blosc2.decompress2(cb2, dst=db2),
+        },
+        reps,
+    )
+    print(
+        f"{codec + '/' + str(clevel):12} {src.nbytes / len(cox):6.2f} {t['c_b2'] / t['c_ox']:11.2f}"
+        f" {t['n_b2'] / t['n_ox']:14.2f} {t['i_b2'] / t['i_ox']:15.2f}"
+        f"  {gb / t['c_ox']:.2f}/{gb / t['n_ox']:.2f}/{gb / t['i_ox']:.2f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunk-mib", type=float, default=8)
@@ -62,33 +91,13 @@ def main() -> None:
     src = np.ascontiguousarray(_datasets.make(args.dataset, nbytes))
     ts = src.dtype.itemsize
     gb = src.nbytes / 1e9
-    print(f"{args.dataset} {src.nbytes / 2**20:.1f} MiB typesize {ts}, 1 thread, medians of {args.reps} (CPU time of the calling thread)")
-    print(f"{'case':12} {'ratio':>6} {'comp ox/b2':>11} {'dec-new ox/b2':>14} {'dec-into ox/b2':>15}  ox GB/s c/new/into")
+    print(f"{args.dataset} {src.nbytes / 2**20:.1f} MiB typesize {ts}, 1 thread, medians of {args.reps}")
+    print("(one-thread cells: CPU time of the calling thread)")
+    print(
+        f"{'case':12} {'ratio':>6} {'comp ox/b2':>11} {'dec-new ox/b2':>14} {'dec-into ox/b2':>15}  ox GB/s c/new/into"
+    )
     for codec, clevel in CASES:
-        cp = {"codec": getattr(oxblosc.Codec, codec.upper()), "clevel": clevel, "typesize": ts, "nthreads": 1}
-        bp = {"codec": getattr(blosc2.Codec, codec.upper()), "clevel": clevel, "typesize": ts, "nthreads": 1}
-        cox = oxblosc.compress2(src, cparams=oxblosc.CParams(**cp))
-        cb2 = blosc2.compress2(src, cparams=blosc2.CParams(**bp))
-        dox, db2 = np.empty_like(src), np.empty_like(src)
-        assert oxblosc.decompress2(cb2) == src.tobytes() and blosc2.decompress2(cox) == src.tobytes()
-        oxblosc.set_nthreads(1)
-        blosc2.set_nthreads(1)
-        t = interleaved(
-            {
-                "c_ox": lambda: oxblosc.compress2(src, cparams=oxblosc.CParams(**cp)),
-                "c_b2": lambda: blosc2.compress2(src, cparams=blosc2.CParams(**bp)),
-                "n_ox": lambda: oxblosc.decompress2(cox),
-                "n_b2": lambda: blosc2.decompress2(cb2),
-                "i_ox": lambda: oxblosc.decompress2(cox, dst=dox),
-                "i_b2": lambda: blosc2.decompress2(cb2, dst=db2),
-            },
-            args.reps,
-        )
-        print(
-            f"{codec + '/' + str(clevel):12} {src.nbytes / len(cox):6.2f} {t['c_b2'] / t['c_ox']:11.2f}"
-            f" {t['n_b2'] / t['n_ox']:14.2f} {t['i_b2'] / t['i_ox']:15.2f}"
-            f"  {gb / t['c_ox']:.2f}/{gb / t['n_ox']:.2f}/{gb / t['i_ox']:.2f}"
-        )
+        case(src, codec, clevel, args.reps)
     # LZ4 + shuffle into a buffer vs memcpy, and 2 threads vs 1.
     c = oxblosc.compress2(src, cparams=oxblosc.CParams(codec=oxblosc.Codec.LZ4, typesize=ts, nthreads=1))
     dst, mdst = np.empty_like(src), np.empty_like(src)

@@ -56,8 +56,10 @@ def main() -> None:
     ap.add_argument("--mib", type=float, default=2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    print("| dataset | objective | pick | pick/best score | time guided/exhaustive | ratio pick (b2 default) "
-          "| cGB/s pick (b2 default) | dGB/s pick (b2 default) |")
+    print(
+        "| dataset | objective | pick | pick/best score | time guided/exhaustive | ratio pick (b2 default) "
+        "| cGB/s pick (b2 default) | dGB/s pick (b2 default) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name in args.datasets:
         a = load(name, int(args.mib * (1 << 20)))

@@ -35,7 +35,7 @@ class TunePoint:
     def filter_names(self) -> str:
         names = [
             Filter(f).name.lower() + (f":{m - 256 if m > 127 else m}" if f == Filter.TRUNC_PREC else "")
-            for f, m in zip(self.filters, self.filters_meta)
+            for f, m in zip(self.filters, self.filters_meta, strict=True)
             if f != Filter.NOFILTER
         ]
         return "+".join(names) or "none"
@@ -43,9 +43,7 @@ class TunePoint:
 
 def _point(row: tuple) -> TunePoint:
     codec, clevel, filters, meta, split, bs, ratio, cs, ds = row
-    return TunePoint(
-        Codec(codec), clevel, tuple(filters), tuple(meta), SplitMode(split), bs, ratio, cs / 1e9, ds / 1e9
-    )
+    return TunePoint(Codec(codec), clevel, tuple(filters), tuple(meta), SplitMode(split), bs, ratio, cs / 1e9, ds / 1e9)
 
 
 class TuneResult:
