@@ -6,7 +6,7 @@
 //! x split modes x block sizes. The guided search measures a few dozen of those points:
 //! 1. every (codec, pipeline) at a middle clevel, automatic split and blocks;
 //! 2. clevels 1, 3, 5, 7, 9 for the best three, then the neighbours of the best clevel;
-//! 3. split always/never x block sizes for the best two.
+//! 3. split always/never x block sizes for the best one.
 //!
 //! It stops early when `time_budget` is spent. [`exhaustive`] measures every point (for
 //! benchmarking the guided search).
@@ -417,14 +417,10 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
         }
     }
     run(&mut b, &mut plan)?;
-    // 3. split modes x block sizes for the best two.
-    let largest = b.windows.iter().map(|w| w.len()).max().unwrap_or(0);
-    for m in top(&b.measured, obj, 2) {
-        for split in [SplitMode::Auto, SplitMode::Always, SplitMode::Never] {
-            for &bs in BLOCKSIZES.iter().filter(|&&bs| bs < largest) {
-                plan.push(Candidate { splitmode: split, blocksize: bs, ..m.candidate });
-            }
-        }
+    // 3. split always/never x block sizes for the best (automatic splitting is one of the
+    // two, so it is not measured again).
+    for m in top(&b.measured, obj, 1) {
+        plan.extend(layouts(&b).map(|(split, bs)| Candidate { splitmode: split, blocksize: bs, ..m.candidate }));
     }
     run(&mut b, &mut plan)?;
     Ok(finish(b, obj, start, truncated))
@@ -435,19 +431,26 @@ pub fn exhaustive(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneErr
     check(data, opts)?;
     let start = Instant::now();
     let mut b = Bench::new(sample(data, opts.typesize, opts.seed), opts.typesize);
-    let largest = b.windows.iter().map(|w| w.len()).max().unwrap_or(0);
     for &codec in &CODECS {
         for clevel in 1..=9 {
             for p in pipelines(opts.typesize, opts.allow_lossy) {
-                for split in [SplitMode::Auto, SplitMode::Always, SplitMode::Never] {
-                    for &bs in BLOCKSIZES.iter().filter(|&&bs| bs < largest) {
-                        b.measure(Candidate { splitmode: split, blocksize: bs, ..base(codec, clevel, p) })?;
-                    }
+                b.measure(base(codec, clevel, p))?;
+                for (split, bs) in layouts(&b).collect::<Vec<_>>() {
+                    b.measure(Candidate { splitmode: split, blocksize: bs, ..base(codec, clevel, p) })?;
                 }
             }
         }
     }
     Ok(finish(b, opts.objective, start, false))
+}
+
+/// (split, block size) pairs beyond the automatic ones: always/never x every block size
+/// smaller than the sample windows (automatic splitting equals one of the two).
+fn layouts(b: &Bench) -> impl Iterator<Item = (SplitMode, usize)> {
+    let largest = b.windows.iter().map(|w| w.len()).max().unwrap_or(0);
+    [SplitMode::Always, SplitMode::Never]
+        .into_iter()
+        .flat_map(move |split| BLOCKSIZES.iter().filter(move |&&bs| bs < largest).map(move |&bs| (split, bs)))
 }
 
 fn finish(b: Bench, obj: Objective, start: Instant, truncated: bool) -> TuneResult {
