@@ -28,4 +28,5 @@ pub use decompress::{
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};
 pub use params::{CParams, DParams, SplitMode};
+pub use uninit::zero_init;
 pub use vlblocks::{compress_vlblocks, decompress_vlblocks, vlblock};

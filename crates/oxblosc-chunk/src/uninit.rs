@@ -33,6 +33,12 @@ impl OutByte for MaybeUninit<u8> {
     }
 }
 
+/// Zero `s` and view it as initialised bytes: for callers that fill a fresh buffer piece by
+/// piece and want each piece zeroed right before it is written (while it is in cache).
+pub fn zero_init(s: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    OutByte::init(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 //! x split modes x block sizes. The guided search measures a few dozen of those points:
 //! 1. every (codec, pipeline) at a middle clevel, automatic split and blocks;
 //! 2. clevels 1, 3, 5, 7, 9 for the best three, then the neighbours of the best clevel;
-//! 3. split always/never x block sizes for the best one.
+//! 3. split always/never x block sizes for the best one (blocks from 64 KiB for `Ratio`).
 //!
 //! It stops early when `time_budget` is spent. [`exhaustive`] measures every point (for
 //! benchmarking the guided search).
@@ -419,8 +419,15 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
     run(&mut b, &mut plan)?;
     // 3. split always/never x block sizes for the best (automatic splitting is one of the
     // two, so it is not measured again).
+    // For the ratio, blocks under 64 KiB are skipped: they cost ratio almost always, and at
+    // the high clevels this objective ends on they are the slowest points to measure.
+    let min_block = if obj == Objective::Ratio { 64 << 10 } else { 0 };
     for m in top(&b.measured, obj, 1) {
-        plan.extend(layouts(&b).map(|(split, bs)| Candidate { splitmode: split, blocksize: bs, ..m.candidate }));
+        plan.extend(layouts(&b).filter(|&(_, bs)| bs >= min_block).map(|(split, bs)| Candidate {
+            splitmode: split,
+            blocksize: bs,
+            ..m.candidate
+        }));
     }
     run(&mut b, &mut plan)?;
     Ok(finish(b, obj, start, truncated))
