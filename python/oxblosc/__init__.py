@@ -96,6 +96,7 @@ from .packing import (
 from .runtime import IS_WASM, print_versions, set_releasegil
 from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 from .streamer import Streamer
+from .tuning import TuneResult, tune
 
 
 def __getattr__(name):
@@ -200,5 +201,7 @@ __all__ = [
     "schunk_from_cframe",
     "ncores",
     "set_nthreads",
+    "TuneResult",
+    "tune",
     "special_chunk",
 ]

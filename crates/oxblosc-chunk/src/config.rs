@@ -25,6 +25,13 @@ pub fn lock_timeout_secs() -> Option<f64> {
         .filter(|s| s.is_finite() && *s >= 0.0)
 }
 
+/// `OXBLOSC_SIMD`: the highest SIMD level the filter kernels may use ("scalar" or "sse2";
+/// anything else or unset = the best the CPU has). For benchmarks and for testing the
+/// fallbacks on a machine that has the faster paths.
+pub fn simd_cap() -> Option<String> {
+    std::env::var("OXBLOSC_SIMD").ok()
+}
+
 /// Data cache sizes of this machine in bytes: (L1d, L2, L3), read once from
 /// `/sys/devices/system/cpu/cpu0/cache` (Linux). Levels that cannot be read fall back to
 /// 32 KiB, 1 MiB and 8 MiB, common sizes for current x86 and ARM cores. Used to size

@@ -12,7 +12,9 @@ use crate::format::{codec_name, version, ChunkHeader, SpecialKind};
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
+use crate::uninit::OutByte;
 use crate::{Error, Result};
+use std::mem::MaybeUninit;
 
 /// Sizes recorded in a chunk header: (nbytes, cbytes, blocksize), like `get_cbuffer_sizes`.
 pub fn cbuffer_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
@@ -53,6 +55,20 @@ fn max_expansion(compcode: u8, csize: usize) -> Option<usize> {
 
 /// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.
 pub fn decompress_into(chunk: &[u8], dst: &mut [u8], dp: &DParams) -> Result<usize> {
+    let h = ChunkHeader::parse(chunk)?;
+    let n = h.nbytes;
+    if dst.len() < n {
+        return Err(Error::OutputTooSmall { need: n, have: dst.len() });
+    }
+    Decoder::new(chunk, h)?.decode_all(&mut dst[..n], dp.nthreads)?;
+    Ok(n)
+}
+
+/// [`decompress_into`] for a destination whose bytes need not be initialised (a fresh
+/// Python `bytes`, a `Vec`'s spare capacity): each block is zeroed just before it is decoded,
+/// while it is in cache, instead of the whole buffer being zero-filled up front. On success
+/// the first `nbytes` (returned) are initialised; on error the contents are unspecified.
+pub fn decompress_into_uninit(chunk: &[u8], dst: &mut [MaybeUninit<u8>], dp: &DParams) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let n = h.nbytes;
     if dst.len() < n {
@@ -275,8 +291,9 @@ impl<'a> Decoder<'a> {
         requested.clamp(1, self.h.nblocks().max(1))
     }
 
-    fn decode_all(&self, out: &mut [u8], nthreads: usize) -> Result<()> {
-        if self.decode_plain(0, out)? {
+    fn decode_all<O: OutByte>(&self, out: &mut [O], nthreads: usize) -> Result<()> {
+        if self.h.special()? != SpecialKind::None || self.h.is_memcpyed() || self.h.nbytes == 0 {
+            self.decode_plain(0, O::init(out))?;
             return Ok(());
         }
         let nthreads = self.nthreads_for(nthreads);
@@ -285,35 +302,39 @@ impl<'a> Decoder<'a> {
             return with_scratch(|s| {
                 let mut iter = blocks.into_iter().enumerate();
                 let Some((_, first)) = iter.next() else { return Ok(()) };
+                let first = O::init(first);
                 self.decode_block(0, first, &[], s)?;
                 let first: &[u8] = first;
                 for (i, b) in iter {
-                    self.decode_block(i, b, first, s)?;
+                    self.decode_block(i, O::init(b), first, s)?;
                 }
                 Ok(())
             });
         }
         let mut iter = blocks.into_iter();
         let Some(first) = iter.next() else { return Ok(()) };
-        let rest: Vec<&mut [u8]> = iter.collect();
+        let rest: Vec<&mut [O]> = iter.collect();
         pool(nthreads).install(|| {
             if self.pipeline.has_delta() {
                 // Block 0 must be completely decoded before any block that references it
                 // (C-Blosc2 pitfall 1); a failure here stops everything (pitfall 2).
+                let first = O::init(first);
                 with_scratch(|s| self.decode_block(0, first, &[], s))?;
                 let first: &[u8] = first;
                 rest.into_par_iter()
                     .enumerate()
-                    .try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i + 1, b, first, s)))
+                    .try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i + 1, O::init(b), first, s)))
             } else {
                 let all = std::iter::once(first).chain(rest).collect::<Vec<_>>();
-                all.into_par_iter().enumerate().try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i, b, &[], s)))
+                all.into_par_iter()
+                    .enumerate()
+                    .try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i, O::init(b), &[], s)))
             }
         })
     }
 
     /// Split the output into the per-block slices.
-    fn split_blocks<'o>(&self, mut out: &'o mut [u8]) -> Vec<&'o mut [u8]> {
+    fn split_blocks<'o, T>(&self, mut out: &'o mut [T]) -> Vec<&'o mut [T]> {
         let n = self.h.nblocks();
         let mut v = Vec::with_capacity(n);
         for i in 0..n {

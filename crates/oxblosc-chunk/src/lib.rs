@@ -18,11 +18,15 @@ pub mod format;
 pub mod parallel;
 pub mod params;
 mod pipeline;
+mod uninit;
 pub mod vlblocks;
 
 pub use compress::{compress, compress_blosc1, compress_into, max_compressed_len, special_chunk};
-pub use decompress::{cbuffer_sizes, decompress, decompress_into, decompress_ranges, decompressed_len, getitem};
+pub use decompress::{
+    cbuffer_sizes, decompress, decompress_into, decompress_into_uninit, decompress_ranges, decompressed_len, getitem,
+};
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};
 pub use params::{CParams, DParams, SplitMode};
+pub use uninit::zero_init;
 pub use vlblocks::{compress_vlblocks, decompress_vlblocks, vlblock};

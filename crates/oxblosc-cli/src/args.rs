@@ -78,6 +78,13 @@ Examples:
   oxblosc verify data.b2frame && echo intact
   oxblosc verify -q archive/*.b2frame")]
     Verify(VerifyArgs),
+    /// Find the codec, clevel, filters, split and block size that suit FILE's data
+    #[command(after_help = "\
+Examples:
+  oxblosc tune temps.npy                          # balanced: speed and ratio
+  oxblosc tune --objective ratio --typesize 4 data.f32
+  oxblosc tune --objective dspeed array.b2nd      # decodes chunks of the array first")]
+    Tune(TuneArgs),
     /// Describe one Blosc/Blosc2 chunk file (header, codec, filters, sizes)
     #[command(after_help = "Example:\n  oxblosc chunk-info data.cdata")]
     ChunkInfo { file: PathBuf },
@@ -200,6 +207,27 @@ pub struct AppendArgs {
     pub input: String,
     #[command(flatten)]
     pub common: Common,
+}
+
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// A raw file, an .npy, a frame or a .b2nd (the first 256 MiB of data are sampled)
+    pub file: PathBuf,
+    /// balanced, ratio, cspeed (compression speed) or dspeed (decompression speed)
+    #[arg(long, default_value = "balanced")]
+    pub objective: String,
+    /// Seconds to spend at most (at least one setting is always measured)
+    #[arg(long, default_value_t = 5.0)]
+    pub time_budget: f64,
+    /// Item size in bytes [default: the file's, else 8]
+    #[arg(long, value_parser = clap::value_parser!(usize))]
+    pub typesize: Option<usize>,
+    /// Also try lossy filters (trunc_prec)
+    #[arg(long)]
+    pub allow_lossy: bool,
+    /// Picks the sampled parts of the data
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 #[derive(Args, Debug)]

@@ -20,6 +20,7 @@ mod progress;
 mod raw;
 mod sniff;
 mod stream;
+mod tune;
 mod verify;
 
 use std::path::Path;
@@ -101,6 +102,7 @@ fn dispatch(cmd: &Cmd) -> Result<bool, CliError> {
             raw::append(a)?
         }
         Cmd::Info(a) => info::info(a)?,
+        Cmd::Tune(a) => tune::tune(a)?,
         Cmd::Verify(a) => return verify::verify(a),
         Cmd::ChunkInfo { file } => chunk_file(file, chunk_info)?,
         Cmd::ChunkCheck { file } => chunk_file(file, chunk_check)?,

@@ -1252,3 +1252,31 @@ fn paths_that_must_be_frames_are_named() {
     }
     assert_eq!(std::fs::read(&more).unwrap(), data(100, 2));
 }
+
+#[test]
+fn tune_recommends_options_that_round_trip() {
+    let t = TmpDir::new("tune");
+    let input = t.p("in.bin");
+    let orig = data(40_000, 9);
+    std::fs::write(&input, &orig).unwrap();
+    let (code, out, err) = oxblosc(&["tune", "--objective", "ratio", "--typesize", "4", &input]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with('*')), "the pick is marked: {out}");
+    let opts = out.lines().find_map(|l| l.strip_prefix("compress options: ")).expect("options line");
+    let frame = t.p("in.b2frame");
+    let mut args = vec!["compress", "-q"];
+    args.extend(opts.split(' '));
+    args.extend([input.as_str(), frame.as_str()]);
+    let (code, _, err) = oxblosc(&args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    let back = t.p("back.bin");
+    assert_eq!(oxblosc(&["decompress", "-q", &frame, &back]).0, 0);
+    assert_eq!(std::fs::read(&back).unwrap(), orig);
+    // A frame is tuned on its decoded chunks, with its own typesize.
+    let (code, out, err) = oxblosc(&["tune", "--time-budget", "0", &frame]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("--typesize 4") && out.contains("time budget reached"), "{out}");
+    let (code, _, err) = oxblosc(&["tune", "--objective", "fastest", &input]);
+    assert_eq!(code, 2);
+    one_error_line(&err);
+}

@@ -77,3 +77,26 @@ impl Drop for ByteView {
         });
     }
 }
+
+/// A new `bytes` of `len` bytes whose contents `fill` writes, without zero-filling them first
+/// (a fresh multi-MiB `bytes` costs a whole extra pass over memory otherwise). `fill` gets
+/// the bytes as `MaybeUninit` and must initialise all of them when it returns `Ok`; on error
+/// the object is dropped unseen.
+pub fn new_bytes_with<'py>(
+    py: Python<'py>,
+    len: usize,
+    fill: impl FnOnce(&mut [std::mem::MaybeUninit<u8>]) -> PyResult<()>,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let size = ffi::Py_ssize_t::try_from(len).map_err(|_| pyo3::exceptions::PyMemoryError::new_err(len))?;
+    // SAFETY: a NULL source asks CPython for an uninitialised bytes object of `size` bytes;
+    // a NULL result carries a Python exception, which from_owned_ptr_or_err takes.
+    let obj = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromStringAndSize(std::ptr::null(), size))? };
+    // SAFETY: `obj` is a bytes object with `len` writable bytes at PyBytes_AsString; nothing
+    // else can see it yet (we hold its only reference), and MaybeUninit makes no claim about
+    // the contents.
+    let buf = unsafe {
+        std::slice::from_raw_parts_mut(ffi::PyBytes_AsString(obj.as_ptr()).cast::<std::mem::MaybeUninit<u8>>(), len)
+    };
+    fill(buf)?;
+    Ok(obj.downcast_into::<pyo3::types::PyBytes>()?)
+}

@@ -14,6 +14,7 @@ mod pack;
 mod schunk;
 mod shared;
 mod streamer;
+mod tune;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
@@ -180,8 +181,8 @@ fn decompress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, nthreads: usize) -
     let chunk_bytes = view.as_slice();
     let nbytes = chunk::decompressed_len(chunk_bytes).map_err(|e| to_py(py, e))?;
     let dp = DParams { nthreads: nthreads.max(1) };
-    PyBytes::new_with(py, nbytes, |buf| {
-        py.allow_threads(|| chunk::decompress_into(chunk_bytes, buf, &dp)).map(|_| ()).map_err(|e| to_py(py, e))
+    buffer::new_bytes_with(py, nbytes, |buf| {
+        py.allow_threads(|| chunk::decompress_into_uninit(chunk_bytes, buf, &dp)).map(|_| ()).map_err(|e| to_py(py, e))
     })
 }
 
@@ -296,6 +297,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(special_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(chunk_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_nthreads, m)?)?;
+    m.add_function(wrap_pyfunction!(tune::tune, m)?)?;
     m.add_function(wrap_pyfunction!(pack::packb, m)?)?;
     m.add_function(wrap_pyfunction!(pack::unpackb, m)?)?;
     m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;

@@ -402,8 +402,8 @@ impl NativeSChunk {
         let chunk_err =
             |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
         let n = chunk::decompressed_len(&c).map_err(chunk_err)?;
-        PyBytes::new_with(py, n, |buf| {
-            py.allow_threads(|| chunk::decompress_into(&c, buf, &dp)).map(|_| ()).map_err(chunk_err)
+        crate::buffer::new_bytes_with(py, n, |buf| {
+            py.allow_threads(|| chunk::decompress_into_uninit(&c, buf, &dp)).map(|_| ()).map_err(chunk_err)
         })
     }
 
@@ -419,8 +419,8 @@ impl NativeSChunk {
         let len = self.inner.read(py, |s| s.slice_len(start, stop)).map_err(|e| frame_err(py, e))?;
         // Decode straight into the `bytes` object: no intermediate Vec and copy. (A change
         // between the two reads that makes the range invalid is reported by the second.)
-        PyBytes::new_with(py, len, |buf| {
-            self.inner.read(py, |s| s.get_slice_into(start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
+        crate::buffer::new_bytes_with(py, len, |buf| {
+            self.inner.read(py, |s| fill_slice(s, start, stop, buf)).map_err(|e| frame_err(py, self.named(e)))
         })
     }
 
@@ -443,6 +443,22 @@ impl NativeSChunk {
     fn owned_chunk(&self, py: Python<'_>, nchunk: usize) -> PyResult<Vec<u8>> {
         self.inner.read(py, |s| s.get_chunk(nchunk).map(|c| c.into_owned())).map_err(|e| frame_err(py, e))
     }
+}
+
+/// `get_slice_into` over fresh, uninitialised bytes, one chunk's worth of items at a time:
+/// each piece is zeroed right before it is decoded (while in cache) instead of the whole
+/// output up front, which cost a sixth of an 80 MB read.
+fn fill_slice(s: &SChunk, start: u64, stop: u64, buf: &mut [std::mem::MaybeUninit<u8>]) -> frame::Result<()> {
+    let ts = s.typesize().max(1) as u64;
+    let per = if s.chunksize() > 0 { (s.chunksize() as u64 / ts).max(1) } else { (stop - start).max(1) };
+    let (mut a, mut off) = (start, 0usize);
+    while a < stop {
+        let b = ((a / per + 1) * per).min(stop);
+        let n = ((b - a) * ts) as usize;
+        s.get_slice_into(a, b, chunk::zero_init(&mut buf[off..off + n]))?;
+        (a, off) = (b, off + n);
+    }
+    Ok(())
 }
 
 /// What `chunk_summary` returns: (nbytes, cbytes, special, repeated value, lazy chunk).

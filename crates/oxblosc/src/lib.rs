@@ -8,3 +8,4 @@ pub use oxblosc_nd as nd;
 pub mod bloscpack;
 pub mod hdf5;
 pub mod streamer;
+pub mod tune;

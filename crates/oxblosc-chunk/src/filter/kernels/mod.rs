@@ -28,9 +28,9 @@ pub(crate) enum Level {
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
-        let cap = match std::env::var("OXBLOSC_SIMD").as_deref() {
-            Ok("scalar") => Level::Scalar,
-            Ok("sse2") => Level::Sse2,
+        let cap = match crate::config::simd_cap().as_deref() {
+            Some("scalar") => Level::Scalar,
+            Some("sse2") => Level::Sse2,
             _ => Level::Avx2,
         };
         detect().min(cap)

@@ -1,0 +1,120 @@
+#!/usr/bin/env python
+"""The chunk-engine cases of issue 13, oxblosc vs python-blosc2 in one process.
+
+On an ERA5-like float32 field (``climate_f4`` of ``../shared/bench/_datasets.py``), for a few
+codecs with shuffle at clevel 5 and 1 thread: ``compress2``, ``decompress2`` returning new
+bytes, and ``decompress2`` into a preallocated array. Each repetition runs both libraries
+(order alternating), the median per library is kept and the ratio ox/b2 printed (> 1 = oxblosc
+faster). The LZ4 + shuffle decompression into a buffer is also compared with a memcpy of the
+same bytes (1 thread) and with itself at 2 threads (wall time).
+
+    python bench/engine_bench.py                 # 8 MiB chunk (make demo's size)
+    python bench/engine_bench.py --chunk-mib 1 --reps 21
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("OXBLOSC_SHARED", REPO.parent / "shared"))
+sys.path.insert(0, str(SHARED / "bench"))
+
+import _datasets  # noqa: E402
+import blosc2  # noqa: E402
+import oxblosc  # noqa: E402
+
+CASES = [("blosclz", 5), ("lz4", 5), ("lz4hc", 5), ("zstd", 1), ("zstd", 5)]
+
+
+def timed(fn, clock) -> float:
+    t = clock()
+    fn()
+    return clock() - t
+
+
+def interleaved(fns: dict, reps: int, clock=time.thread_time) -> dict:
+    """Median seconds per named function, the order rotating every repetition. One-thread
+    calls are timed with this thread's CPU time (``thread_time``, which counts the page
+    faults it takes) so that the other processes loading the machine matter less."""
+    names = list(fns)
+    times = {n: [] for n in names}
+    for r in range(reps):
+        for n in names[r % len(names) :] + names[: r % len(names)]:
+            times[n].append(timed(fns[n], clock))
+    return {n: statistics.median(t) for n, t in times.items()}
+
+
+def case(src: np.ndarray, codec: str, clevel: int, reps: int) -> None:
+    """One codec: compress, decompress to new bytes, decompress into a buffer, ox vs b2."""
+    ts, gb = src.dtype.itemsize, src.nbytes / 1e9
+    cp = {"codec": getattr(oxblosc.Codec, codec.upper()), "clevel": clevel, "typesize": ts, "nthreads": 1}
+    bp = {"codec": getattr(blosc2.Codec, codec.upper()), "clevel": clevel, "typesize": ts, "nthreads": 1}
+    cox = oxblosc.compress2(src, cparams=oxblosc.CParams(**cp))
+    cb2 = blosc2.compress2(src, cparams=blosc2.CParams(**bp))
+    dox, db2 = np.empty_like(src), np.empty_like(src)
+    assert oxblosc.decompress2(cb2) == src.tobytes() and blosc2.decompress2(cox) == src.tobytes()
+    oxblosc.set_nthreads(1)
+    blosc2.set_nthreads(1)
+    t = interleaved(
+        {
+            "c_ox": lambda: oxblosc.compress2(src, cparams=oxblosc.CParams(**cp)),
+            "c_b2": lambda: blosc2.compress2(src, cparams=blosc2.CParams(**bp)),
+            "n_ox": lambda: oxblosc.decompress2(cox),
+            "n_b2": lambda: blosc2.decompress2(cb2),
+            "i_ox": lambda: oxblosc.decompress2(cox, dst=dox),
+            "i_b2": lambda: blosc2.decompress2(cb2, dst=db2),
+        },
+        reps,
+    )
+    print(
+        f"{codec + '/' + str(clevel):12} {src.nbytes / len(cox):6.2f} {t['c_b2'] / t['c_ox']:11.2f}"
+        f" {t['n_b2'] / t['n_ox']:14.2f} {t['i_b2'] / t['i_ox']:15.2f}"
+        f"  {gb / t['c_ox']:.2f}/{gb / t['n_ox']:.2f}/{gb / t['i_ox']:.2f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chunk-mib", type=float, default=8)
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--dataset", default="climate_f4")
+    args = ap.parse_args()
+    nbytes = int(args.chunk_mib * (1 << 20))
+    src = np.ascontiguousarray(_datasets.make(args.dataset, nbytes))
+    ts = src.dtype.itemsize
+    gb = src.nbytes / 1e9
+    print(f"{args.dataset} {src.nbytes / 2**20:.1f} MiB typesize {ts}, 1 thread, medians of {args.reps}")
+    print("(one-thread cells: CPU time of the calling thread)")
+    print(
+        f"{'case':12} {'ratio':>6} {'comp ox/b2':>11} {'dec-new ox/b2':>14} {'dec-into ox/b2':>15}  ox GB/s c/new/into"
+    )
+    for codec, clevel in CASES:
+        case(src, codec, clevel, args.reps)
+    # LZ4 + shuffle into a buffer vs memcpy, and 2 threads vs 1.
+    c = oxblosc.compress2(src, cparams=oxblosc.CParams(codec=oxblosc.Codec.LZ4, typesize=ts, nthreads=1))
+    dst, mdst = np.empty_like(src), np.empty_like(src)
+    t = interleaved(
+        {
+            "memcpy": lambda: np.copyto(mdst, src),
+            "ox1": lambda: oxblosc.decompress2(c, dst=dst, nthreads=1),
+            "ox2": lambda: oxblosc.decompress2(c, dst=dst, nthreads=2),
+        },
+        args.reps,
+        time.perf_counter,
+    )
+    print(
+        f"lz4/5+shuffle into buffer: {gb / t['ox1']:.2f} GB/s = {t['memcpy'] / t['ox1']:.2f}x memcpy"
+        f" ({gb / t['memcpy']:.2f} GB/s); 2 threads {t['ox1'] / t['ox2']:.2f}x 1 thread"
+    )
+
+
+if __name__ == "__main__":
+    main()

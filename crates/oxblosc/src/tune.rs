@@ -1,0 +1,559 @@
+//! A parameter tuner: try compression parameters on samples of the user's data and keep
+//! the ones that serve an objective best ("there is no substitute for experimentation").
+//!
+//! Search space: codecs x clevels 1..=9 x filter pipelines (none, shuffle, bitshuffle,
+//! shuffle+bytedelta, delta+shuffle; trunc_prec+shuffle only when lossy filters are allowed)
+//! x split modes x block sizes. The guided search measures a few dozen of those points:
+//! 1. every (codec, pipeline) at a middle clevel, automatic split and blocks;
+//! 2. clevels 1, 3, 5, 7, 9 for the best three, then the neighbours of the best clevel;
+//! 3. split always/never x block sizes for the best one (blocks from 64 KiB for `Ratio`).
+//!
+//! It stops early when `time_budget` is spent. [`exhaustive`] measures every point (for
+//! benchmarking the guided search).
+//!
+//! Each point compresses the sample windows with one thread (the speeds are per core) and
+//! decompresses them back, checking that lossless points round-trip. Scores:
+//! * `Ratio`: the compression ratio.
+//! * `CSpeed` / `DSpeed`: the throughput of "compress (or decompress) and move the compressed
+//!   bytes over a 1 GB/s link", `1 / (1/speed + 1/(ratio * 1 GB/s))`: a codec that is slow
+//!   or that barely compresses both lose, so storing raw never wins by default.
+//! * `Balanced`: the harmonic mean of those two.
+//!
+//! With `Ratio` the result depends on the data and the seed only; the speed objectives also
+//! depend on timings (the seed then fixes the samples and the search order, not the pick).
+
+use std::time::{Duration, Instant};
+
+use crate::chunk::format::codec_id;
+use crate::chunk::{self, filter, CParams, DParams, SplitMode};
+
+/// What the tuner optimises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Objective {
+    Balanced,
+    Ratio,
+    CSpeed,
+    DSpeed,
+}
+
+impl std::str::FromStr for Objective {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "balanced" => Ok(Objective::Balanced),
+            "ratio" => Ok(Objective::Ratio),
+            "cspeed" => Ok(Objective::CSpeed),
+            "dspeed" => Ok(Objective::DSpeed),
+            other => Err(format!("objective {other:?} is not balanced, ratio, cspeed or dspeed")),
+        }
+    }
+}
+
+/// Options of one tuning run.
+#[derive(Debug, Clone)]
+pub struct TuneOptions {
+    pub objective: Objective,
+    /// Stop starting new measurements after this long (at least one point is measured).
+    pub time_budget: Duration,
+    /// Element size of the data in bytes.
+    pub typesize: usize,
+    /// Consider lossy filters (trunc_prec) too.
+    pub allow_lossy: bool,
+    /// Picks the sample windows.
+    pub seed: u64,
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            objective: Objective::Balanced,
+            time_budget: Duration::from_secs(5),
+            typesize: 8,
+            allow_lossy: false,
+            seed: 0,
+        }
+    }
+}
+
+/// One point of the search space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    pub codec: u8,
+    pub clevel: u8,
+    pub filters: [u8; 6],
+    pub filters_meta: [u8; 6],
+    pub splitmode: SplitMode,
+    /// 0 = automatic.
+    pub blocksize: usize,
+}
+
+impl Candidate {
+    /// The parameters to compress with (`nthreads` as the caller wants).
+    pub fn cparams(&self, typesize: usize, nthreads: usize) -> CParams {
+        CParams {
+            codec: self.codec,
+            clevel: self.clevel,
+            typesize,
+            nthreads,
+            blocksize: self.blocksize,
+            splitmode: self.splitmode,
+            filters: self.filters,
+            filters_meta: self.filters_meta,
+            ..CParams::default()
+        }
+    }
+
+    /// Does this point lose information?
+    pub fn lossy(&self) -> bool {
+        self.filters.iter().any(|&f| matches!(f, filter::TRUNC_PREC | filter::INT_TRUNC))
+    }
+
+    /// Short names of the filters, in pipeline order ("shuffle+bytedelta", "none").
+    pub fn filter_names(&self) -> String {
+        let names: Vec<String> = self
+            .filters
+            .iter()
+            .zip(&self.filters_meta)
+            .filter(|(&f, _)| f != filter::NOFILTER)
+            .map(|(&f, &m)| match f {
+                filter::SHUFFLE => "shuffle".into(),
+                filter::BITSHUFFLE => "bitshuffle".into(),
+                filter::DELTA => "delta".into(),
+                filter::BYTEDELTA => "bytedelta".into(),
+                filter::TRUNC_PREC => format!("trunc_prec:{}", m as i8),
+                other => format!("filter{other}"),
+            })
+            .collect();
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join("+")
+        }
+    }
+}
+
+/// A measured point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    pub candidate: Candidate,
+    pub ratio: f64,
+    /// Bytes per second, one thread.
+    pub cspeed: f64,
+    pub dspeed: f64,
+}
+
+/// Reference link speed of the speed objectives (bytes per second).
+const LINK: f64 = 1e9;
+
+fn through_link(speed: f64, ratio: f64) -> f64 {
+    1.0 / (1.0 / speed + 1.0 / (ratio * LINK))
+}
+
+impl Measured {
+    /// Higher is better.
+    pub fn score(&self, objective: Objective) -> f64 {
+        let c = through_link(self.cspeed, self.ratio);
+        let d = through_link(self.dspeed, self.ratio);
+        match objective {
+            Objective::Ratio => self.ratio,
+            Objective::CSpeed => c,
+            Objective::DSpeed => d,
+            Objective::Balanced => 2.0 / (1.0 / c + 1.0 / d),
+        }
+    }
+}
+
+/// What a tuning run found.
+#[derive(Debug, Clone)]
+pub struct TuneResult {
+    /// The best point for the objective.
+    pub best: Measured,
+    /// The Pareto front (ratio, cspeed, dspeed) of every measured point, highest ratio first.
+    pub front: Vec<Measured>,
+    /// Every measured point, in measuring order.
+    pub measured: Vec<Measured>,
+    /// Bytes compressed per point (the sample).
+    pub sample_bytes: usize,
+    /// Wall time of the search.
+    pub elapsed: Duration,
+    /// True when the time budget cut the search short.
+    pub truncated: bool,
+}
+
+impl TuneResult {
+    /// The Pareto front as a text table, the pick marked with `*` (and added when it is off
+    /// the front, which a combined score, or a tie in ratio with a faster twin, allows).
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "  {:7} {:>6} {:22} {:6} {:>9} {:>7} {:>7} {:>7}\n",
+            "codec", "clevel", "filters", "split", "blocksize", "ratio", "cGB/s", "dGB/s"
+        );
+        let mut rows = self.front.clone();
+        if !rows.iter().any(|m| m.candidate == self.best.candidate) {
+            rows.push(self.best);
+        }
+        for m in rows {
+            let c = &m.candidate;
+            let bs = if c.blocksize == 0 { "auto".to_string() } else { format!("{}K", c.blocksize >> 10) };
+            out += &format!(
+                "{} {:7} {:>6} {:22} {:6} {:>9} {:>7.2} {:>7.2} {:>7.2}\n",
+                if c == &self.best.candidate { '*' } else { ' ' },
+                crate::chunk::format::codec_name(c.codec),
+                c.clevel,
+                c.filter_names(),
+                split_name(c.splitmode),
+                bs,
+                m.ratio,
+                m.cspeed / 1e9,
+                m.dspeed / 1e9
+            );
+        }
+        out
+    }
+}
+
+/// The CLI's name of a split mode.
+pub fn split_name(s: SplitMode) -> &'static str {
+    match s {
+        SplitMode::Always => "always",
+        SplitMode::Never => "never",
+        SplitMode::Auto => "auto",
+        SplitMode::ForwardCompat => "forward",
+    }
+}
+
+/// Errors: bad options or data the tuner cannot sample.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error("tune: {0}")]
+    Invalid(String),
+    #[error("tune: {0}")]
+    Chunk(#[from] chunk::Error),
+}
+
+const CODECS: [u8; 5] = [codec_id::BLOSCLZ, codec_id::LZ4, codec_id::LZ4HC, codec_id::ZLIB, codec_id::ZSTD];
+const BLOCKSIZES: [usize; 7] = [0, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20];
+/// Largest sample window (one "chunk" of the sample) and the number of windows.
+const WINDOW: usize = 1 << 20;
+const WINDOWS: usize = 4;
+
+/// The filter pipelines tried for `typesize`.
+fn pipelines(typesize: usize, allow_lossy: bool) -> Vec<([u8; 6], [u8; 6])> {
+    let (s, b, bd, d) = (filter::SHUFFLE, filter::BITSHUFFLE, filter::BYTEDELTA, filter::DELTA);
+    let mut v = vec![([0; 6], [0; 6]), ([0, 0, 0, 0, 0, b], [0; 6])];
+    if typesize > 1 {
+        v.push(([0, 0, 0, 0, 0, s], [0; 6]));
+        v.push(([0, 0, 0, 0, s, bd], [0, 0, 0, 0, 0, typesize.min(255) as u8]));
+        v.push(([0, 0, 0, 0, d, s], [0; 6]));
+    }
+    if allow_lossy && matches!(typesize, 4 | 8) {
+        // Keep 16 of f32's 23 mantissa bits, 32 of f64's 52 (relative error ~2e-5 / 2e-10).
+        let keep = if typesize == 4 { 16 } else { 32 };
+        v.push(([0, 0, 0, 0, filter::TRUNC_PREC, s], [0, 0, 0, 0, keep, 0]));
+    }
+    v
+}
+
+/// A small deterministic generator (xorshift64*) for the sample positions.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1) as u64) as usize
+    }
+}
+
+/// Up to four windows of up to 1 MiB, one from each quarter of the data, at seeded
+/// element-aligned offsets (the whole data when it is that small).
+fn sample(data: &[u8], typesize: usize, seed: u64) -> Vec<&[u8]> {
+    if data.len() <= WINDOW * WINDOWS {
+        return data.chunks(WINDOW).collect();
+    }
+    let mut rng = Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1);
+    let stratum = data.len() / WINDOWS;
+    (0..WINDOWS)
+        .map(|k| {
+            let slack = (stratum - WINDOW) / typesize;
+            let at = k * stratum + rng.below(slack + 1) * typesize;
+            &data[at..at + WINDOW]
+        })
+        .collect()
+}
+
+/// Measures points on the sample, remembering each one.
+struct Bench<'a> {
+    windows: Vec<&'a [u8]>,
+    typesize: usize,
+    out: Vec<Vec<u8>>,
+    back: Vec<u8>,
+    measured: Vec<Measured>,
+}
+
+impl<'a> Bench<'a> {
+    fn new(windows: Vec<&'a [u8]>, typesize: usize) -> Self {
+        let out = windows.iter().map(|w| vec![0u8; chunk::max_compressed_len(w.len())]).collect();
+        let back = vec![0u8; windows.iter().map(|w| w.len()).max().unwrap_or(0)];
+        Bench { windows, typesize, out, back, measured: Vec::new() }
+    }
+
+    fn bytes(&self) -> usize {
+        self.windows.iter().map(|w| w.len()).sum()
+    }
+
+    /// Measure `c` (or return the earlier measurement). Timings are the best of up to three
+    /// runs when one run is short, to damp scheduling noise.
+    fn measure(&mut self, c: Candidate) -> Result<Measured, TuneError> {
+        if let Some(m) = self.measured.iter().find(|m| m.candidate == c) {
+            return Ok(*m);
+        }
+        let cp = c.cparams(self.typesize, 1);
+        let dp = DParams { nthreads: 1 };
+        let (mut tc, mut td, mut cbytes) = (f64::INFINITY, f64::INFINITY, 0usize);
+        for rep in 0..3 {
+            let t = Instant::now();
+            let mut lens = Vec::with_capacity(self.windows.len());
+            for (w, o) in self.windows.iter().zip(&mut self.out) {
+                lens.push(chunk::compress_into(w, o, &cp)?);
+            }
+            tc = tc.min(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            for (o, &n) in self.out.iter().zip(&lens) {
+                chunk::decompress_into(&o[..n], &mut self.back, &dp)?;
+            }
+            td = td.min(t.elapsed().as_secs_f64());
+            if rep == 0 {
+                cbytes = lens.iter().sum();
+                if !c.lossy() {
+                    self.check_round_trip(&lens, &dp)?;
+                }
+            }
+            if tc + td > 0.02 {
+                break;
+            }
+        }
+        let n = self.bytes() as f64;
+        let m = Measured {
+            candidate: c,
+            ratio: n / cbytes.max(1) as f64,
+            cspeed: n / tc.max(1e-9),
+            dspeed: n / td.max(1e-9),
+        };
+        self.measured.push(m);
+        Ok(m)
+    }
+
+    fn check_round_trip(&mut self, lens: &[usize], dp: &DParams) -> Result<(), TuneError> {
+        for ((w, o), &n) in self.windows.iter().zip(&self.out).zip(lens) {
+            let k = chunk::decompress_into(&o[..n], &mut self.back, dp)?;
+            if self.back[..k] != **w {
+                return Err(TuneError::Invalid("a lossless candidate did not round-trip".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check(data: &[u8], opts: &TuneOptions) -> Result<(), TuneError> {
+    if opts.typesize == 0 || opts.typesize > 255 {
+        return Err(TuneError::Invalid(format!("typesize {} is not in 1..=255", opts.typesize)));
+    }
+    if data.len() < opts.typesize.max(64) {
+        return Err(TuneError::Invalid(format!("{} bytes are too few to tune on", data.len())));
+    }
+    Ok(())
+}
+
+fn base(codec: u8, clevel: u8, p: ([u8; 6], [u8; 6])) -> Candidate {
+    Candidate { codec, clevel, filters: p.0, filters_meta: p.1, splitmode: SplitMode::Auto, blocksize: 0 }
+}
+
+/// The `k` best distinct measured points by `objective` (ties keep measuring order).
+fn top(ms: &[Measured], objective: Objective, k: usize) -> Vec<Measured> {
+    let mut v = ms.to_vec();
+    v.sort_by(|a, b| b.score(objective).total_cmp(&a.score(objective)));
+    v.truncate(k);
+    v
+}
+
+/// Run the guided search on `data`.
+pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
+    check(data, opts)?;
+    let start = Instant::now();
+    let mut b = Bench::new(sample(data, opts.typesize, opts.seed), opts.typesize);
+    let obj = opts.objective;
+    let mut truncated = false;
+    let mut plan: Vec<Candidate> = Vec::new();
+    let mut run = |b: &mut Bench, plan: &mut Vec<Candidate>| -> Result<(), TuneError> {
+        for c in plan.drain(..) {
+            if !b.measured.is_empty() && start.elapsed() > opts.time_budget {
+                truncated = true;
+                return Ok(());
+            }
+            b.measure(c)?;
+        }
+        Ok(())
+    };
+    // 1. codec x pipeline at a middle clevel.
+    for &codec in &CODECS {
+        for p in pipelines(opts.typesize, opts.allow_lossy) {
+            plan.push(base(codec, 5, p));
+        }
+    }
+    run(&mut b, &mut plan)?;
+    // 2. clevels for the best three, then around the best clevel.
+    let lead = top(&b.measured, obj, 3);
+    for m in &lead {
+        for cl in [1, 3, 7, 9] {
+            plan.push(Candidate { clevel: cl, ..m.candidate });
+        }
+    }
+    run(&mut b, &mut plan)?;
+    if let Some(m) = top(&b.measured, obj, 1).first() {
+        for cl in [m.candidate.clevel.saturating_sub(1).max(1), (m.candidate.clevel + 1).min(9)] {
+            plan.push(Candidate { clevel: cl, ..m.candidate });
+        }
+    }
+    run(&mut b, &mut plan)?;
+    // 3. split always/never x block sizes for the best (automatic splitting is one of the
+    // two, so it is not measured again).
+    // For the ratio, blocks under 64 KiB are skipped: they cost ratio almost always, and at
+    // the high clevels this objective ends on they are the slowest points to measure.
+    let min_block = if obj == Objective::Ratio { 64 << 10 } else { 0 };
+    for m in top(&b.measured, obj, 1) {
+        plan.extend(layouts(&b).filter(|&(_, bs)| bs >= min_block).map(|(split, bs)| Candidate {
+            splitmode: split,
+            blocksize: bs,
+            ..m.candidate
+        }));
+    }
+    run(&mut b, &mut plan)?;
+    Ok(finish(b, obj, start, truncated))
+}
+
+/// Measure every point of the search space (slow: for judging [`tune`]).
+pub fn exhaustive(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
+    check(data, opts)?;
+    let start = Instant::now();
+    let mut b = Bench::new(sample(data, opts.typesize, opts.seed), opts.typesize);
+    for &codec in &CODECS {
+        for clevel in 1..=9 {
+            for p in pipelines(opts.typesize, opts.allow_lossy) {
+                b.measure(base(codec, clevel, p))?;
+                for (split, bs) in layouts(&b).collect::<Vec<_>>() {
+                    b.measure(Candidate { splitmode: split, blocksize: bs, ..base(codec, clevel, p) })?;
+                }
+            }
+        }
+    }
+    Ok(finish(b, opts.objective, start, false))
+}
+
+/// (split, block size) pairs beyond the automatic ones: always/never x every block size
+/// smaller than the sample windows (automatic splitting equals one of the two).
+fn layouts(b: &Bench) -> impl Iterator<Item = (SplitMode, usize)> {
+    let largest = b.windows.iter().map(|w| w.len()).max().unwrap_or(0);
+    [SplitMode::Always, SplitMode::Never]
+        .into_iter()
+        .flat_map(move |split| BLOCKSIZES.iter().filter(move |&&bs| bs < largest).map(move |&bs| (split, bs)))
+}
+
+fn finish(b: Bench, obj: Objective, start: Instant, truncated: bool) -> TuneResult {
+    let sample_bytes = b.bytes();
+    let best = top(&b.measured, obj, 1)[0];
+    TuneResult {
+        best,
+        front: pareto(&b.measured),
+        measured: b.measured,
+        sample_bytes,
+        elapsed: start.elapsed(),
+        truncated,
+    }
+}
+
+/// Points no other point beats on all of ratio, cspeed and dspeed, highest ratio first.
+pub fn pareto(ms: &[Measured]) -> Vec<Measured> {
+    let dominates = |a: &Measured, b: &Measured| {
+        a.ratio >= b.ratio
+            && a.cspeed >= b.cspeed
+            && a.dspeed >= b.dspeed
+            && (a.ratio > b.ratio || a.cspeed > b.cspeed || a.dspeed > b.dspeed)
+    };
+    let mut front: Vec<Measured> = ms.iter().filter(|m| !ms.iter().any(|o| dominates(o, m))).copied().collect();
+    front.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
+    front
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(n: usize) -> Vec<u8> {
+        (0..n).flat_map(|i| ((i as f32 * 0.001).sin() * 100.0 + (i % 7) as f32 * 0.01).to_le_bytes()).collect()
+    }
+
+    fn opts(objective: Objective) -> TuneOptions {
+        TuneOptions { objective, typesize: 4, time_budget: Duration::from_secs(3600), ..TuneOptions::default() }
+    }
+
+    #[test]
+    fn ratio_objective_is_deterministic_and_round_trips() {
+        let data = field(1 << 16);
+        let a = tune(&data, &opts(Objective::Ratio)).unwrap();
+        let b = tune(&data, &opts(Objective::Ratio)).unwrap();
+        assert_eq!(a.best.candidate, b.best.candidate);
+        let pts = |r: &TuneResult| r.measured.iter().map(|m| m.candidate).collect::<Vec<_>>();
+        assert_eq!(pts(&a), pts(&b), "same seed, same points in the same order");
+        assert!(!a.truncated && a.measured.len() < 120);
+        let cp = a.best.candidate.cparams(4, 2);
+        let chunk = chunk::compress(&data, &cp).unwrap();
+        assert_eq!(chunk::decompress(&chunk, &DParams::default()).unwrap(), data);
+        // The pick is the best ratio measured, and it beats storing the data raw.
+        assert!(a.measured.iter().all(|m| m.ratio <= a.best.ratio));
+        assert!(a.best.ratio > 1.5);
+        assert!(a.table().lines().filter(|l| l.starts_with('*')).count() == 1);
+    }
+
+    #[test]
+    fn lossy_only_when_allowed() {
+        let data = field(1 << 14);
+        for obj in [Objective::Ratio, Objective::Balanced] {
+            let r = tune(&data, &opts(obj)).unwrap();
+            assert!(r.measured.iter().all(|m| !m.candidate.lossy()));
+        }
+        let r = tune(&data, &TuneOptions { allow_lossy: true, ..opts(Objective::Ratio) }).unwrap();
+        assert!(r.measured.iter().any(|m| m.candidate.lossy()));
+    }
+
+    #[test]
+    fn samples_follow_the_seed() {
+        let data = field(5 << 20);
+        let s = |seed| sample(&data, 4, seed).iter().map(|w| w.as_ptr() as usize).collect::<Vec<_>>();
+        assert_eq!(s(1), s(1));
+        assert_ne!(s(1), s(2));
+        assert!(sample(&data, 4, 3)
+            .iter()
+            .all(|w| w.len() == WINDOW && (w.as_ptr() as usize - data.as_ptr() as usize) % 4 == 0));
+    }
+
+    #[test]
+    fn budget_and_bad_input() {
+        let data = field(1 << 14);
+        let r = tune(&data, &TuneOptions { time_budget: Duration::ZERO, ..opts(Objective::Balanced) }).unwrap();
+        assert!(r.truncated && r.measured.len() == 1);
+        assert!(tune(&data[..10], &opts(Objective::Ratio)).is_err());
+        assert!(tune(&data, &TuneOptions { typesize: 0, ..opts(Objective::Ratio) }).is_err());
+        assert!("fast".parse::<Objective>().is_err());
+        assert_eq!("DSpeed".parse::<Objective>(), Ok(Objective::DSpeed));
+    }
+
+    #[test]
+    fn pareto_keeps_only_undominated_points() {
+        let c = base(1, 5, ([0; 6], [0; 6]));
+        let m = |ratio, cspeed, dspeed| Measured { candidate: c, ratio, cspeed, dspeed };
+        let f = pareto(&[m(2.0, 1.0, 1.0), m(1.0, 2.0, 1.0), m(1.0, 1.0, 1.0), m(3.0, 0.5, 0.5)]);
+        assert_eq!(f.iter().map(|m| m.ratio).collect::<Vec<_>>(), vec![3.0, 2.0, 1.0]);
+    }
+}

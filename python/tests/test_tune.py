@@ -1,0 +1,53 @@
+"""oxblosc.tune: deterministic with a seed, lossless unless allowed, and its pick round-trips
+through compress2, SChunk and asarray."""
+
+import numpy as np
+import oxblosc
+import pytest
+
+
+def field(n=1 << 16):
+    x = np.arange(n, dtype=np.float32)
+    return np.sin(x * 0.001) * 100 + (x % 7) * 0.01
+
+
+def test_ratio_pick_is_deterministic_and_round_trips(tmp_path):
+    a = field()
+    r1 = oxblosc.tune(a, objective="ratio", seed=3, time_budget=600)
+    r2 = oxblosc.tune(a, objective="ratio", seed=3, time_budget=600)
+    assert r1.cparams == r2.cparams and r1.best.ratio == r2.best.ratio
+    cp = r1.cparams
+    assert cp.typesize == 4 and not r1.truncated
+    assert all(p.ratio <= r1.best.ratio for p in r1.front)
+    assert oxblosc.decompress2(oxblosc.compress2(a, cparams=cp)) == a.tobytes()
+    sc = oxblosc.SChunk(chunksize=a.nbytes // 4, cparams=cp, urlpath=str(tmp_path / "t.b2frame"), mode="w")
+    sc.append_data(a)
+    assert bytes(sc[:]) == a.tobytes()
+    nd = oxblosc.asarray(a.reshape(64, -1), cparams=cp)
+    np.testing.assert_array_equal(nd[:], a.reshape(64, -1))
+    text = str(r1)
+    assert text.splitlines()[0].split()[:2] == ["codec", "clevel"]
+    assert sum(line.startswith("*") for line in text.splitlines()) == 1
+
+
+def test_never_lossy_unless_allowed():
+    a = field(1 << 14)
+    for objective in ("balanced", "ratio", "cspeed", "dspeed"):
+        r = oxblosc.tune(a, objective=objective)
+        assert oxblosc.Filter.TRUNC_PREC not in r.cparams.filters
+        assert all(oxblosc.Filter.TRUNC_PREC not in p.filters for p in r.front)
+    r = oxblosc.tune(a, objective="ratio", allow_lossy=True)
+    assert r.best.filter_names.startswith("trunc_prec")
+    back = np.frombuffer(oxblosc.decompress2(oxblosc.compress2(a, cparams=r.cparams)), np.float32)
+    np.testing.assert_allclose(back, a, rtol=1e-4)
+
+
+def test_arguments():
+    with pytest.raises(ValueError, match="objective"):
+        oxblosc.tune(field(), objective="fast")
+    with pytest.raises(ValueError, match="too few"):
+        oxblosc.tune(b"abc", typesize=1)
+    with pytest.raises(ValueError, match="time_budget"):
+        oxblosc.tune(field(), time_budget=-1)
+    r = oxblosc.tune(field().tobytes(), typesize=4, time_budget=0)
+    assert r.truncated and r.npoints == 1 and r.cparams.typesize == 4
