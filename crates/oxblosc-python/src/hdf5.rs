@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+use oxblosc::hdf5::lazy::{self, ReadError, Stored};
 use oxblosc::hdf5::read::{read_part, read_part_at};
+use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -51,4 +53,33 @@ pub fn hdf5_read_part_at<'py>(
         .allow_threads(|| read_part_at(&path, offset, size, filter_id, &chunk_dims, typesize, &sel, nthreads.max(1)))
         .map_err(|e| chunk_error(py, e))?;
     Ok((PyBytes::new(py, &part.data), part.blocks_decoded))
+}
+
+/// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part_at`] reading from the file only the
+/// chunk's headers, block-offset table and needed blocks. `file_id` (device, inode) is the file
+/// the address came from: a file replaced since, a truncated file or a failed read raise
+/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`).
+#[pyfunction]
+#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, file_id=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn hdf5_read_part_lazy<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    offset: u64,
+    size: usize,
+    filter_id: i32,
+    chunk_dims: Vec<u64>,
+    typesize: usize,
+    sel: Vec<(u64, u64)>,
+    nthreads: usize,
+    file_id: Option<(u64, u64)>,
+) -> PyResult<(Bound<'py, PyBytes>, u64, u64)> {
+    let at = Stored { path: &path, offset, size, file_id };
+    let part = py
+        .allow_threads(|| lazy::read_part_at(&at, filter_id, &chunk_dims, typesize, &sel, nthreads.max(1)))
+        .map_err(|e| match e {
+            ReadError::Io(s) => PyOSError::new_err(s),
+            ReadError::Bad(s) => chunk_error(py, s),
+        })?;
+    Ok((PyBytes::new(py, &part.data), part.blocks_decoded, part.bytes_read))
 }

@@ -301,6 +301,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(geometry::auto_chunks_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_lazy, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

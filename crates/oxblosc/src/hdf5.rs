@@ -5,4 +5,5 @@
 
 pub mod cdvalues;
 pub mod codec;
+pub mod lazy;
 pub mod read;
