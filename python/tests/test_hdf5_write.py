@@ -42,7 +42,7 @@ def test_direct_writes_are_the_filters_bytes(tmp_path, nthreads):
             b = g.create_dataset(name, shape=shape, dtype=data.dtype, chunks=chunks, **opts)
             ds = oh5.Dataset(b, nthreads=nthreads)
             ds[...] = data
-            assert ds.chunks_written_direct == math.prod(-(-s // c) for s, c in zip(shape, chunks)), name
+            assert ds.chunks_written_direct == math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=False)), name
             assert all_chunks(a) == all_chunks(b), name
             assert np.array_equal(b[...], data), name
             n += 1
@@ -134,8 +134,8 @@ def test_suggest_chunks_rules(rank):
             assert len(s.chunks) == len(s.blocks) == rank
             assert s.chunk_bytes == math.prod(s.chunks) * itemsize <= 8 << 20
             assert s.block_bytes == math.prod(s.blocks) * itemsize <= max(64 << 10, itemsize)
-            assert all(1 <= b <= c for b, c in zip(s.blocks, s.chunks)), s
-            assert all(n == 0 or c <= n for c, n in zip(s.chunks, shape)), s
+            assert all(1 <= b <= c for b, c in zip(s.blocks, s.chunks, strict=False)), s
+            assert all(n == 0 or c <= n for c, n in zip(s.chunks, shape, strict=False)), s
             assert s.reason
     # Defaults from the caches; a huge target stays under the 4 GiB HDF5 chunk limit (and
     # Blosc's 2 GiB), chunk dims under 2**32.

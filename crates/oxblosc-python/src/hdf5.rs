@@ -95,7 +95,8 @@ pub fn hdf5_suggest_chunks(
     chunk_bytes: Option<u64>,
     block_bytes: Option<u64>,
 ) -> PyResult<(Vec<u64>, Vec<u64>, u64, u64, String)> {
-    let s = oxblosc::hdf5::chunking::suggest(&shape, itemsize, chunk_bytes, block_bytes).map_err(PyValueError::new_err)?;
+    let s =
+        oxblosc::hdf5::chunking::suggest(&shape, itemsize, chunk_bytes, block_bytes).map_err(PyValueError::new_err)?;
     Ok((s.chunks, s.blocks, s.chunk_bytes, s.block_bytes, s.reason))
 }
 

@@ -8,8 +8,8 @@
 //! chunks. The block shape is the one the Blosc2 filter derives from a block size
 //! ([`super::codec::block_shape`]), so the filter and a direct chunk write agree on it.
 
-use super::codec::block_shape;
 use super::cdvalues::MAX_RANK;
+use super::codec::block_shape;
 use crate::chunk::format::MAX_BUFFERSIZE;
 
 /// A proposal: shapes, their byte sizes, and why.
@@ -102,9 +102,8 @@ mod tests {
                     let s = suggest(&shape, ts, Some(32 << 20), Some(128 << 10)).unwrap();
                     assert!(s.chunk_bytes <= 32 << 20 && s.chunk_bytes <= MAX_BUFFERSIZE as u64, "{s:?}");
                     assert!(s.block_bytes <= (128 << 10).max(ts as u64), "{s:?}");
-                    for d in 0..rank {
-                        assert!(s.chunks[d] >= 1 && s.blocks[d] >= 1 && s.blocks[d] <= s.chunks[d], "{s:?}");
-                        assert!(shape[d] == 0 || s.chunks[d] <= shape[d], "{s:?}");
+                    for ((&c, &b), &n) in s.chunks.iter().zip(&s.blocks).zip(&shape) {
+                        assert!(c >= 1 && b >= 1 && b <= c && (n == 0 || c <= n), "{s:?}");
                     }
                     // The Blosc2 filter derives the same block shape from the block size.
                     if (2..=8).contains(&rank) {

@@ -70,7 +70,7 @@ impl Src<'_> {
 
     /// Fill `buf` with the stored chunk's bytes from `pos` (relative to the chunk).
     fn read_into(&mut self, pos: usize, buf: &mut [u8]) -> Result<()> {
-        if pos.checked_add(buf.len()).is_none_or(|end| end > self.at.size) {
+        if !matches!(pos.checked_add(buf.len()), Some(end) if end <= self.at.size) {
             return Err(self.bad(&format!("{} bytes at {pos} run past the stored chunk", buf.len())));
         }
         let abs = self.at.offset + pos as u64;
@@ -244,8 +244,9 @@ fn lazy_chunk(
         src.read_into(at + table_end + 4, &mut chunk[table_end + 4..end])?;
         data_start = end;
     }
-    let starts: Vec<usize> =
-        (0..nblocks).map(|i| i32::from_le_bytes(chunk[hl + 4 * i..hl + 4 * i + 4].try_into().expect("4")) as usize).collect();
+    let starts: Vec<usize> = (0..nblocks)
+        .map(|i| i32::from_le_bytes(chunk[hl + 4 * i..hl + 4 * i + 4].try_into().expect("4")) as usize)
+        .collect();
     let mut sorted = starts.clone();
     sorted.sort_unstable();
     // Delta blocks decode against block 0.
