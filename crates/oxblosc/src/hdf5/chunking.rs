@@ -75,17 +75,22 @@ pub fn suggest(
     let mib = |b: u64| b as f64 / f64::from(1 << 20);
     let kib = |b: u64| b as f64 / 1024.0;
     let whole = chunks.iter().zip(&bound).all(|(c, b)| c == b);
+    let chunk_why = if chunk_target == dc.clamp(ts, limit) { "about the L3 cache" } else { "the target given" };
+    let block_why = if block_target == db.clamp(ts, chunk_target) {
+        "half the L2 cache: a block and its decoded copy fit in it"
+    } else {
+        "the target given"
+    };
+    let layout = if whole {
+        "the whole dataset fits one chunk"
+    } else {
+        "filled in C order, so slabs along the first axis write whole chunks"
+    };
     let reason = format!(
-        "chunks of {:.1} MiB ({}): {}; blocks of {:.0} KiB ({}) for the L2 cache, the least a read decodes",
+        "chunks of {:.1} MiB ({chunk_why}: few HDF5 index entries, many blocks per chunk to \
+         compress in parallel; {layout}); blocks of {:.0} KiB ({block_why}), the least a read decodes",
         mib(chunk_bytes),
-        if chunk_target == dc.clamp(ts, limit) { "about the L3 cache" } else { "the target given" },
-        if whole {
-            "the whole dataset fits one chunk".to_string()
-        } else {
-            "filled in C order so slabs along the first axis write whole chunks".to_string()
-        },
         kib(block_bytes),
-        if block_target == db.clamp(ts, chunk_target) { "half" } else { "the target given, sized" },
     );
     Ok(Suggestion { chunks, blocks, chunk_bytes, block_bytes, reason })
 }
