@@ -232,7 +232,20 @@ def test_io_failures_raise_oserror_naming_file_dataset_chunk_offset(tmp_path):
         f.create_dataset("x", data=a, chunks=(512, 512), **oh5.Blosc2("lz4", 5, blocksize=16384))
     with oh5.open(path, "x") as ds:
         assert np.array_equal(ds[3, :7], a[3, :7])
+        assert ds.bytes_read < path.stat().st_size // 8  # the lazy path
         size = path.stat().st_size
+        with h5py.File(path, "r") as f:
+            info = f["x"].id.get_chunk_info(0)
+        # Corrupted block bytes (the end of the chunk: the last rows' blocks): a ChunkError,
+        # a ValueError, naming the chunk.
+        good = path.read_bytes()
+        end = info.byte_offset + info.size
+        path.write_bytes(good[: end - 3000] + bytes(b ^ 0x5A for b in good[end - 3000 : end]) + good[end:])
+        with pytest.raises(ValueError, match=r"chunk at \(0, 0\)") as e:
+            ds[511, :]
+        assert isinstance(e.value, oxblosc.ChunkError)
+        path.write_bytes(good)
+        assert np.array_equal(ds[511, :], a[511, :])
         # Truncated under us (the chunk is the last thing HDF5 wrote before its metadata).
         with h5py.File(path, "r") as f:
             addr = f["x"].id.get_chunk_info(0).byte_offset
