@@ -97,11 +97,25 @@ pub fn read_part_at(
     sel: &[(u64, u64)],
     nthreads: usize,
 ) -> Result<Part> {
+    read_part_at_lazy_above(at, WHOLE_BELOW, filter_id, chunk_dims, typesize, sel, nthreads)
+}
+
+/// [`read_part_at`] reading chunks stored in `whole_below` bytes or less whole (tests and
+/// fuzzing take the lazy path on small chunks with 0).
+pub fn read_part_at_lazy_above(
+    at: &Stored,
+    whole_below: usize,
+    filter_id: i32,
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+) -> Result<Part> {
     check_sel(chunk_dims, typesize, sel).map_err(ReadError::Bad)?;
     let file = File::open(at.path).map_err(|e| ReadError::Io(format!("{}: {e}", at.path.display())))?;
     check_identity(&file, at)?;
     let mut src = Src { file, at, read: 0 };
-    let lazy = if at.size <= WHOLE_BELOW {
+    let lazy = if at.size <= whole_below {
         None
     } else {
         match filter_id {
