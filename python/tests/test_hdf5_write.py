@@ -147,3 +147,13 @@ def test_suggest_chunks_rules(rank):
     for bad in [((), "f4"), ((-1,), "f4")]:
         with pytest.raises(ValueError):
             oh5.suggest_chunks(*bad)
+
+
+def test_edge_chunks_are_padded_with_the_fill_value_as_hdf5_pads_them(tmp_path):
+    data = np.arange(37 * 50, dtype="<i4").reshape(37, 50)
+    with h5py.File(tmp_path / "p.h5", "w") as f:
+        kw = dict(shape=data.shape, dtype="<i4", chunks=(16, 24), fillvalue=-7, **oh5.Blosc2("lz4", 5))
+        a, b = f.create_dataset("a", **kw), f.create_dataset("b", **kw)
+        a[...] = data
+        oh5.Dataset(b)[...] = data
+        assert all_chunks(a) == all_chunks(b)
