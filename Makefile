@@ -67,10 +67,13 @@ test-rust: check-shared $(STAMP)
 	OXBLOSC_INTEROP_PY=$(abspath $(PY)) $(CARGO) test --workspace --exclude oxblosc-python --quiet
 	$(CARGO) test --manifest-path fuzz/Cargo.toml --target-dir target --quiet --test replay_regressions
 
-# Debian's HDF5 tools (h5dump, h5repack) load our filter plugin in python/tests/test_hdf5.py.
+# Debian's HDF5 tools (h5dump, h5repack) load our filter plugin in python/tests/test_hdf5.py;
+# libhdf5-dev builds the C application of python/tests/test_hdf5_c_app.py.
 test-python: check-shared develop
 	@command -v h5dump >/dev/null || (apt-get update -qq && apt-get install -y -qq hdf5-tools) \
 	  || echo "hdf5-tools not installed (no apt?): the HDF5 C-tool test will be skipped"
+	@pkg-config --exists hdf5 2>/dev/null || (apt-get update -qq && apt-get install -y -qq libhdf5-dev pkg-config) \
+	  || echo "libhdf5-dev not installed (no apt?): the HDF5 C-application test will be skipped"
 	$(PY) -m pytest -q python/tests
 
 ## ci: what .ci/run calls

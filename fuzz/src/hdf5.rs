@@ -8,6 +8,8 @@
 //! the chunk.
 
 use crate::MAX_FUZZ_NBYTES;
+use oxblosc::hdf5::lazy::{read_part_at_lazy_above, Stored};
+use oxblosc::hdf5::read::read_part;
 use oxblosc_hdf5::codec::{decode_blosc1, decode_blosc2, encode_blosc1, encode_blosc2};
 
 pub fn fuzz_hdf5_decode(data: &[u8]) {
@@ -54,4 +56,58 @@ fn claimed_too_big(blosc2: bool, chunk: &[u8]) -> bool {
     } else {
         oxblosc_chunk::cbuffer_sizes(chunk).is_ok_and(|(n, _, _)| n > MAX_FUZZ_NBYTES)
     }
+}
+
+/// The lazy read path (`oxblosc::hdf5::lazy`) on arbitrary stored chunks in a file: it never
+/// panics, reads at most the chunk (plus the headers it read before reading it whole), and
+/// when both it and the in-memory `read_part` decode a box they give the same number of bytes
+/// and blocks, with 1 and 2 threads; with `exact` (valid chunks, from the replay test) the same
+/// bytes too. (A corrupt block stream that runs past its block's end decodes the next
+/// block's bytes in memory and zeros lazily: both are garbage, not the same garbage.)
+///
+/// Input: byte 0 bit 0 picks the filter (Blosc2 or Blosc); byte 1 the type size (1 + b % 8);
+/// byte 2 the rank (1 + b % 3); then per dim 3 bytes: chunk dim (1 + b % 64), selection start
+/// and length (modulo the dim); then the stored chunk.
+pub fn fuzz_hdf5_lazy(data: &[u8]) {
+    hdf5_lazy(data, false)
+}
+
+/// [`fuzz_hdf5_lazy`]'s body; `exact`: the chunk is valid, the reads must be equal.
+pub fn hdf5_lazy(data: &[u8], exact: bool) {
+    let [sel, ts, rank, rest @ ..] = data else { return };
+    let (typesize, rank) = (1 + usize::from(*ts % 8), 1 + usize::from(*rank % 3));
+    if rest.len() < 3 * rank {
+        return;
+    }
+    let (dims_bytes, chunk) = rest.split_at(3 * rank);
+    let mut dims = Vec::new();
+    let mut boxsel = Vec::new();
+    for d in dims_bytes.chunks_exact(3) {
+        let n = 1 + u64::from(d[0] % 64);
+        let lo = u64::from(d[1]) % n;
+        dims.push(n);
+        boxsel.push((lo, lo + u64::from(d[2]) % (n - lo + 1)));
+    }
+    let id = if sel & 1 == 0 { 32026 } else { 32001 };
+    if claimed_too_big(id == 32026, chunk) {
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("oxblosc-fuzz-hdf5-lazy-{}", std::process::id()));
+    if std::fs::write(&path, [&[0x5Au8; 3][..], chunk].concat()).is_err() {
+        return;
+    }
+    let at = Stored { path: &path, offset: 3, size: chunk.len(), file_id: None };
+    let mem = read_part(id, chunk, &dims, typesize, &boxsel, 1);
+    for nt in [1, 2] {
+        let lazy = read_part_at_lazy_above(&at, 0, id, &dims, typesize, &boxsel, nt);
+        if exact {
+            let (l, m) = (lazy.as_ref().expect("a valid chunk reads lazily"), mem.as_ref().expect("and in memory"));
+            assert_eq!(l.data, m.data, "lazy and in-memory reads differ (dims {dims:?}, box {boxsel:?})");
+        }
+        if let (Ok(l), Ok(m)) = (&lazy, &mem) {
+            assert_eq!((l.data.len(), l.blocks_decoded), (m.data.len(), m.blocks_decoded));
+            assert!(l.bytes_read <= 2 * chunk.len() as u64 + 256);
+        }
+    }
+    let _ = std::fs::remove_file(&path);
 }

@@ -19,7 +19,7 @@ pub mod bloscpack;
 pub mod hdf5;
 pub mod nd;
 pub use bloscpack::fuzz_bloscpack;
-pub use hdf5::fuzz_hdf5_decode;
+pub use hdf5::{fuzz_hdf5_decode, fuzz_hdf5_lazy, hdf5_lazy};
 pub use nd::{fuzz_nd_open, fuzz_nd_slices};
 
 /// Largest `nbytes` a fuzz input may claim before we decode it.

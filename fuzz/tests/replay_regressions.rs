@@ -15,6 +15,7 @@ fn run(target: &str, data: &[u8]) {
         "nd_slices" => oxblosc_fuzz::fuzz_nd_slices(data),
         "bloscpack" => oxblosc_fuzz::fuzz_bloscpack(data),
         "hdf5_decode" => oxblosc_fuzz::fuzz_hdf5_decode(data),
+        "hdf5_lazy" => oxblosc_fuzz::fuzz_hdf5_lazy(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
 }
@@ -59,6 +60,7 @@ fn regressions() {
         "nd_slices",
         "bloscpack",
         "hdf5_decode",
+        "hdf5_lazy",
     ] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
@@ -231,4 +233,42 @@ fn hdf5_chunks() {
     }
     let n = replay(cases);
     eprintln!("replayed {n} HDF5 filter inputs");
+}
+
+/// The lazy read path on HDF5 chunks with many small blocks (b2nd, flat Blosc2 with delta,
+/// Blosc1): valid chunks read exactly as in memory for several boxes; every truncation and
+/// single-byte corruption through `hdf5_lazy` never panics.
+#[test]
+fn hdf5_lazy_chunks() {
+    let data: Vec<u8> = (0..2400u32).flat_map(|i| (i / 7 + i % 5).to_le_bytes()).collect();
+    let mut cases = Vec::new();
+    for (sel_bit, cd) in [
+        (0u8, vec![1, 512, 4, 9600, 5, 1, 1, 2, 40, 60]),
+        (0, vec![1, 512, 4, 9600, 5, 3, 5]),
+        (1, vec![2, 2, 4, 9600, 1, 0, 1]),
+    ] {
+        let chunk = if sel_bit == 0 {
+            oxblosc_hdf5::codec::encode_blosc2(&cd, &data).unwrap()
+        } else {
+            oxblosc_hdf5::codec::encode_blosc1(&cd, &data).unwrap()
+        };
+        // typesize 4 (byte 3 -> 1 + 3), rank 2: dims 40 x 60, then (start, len) per dim.
+        for (a, n, b, m) in [(0, 40, 0, 60), (3, 2, 7, 5), (39, 1, 0, 60), (10, 20, 59, 1), (5, 0, 1, 3)] {
+            let head = [sel_bit, 3, 1, 39, a, n, 59, b, m];
+            let input = [&head[..], &chunk].concat();
+            oxblosc_fuzz::hdf5_lazy(&input, true);
+            cases.push(("hdf5_lazy".to_string(), format!("{cd:?} box {a} {n} {b} {m}"), input));
+        }
+        let head = [sel_bit, 3, 1, 39, 3, 4, 59, 10, 20];
+        for cut in (0..chunk.len()).step_by(17) {
+            cases.push(("hdf5_lazy".to_string(), format!("{cd:?} cut {cut}"), [&head[..], &chunk[..cut]].concat()));
+        }
+        for at in (0..chunk.len()).step_by(5) {
+            let mut bad = chunk.clone();
+            bad[at] ^= 0xA5;
+            cases.push(("hdf5_lazy".to_string(), format!("{cd:?} flip {at}"), [&head[..], &bad].concat()));
+        }
+    }
+    let n = replay(cases);
+    eprintln!("replayed {n} lazy HDF5 read inputs");
 }

@@ -73,7 +73,8 @@ def cases(side: str):
     return out
 
 
-def expected(name: str, dt: str, rank: int) -> np.ndarray:
+def expected(name: str, dt: str | bytes, rank: int) -> np.ndarray:
+    dt = dt.decode() if isinstance(dt, bytes) else str(dt)  # PyTables' string attributes
     return data_for(name, dtype_of(dt), SHAPES[rank][0])
 
 

@@ -4,6 +4,7 @@ slice of a big chunk decodes only the blocks it touches."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -111,13 +112,16 @@ def test_a_row_of_a_big_chunk_decodes_only_its_blocks(tmp_path, who):
         blocks = b2nd_blocks(d, (0, 0))
         nblocks = (n // blocks[0]) * (n // blocks[1])
         assert nblocks >= 16, blocks
+        stored = d.id.get_chunk_info(0).size
         ds = oh5.Dataset(d, nthreads=1)
         assert np.array_equal(ds[100], a[100])
-        # One row crosses one row of blocks, not the chunk's all.
+        # One row crosses one row of blocks, not the chunk's all; only those are read.
         assert ds.blocks_decoded == n // blocks[1] < nblocks
-        before = ds.blocks_decoded
+        assert ds.bytes_read < stored // 2, (ds.bytes_read, stored)
+        before, read = ds.blocks_decoded, ds.bytes_read
         assert np.array_equal(ds[7, 3:5], a[7, 3:5])
         assert ds.blocks_decoded - before == 1
+        assert ds.bytes_read - read < stored // 8, (ds.bytes_read - read, stored)
         before = ds.blocks_decoded
         assert np.array_equal(ds[...], a)
         assert ds.blocks_decoded - before == nblocks
@@ -196,3 +200,78 @@ def test_corrupt_chunks_raise_never_crash(tmp_path, opts, rank):
             except ValueError:
                 pass
             assert np.array_equal(ds[chunks[0] :], data[chunks[0] :])
+
+
+def test_a_few_items_of_a_32_mib_chunk_read_a_few_kilobytes(tmp_path):
+    # The seed's case: a 32 MiB HDF5 chunk (C-Blosc2 via hdf5plugin makes 2048 blocks of it);
+    # a few items read the frame and chunk headers, the block-offset table and one block.
+    path = tmp_path / "big.h5"
+    script = (
+        "import sys, h5py, numpy as np\nfrom hdf5plugin import Blosc2\n"
+        "a = (np.arange(2048 * 4096) // 3 % 5000).astype('<f4').reshape(2048, 4096)\n"
+        "with h5py.File(sys.argv[1], 'w') as f:\n"
+        "    f.create_dataset('x', data=a, chunks=(2048, 4096), **Blosc2('lz4', 5))\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=120)
+    a = (np.arange(2048 * 4096) // 3 % 5000).astype("<f4").reshape(2048, 4096)
+    with oh5.open(path, "x", nthreads=1) as ds:
+        with h5py.File(path, "r") as f:
+            stored = f["x"].id.get_chunk_info(0).size
+        assert np.array_equal(ds[1000, 17:20], a[1000, 17:20])
+        assert ds.blocks_decoded == 1
+        # The block-offset table alone is 4 bytes a block: well under 1% of the chunk.
+        assert 0 < ds.bytes_read < stored // 100, (ds.bytes_read, stored)
+        assert np.array_equal(ds[5:7, 4000:], a[5:7, 4000:])
+        assert np.array_equal(ds[:, 4095], a[:, 4095])
+
+
+def test_io_failures_raise_oserror_naming_file_dataset_chunk_offset(tmp_path):
+    a = np.random.default_rng(3).integers(0, 1 << 20, (512, 512)).astype("<i4")
+    path = tmp_path / "t.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=a, chunks=(512, 512), **oh5.Blosc2("lz4", 5, blocksize=16384))
+    with oh5.open(path, "x") as ds:
+        assert np.array_equal(ds[3, :7], a[3, :7])
+        assert ds.bytes_read < path.stat().st_size // 8  # the lazy path
+        size = path.stat().st_size
+        with h5py.File(path, "r") as f:
+            info = f["x"].id.get_chunk_info(0)
+        # Corrupted block bytes (the end of the chunk: the last rows' blocks): a ChunkError,
+        # a ValueError, naming the chunk.
+        good = path.read_bytes()
+        end = info.byte_offset + info.size
+        path.write_bytes(good[: end - 3000] + bytes(b ^ 0x5A for b in good[end - 3000 : end]) + good[end:])
+        with pytest.raises(ValueError, match=r"chunk at \(0, 0\)") as e:
+            ds[511, :]
+        assert isinstance(e.value, oxblosc.ChunkError)
+        path.write_bytes(good)
+        assert np.array_equal(ds[511, :], a[511, :])
+        # Truncated under us (the chunk is the last thing HDF5 wrote before its metadata).
+        with h5py.File(path, "r") as f:
+            addr = f["x"].id.get_chunk_info(0).byte_offset
+        os.truncate(path, addr + 1000)
+        with pytest.raises(OSError) as e:
+            ds[500, :]
+        msg = str(e.value)
+        assert "t.h5" in msg and "/x" in msg and "chunk at (0, 0)" in msg and f"byte {addr}" in msg, msg
+        assert not isinstance(e.value, ValueError)
+        # Replaced under us by another file: not decoded as if it were ours.
+        os.truncate(path, 0)
+        os.remove(path)
+        path.write_bytes(b"\0" * size)
+        with pytest.raises(OSError, match="replaced"):
+            ds[500, :]
+
+
+def test_the_chunk_cache_follows_resizes_and_writes(tmp_path):
+    path = tmp_path / "g.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(10, 8), maxshape=(None, 8), dtype="<i4", chunks=(4, 8), **oh5.Blosc2())
+        d[...] = np.arange(80).reshape(10, 8)
+        ds = oh5.Dataset(d)
+        assert np.array_equal(ds[8:], np.arange(64, 80).reshape(2, 8))
+        d.resize((14, 8))
+        d[10:] = 7
+        # h5py resized and wrote behind our back: shape and chunk addresses are read again.
+        assert ds.shape == (14, 8)
+        assert np.array_equal(ds[9:], np.r_[np.arange(72, 80).reshape(1, 8), np.full((4, 8), 7)])

@@ -45,7 +45,7 @@ pub fn fill_c_order(limit: &[u64], target_items: u64) -> Vec<u64> {
 }
 
 /// `n` rounded down to two significant decimal digits (1048 -> 1000, 349 -> 340, 7 -> 7).
-fn round_two_digits(n: u64) -> u64 {
+pub fn round_two_digits(n: u64) -> u64 {
     let mut unit = 1;
     while n / unit >= 100 {
         unit *= 10;

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+use oxblosc::hdf5::lazy::{self, ReadError, Stored};
 use oxblosc::hdf5::read::{read_part, read_part_at};
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -51,4 +53,96 @@ pub fn hdf5_read_part_at<'py>(
         .allow_threads(|| read_part_at(&path, offset, size, filter_id, &chunk_dims, typesize, &sel, nthreads.max(1)))
         .map_err(|e| chunk_error(py, e))?;
     Ok((PyBytes::new(py, &part.data), part.blocks_decoded))
+}
+
+/// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part_at`] reading from the file only the
+/// chunk's headers, block-offset table and needed blocks. `file_id` (device, inode) is the file
+/// the address came from: a file replaced since, a truncated file or a failed read raise
+/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`).
+#[pyfunction]
+#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, file_id=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn hdf5_read_part_lazy<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    offset: u64,
+    size: usize,
+    filter_id: i32,
+    chunk_dims: Vec<u64>,
+    typesize: usize,
+    sel: Vec<(u64, u64)>,
+    nthreads: usize,
+    file_id: Option<(u64, u64)>,
+) -> PyResult<(Bound<'py, PyBytes>, u64, u64)> {
+    let at = Stored { path: &path, offset, size, file_id };
+    let part = py
+        .allow_threads(|| lazy::read_part_at(&at, filter_id, &chunk_dims, typesize, &sel, nthreads.max(1)))
+        .map_err(|e| match e {
+            ReadError::Io(s) => PyOSError::new_err(s),
+            ReadError::Bad(s) => chunk_error(py, s),
+        })?;
+    Ok((PyBytes::new(py, &part.data), part.blocks_decoded, part.bytes_read))
+}
+
+/// `(chunks, blocks, chunk_bytes, block_bytes, reason)`: HDF5 chunks about the L3 cache and
+/// Blosc blocks for the L2 cache (`oxblosc::hdf5::chunking`).
+#[pyfunction]
+#[pyo3(signature = (shape, itemsize, chunk_bytes=None, block_bytes=None))]
+#[allow(clippy::type_complexity)]
+pub fn hdf5_suggest_chunks(
+    shape: Vec<u64>,
+    itemsize: usize,
+    chunk_bytes: Option<u64>,
+    block_bytes: Option<u64>,
+) -> PyResult<(Vec<u64>, Vec<u64>, u64, u64, String)> {
+    let s =
+        oxblosc::hdf5::chunking::suggest(&shape, itemsize, chunk_bytes, block_bytes).map_err(PyValueError::new_err)?;
+    Ok((s.chunks, s.blocks, s.chunk_bytes, s.block_bytes, s.reason))
+}
+
+/// The b2nd block shape the Blosc2 filter makes in chunks of `chunk_dims` from blocks of
+/// `block_items` items.
+#[pyfunction]
+pub fn hdf5_block_shape(chunk_dims: Vec<u64>, block_items: u64) -> Vec<u64> {
+    oxblosc::hdf5::codec::block_shape(&chunk_dims, block_items)
+}
+
+/// The stored bytes of whole HDF5 chunks (each the full chunk, C order) exactly as the filter
+/// `filter_id` with the dataset's final `cd_values` writes them, compressed in parallel on up
+/// to `nthreads` threads (GIL released). An entry is None where the filter refuses the chunk
+/// (HDF5 then stores it unfiltered when the filter is optional).
+#[pyfunction]
+#[pyo3(signature = (filter_id, cd_values, chunks, nthreads=1))]
+pub fn hdf5_encode_chunks<'py>(
+    py: Python<'py>,
+    filter_id: i32,
+    cd_values: Vec<u32>,
+    chunks: Vec<Bound<'py, PyAny>>,
+    nthreads: usize,
+) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+    use oxblosc::hdf5::codec::{encode_blosc1, encode_blosc2};
+    let encode = match filter_id {
+        oxblosc::hdf5::cdvalues::BLOSC2_ID => encode_blosc2,
+        oxblosc::hdf5::cdvalues::BLOSC_ID => encode_blosc1,
+        other => return Err(PyValueError::new_err(format!("filter {other} is not a Blosc filter"))),
+    };
+    let views = chunks.iter().map(ByteView::readable).collect::<PyResult<Vec<_>>>()?;
+    let slices: Vec<&[u8]> = views.iter().map(|v| v.as_slice()).collect();
+    let nt = nthreads.clamp(1, slices.len().max(1));
+    let out: Vec<Option<Vec<u8>>> = py.allow_threads(|| {
+        let mut out = vec![None; slices.len()];
+        std::thread::scope(|sc| {
+            let per = slices.len().div_ceil(nt).max(1);
+            for (ins, outs) in slices.chunks(per).zip(out.chunks_mut(per)) {
+                let cd = &cd_values;
+                sc.spawn(move || {
+                    for (i, o) in ins.iter().zip(outs) {
+                        *o = encode(cd, i).ok();
+                    }
+                });
+            }
+        });
+        out
+    });
+    Ok(out.into_iter().map(|o| o.map(|b| PyBytes::new(py, &b))).collect())
 }

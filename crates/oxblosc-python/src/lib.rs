@@ -304,6 +304,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(geometry::auto_chunks_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_lazy, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5::hdf5_suggest_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5::hdf5_block_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5::hdf5_encode_chunks, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
     m.add_class::<streamer::NativeStreamer>()?;

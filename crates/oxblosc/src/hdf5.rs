@@ -4,5 +4,7 @@
 //! ([`read`], the "second partition" used by `oxblosc.hdf5.Dataset`).
 
 pub mod cdvalues;
+pub mod chunking;
 pub mod codec;
+pub mod lazy;
 pub mod read;

@@ -11,11 +11,15 @@ hdf5plugin (switching is a change of import)::
 object calls it). Other HDF5 applications (h5dump, C programs, MATLAB) load the Blosc2 filter
 from ``PLUGIN_PATH`` when it is on ``HDF5_PLUGIN_PATH``; ``python -m oxblosc.hdf5`` prints it.
 
-``Dataset(h5py_dataset)`` (or ``open(path, name)``) reads a Blosc-compressed dataset decoding
-only the Blosc blocks a selection touches inside each HDF5 chunk, whichever filter wrote it::
+``Dataset(h5py_dataset)`` (or ``open(path, name)``) reads a Blosc-compressed dataset reading
+and decoding only the Blosc blocks a selection touches inside each HDF5 chunk, whichever
+filter wrote it, and writes whole chunks with direct chunk writes::
 
     with h5py.File("a.h5", "r") as f:
         row = oxblosc.hdf5.Dataset(f["x"])[17]
+
+``create_dataset(group, name, data=...)`` creates a Blosc2 dataset with big chunks (about the
+L3 cache) and L2-sized blocks (``suggest_chunks``) and writes it directly.
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ __all__ = [
     "PLUGIN_PATH",
     "Blosc",
     "Blosc2",
+    "ChunkSuggestion",
     "Dataset",
+    "create_dataset",
     "open",
     "plugin_file",
     "register",
+    "suggest_chunks",
 ]
 
 BLOSC2_ID = 32026
@@ -220,4 +227,5 @@ class Blosc(_Base):
         return f"Blosc(cname={self.cname!r}, clevel={self.clevel}, shuffle={self.shuffle})"
 
 
+from .create import ChunkSuggestion, create_dataset, suggest_chunks  # noqa: E402
 from .dataset import Dataset, open  # noqa: E402 - after the filter options it may register

@@ -1,10 +1,13 @@
-"""Block-level reads of h5py datasets compressed with Blosc2 (32026) or Blosc (32001).
+"""Block-level reads and direct chunk writes of h5py datasets compressed with Blosc2 (32026)
+or Blosc (32001): the "second partition" inside big HDF5 chunks.
 
-A selection's HDF5 chunks are found with h5py's chunk-info API (address, size, filter mask,
-cached per chunk), their stored bytes read straight from the file, and only the Blosc blocks
-the selection touches inside each chunk are decoded (``_native.hdf5_read_part``, GIL released):
-the "second partition" inside big HDF5 chunks. Anything else is left to h5py: datasets with
-another pipeline, chunks HDF5 stored unfiltered, chunks never written.
+Reads: a selection's HDF5 chunks are found with h5py's chunk-info API (address, size, filter
+mask, cached per chunk), and only the headers, block-offset table and Blosc blocks the
+selection touches are read from the file and decoded (``_native.hdf5_read_part_lazy``, GIL
+released). Writes: whole chunks are compressed here, in parallel, to the bytes the filter would
+write and stored with h5py's direct chunk write; partial chunks go through h5py (the filter).
+Anything else is left to h5py: datasets with another pipeline, chunks HDF5 stored unfiltered,
+chunks never written.
 """
 
 from __future__ import annotations
@@ -24,11 +27,21 @@ _BLOSC_IDS = (32026, 32001)  # BLOSC2_ID, BLOSC_ID (kept here to avoid a circula
 
 
 class Dataset:
-    """Read-only view of an h5py dataset that decodes only the Blosc blocks a read needs.
+    """View of an h5py dataset that reads only the Blosc blocks a read needs and writes whole
+    chunks directly.
 
-    ``nthreads`` (default: the engine's default) decodes several chunks at once, or the blocks
-    of one chunk in parallel. ``blocks_decoded`` counts the Blosc blocks decoded by reads
-    through this object (reads left to h5py count none).
+    ``nthreads`` (default: the engine's default) decodes (or compresses) several chunks at
+    once, or the blocks of one chunk in parallel. ``blocks_decoded`` counts the Blosc blocks
+    decoded by reads through this object, ``bytes_read`` the stored bytes they read (reads
+    left to h5py count neither). ``chunks_written_direct`` counts chunks written with direct
+    chunk writes.
+
+    Cached: the dataset's shape and, for files open read-only, per chunk its file address,
+    stored size and filter mask (writable files ask h5py for every chunk: writes through h5py
+    move chunks). Every read and write checks the dataset's extent (h5py ``id.shape``) and
+    drops the cache when it changed (``resize``, SWMR ``refresh``); ``refresh()`` drops
+    everything. Chunks read straight from the file are checked to come
+    from the file opened (device and inode): a file replaced since raises ``OSError``.
     """
 
     def __init__(self, dataset, nthreads: int | None = None):
@@ -39,6 +52,8 @@ class Dataset:
         self._where = f"{dataset.file.filename}: dataset {dataset.name}"
         self.nthreads = int(nthreads) if nthreads else _native.default_nthreads()
         self.blocks_decoded = 0
+        self.bytes_read = 0
+        self.chunks_written_direct = 0
         self._info: dict[tuple[int, ...], tuple[int | None, int, int]] = {}
         self._typesize = dataset.dtype.itemsize
         self._filter = self._blosc_filter(dataset)
@@ -52,11 +67,16 @@ class Dataset:
         self._owned_file = None
         # The file chunks are read from directly (None: through h5py's read_direct_chunk).
         self._path = dataset.file.filename if self._filter is not None and self._can_pread(dataset.file) else None
+        self._file_id = None
+        if self._path is not None:
+            st = os.stat(self._path)
+            self._file_id = (st.st_dev, st.st_ino)
 
     # ------------------------------------------------------------------ properties
 
     @property
     def shape(self) -> tuple[int, ...]:
+        self._check_extent()
         return self._shape
 
     @property
@@ -97,9 +117,19 @@ class Dataset:
 
     # ------------------------------------------------------------------ reading
 
+    def refresh(self) -> None:
+        """Forget the cached shape and chunk addresses (read them again from h5py)."""
+        self._shape = self._d.shape
+        self._info.clear()
+
+    def _check_extent(self) -> None:
+        if self._d.id.shape != self._shape:
+            self.refresh()
+
     def __getitem__(self, key) -> np.ndarray:
         if self._filter is None:
             return self._d[key]
+        self._check_extent()
         parsed = self._parse(key)
         if parsed is None:
             return self._d[key]
@@ -173,7 +203,7 @@ class Dataset:
                 out[dest] = self._d[tuple(slice(s + a, s + b) for (a, b), s in zip(sel, start, strict=True))]
                 continue
             stored = None if self._path is not None else self._d.id.read_direct_chunk(tuple(start))[1]
-            jobs.append((addr, size, stored, sel, dest))
+            jobs.append((addr, size, stored, sel, dest, tuple(start)))
         if not jobs:
             return out
         many = self.nthreads > 1 and len(jobs) > 1
@@ -181,23 +211,29 @@ class Dataset:
         fid, typesize, dtype, where, path = self._filter, self._typesize, self._dtype, self._where, self._path
         dims = list(chunks)
 
+        file_id = self._file_id
+
         def run(job):
-            addr, size, stored, sel, dest = job
+            addr, size, stored, sel, dest, start = job
             try:
                 if stored is None:
-                    data, n = _native.hdf5_read_part_at(path, addr, size, fid, dims, typesize, sel, inner)
+                    data, n, nread = _native.hdf5_read_part_lazy(
+                        path, addr, size, fid, dims, typesize, sel, inner, file_id
+                    )
                 else:
-                    data, n = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner)
-            except ValueError as e:
-                raise type(e)(f"{where}: {e}") from None
+                    (data, n), nread = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner), len(stored)
+            except (ValueError, OSError) as e:
+                raise type(e)(f"{where}, chunk at {start} (stored at byte {addr}, {size} bytes): {e}") from None
             out[dest] = np.frombuffer(data, dtype).reshape([b - a for a, b in sel])
-            return n
+            return n, nread
 
         if many:
             with ThreadPoolExecutor(min(self.nthreads, len(jobs))) as pool:
-                self.blocks_decoded += sum(pool.map(run, jobs))
+                counts = list(pool.map(run, jobs))
         else:
-            self.blocks_decoded += sum(map(run, jobs))
+            counts = list(map(run, jobs))
+        self.blocks_decoded += sum(c[0] for c in counts)
+        self.bytes_read += sum(c[1] for c in counts)
         return out
 
     def _chunk_info(self, start: tuple[int, ...]) -> tuple[int | None, int, int]:
@@ -206,8 +242,80 @@ class Dataset:
         if info is None:
             si = self._d.id.get_chunk_info_by_coord(start)
             info = (si.byte_offset, si.size, si.filter_mask)
-            self._info[start] = info
+            if self._path is not None:  # a read-only file: h5py cannot change it behind us
+                self._info[start] = info
         return info
+
+    # ------------------------------------------------------------------ writing
+
+    def __setitem__(self, key, values) -> None:
+        self.write(key, values)
+
+    def write(self, key, values) -> None:
+        """Write ``values`` at ``key`` (as ``h5py_dataset[key] = values``). Chunks the selection
+        covers whole are compressed here (``nthreads`` at once, GIL released) to exactly the
+        bytes the filter writes and stored with h5py's direct chunk write; the others, and keys
+        other than ints and step-1 slices, go through h5py and the filter."""
+        d = self._d
+        if d.file.mode != "r+":
+            raise OSError(f"{self._where}: the file is open read-only")
+        if self._filter is None:
+            d[key] = values
+            return
+        self._check_extent()
+        parsed = self._parse(key)
+        if parsed is None or any(p is not None and not isinstance(p, int) for p in parsed[2]):
+            d[key] = values
+            self._info.clear()
+            return
+        lo, hi, post = parsed
+        box = [b - a for a, b in zip(lo, hi, strict=True)]
+        kept = [n for n, p in zip(box, post, strict=True) if p is None]
+        vals = np.broadcast_to(np.asarray(values, dtype=self.dtype), kept).reshape(box)
+        if vals.size == 0:
+            return
+        chunks, shape = self.chunks, self.shape
+        ranges = [range(a // c, (b - 1) // c + 1) for a, b, c in zip(lo, hi, chunks, strict=True)]
+        whole = []
+        for coords in product(*ranges):
+            start = tuple(i * c for i, c in zip(coords, chunks, strict=True))
+            stop = [min(s + c, n) for s, c, n in zip(start, chunks, shape, strict=True)]
+            a = [max(x, s) for x, s in zip(lo, start, strict=True)]
+            b = [min(x, e) for x, e in zip(hi, stop, strict=True)]
+            part = vals[tuple(slice(x - o, y - o) for x, y, o in zip(a, b, lo, strict=True))]
+            self._info.pop(start, None)
+            if a == list(start) and b == stop:
+                whole.append((start, part))
+            else:
+                d[tuple(slice(x, y) for x, y in zip(a, b, strict=True))] = part
+        # Whole chunks in batches, so that memory stays a few chunks per thread.
+        batch = max(1, 2 * self.nthreads)
+        for i in range(0, len(whole), batch):
+            self._write_whole(whole[i : i + batch])
+
+    def _write_whole(self, items) -> None:
+        """Compress full chunks (edge chunks padded with the fill value, as HDF5 pads them) and
+        store each with a direct chunk write."""
+        d = self._d
+        fill = d.fillvalue
+        bufs = []
+        for _start, part in items:
+            if part.shape == tuple(self.chunks):
+                full = np.ascontiguousarray(part)
+            else:
+                full = np.full(self.chunks, fill, self.dtype)
+                full[tuple(slice(0, n) for n in part.shape)] = part
+            bufs.append(full)
+        encoded = _native.hdf5_encode_chunks(self._filter, self._cd_values, bufs, self.nthreads)
+        for (start, _), raw, enc in zip(items, bufs, encoded, strict=True):
+            if enc is None:
+                if not self._optional:
+                    raise ValueError(f"{self._where}: filter {self._filter} cannot compress the chunk at {start}")
+                # What HDF5 does with an optional filter that fails: the chunk stored as is.
+                d.id.write_direct_chunk(start, raw.tobytes(), filter_mask=1)
+            else:
+                d.id.write_direct_chunk(start, enc, filter_mask=0)
+            self.chunks_written_direct += 1
 
     # ------------------------------------------------------------------ setup
 
@@ -218,7 +326,10 @@ class Dataset:
         plist = d.id.get_create_plist()
         if plist.get_nfilters() != 1:
             return None
-        fid = plist.get_filter(0)[0]
+        fid, flags, cd_values = plist.get_filter(0)[:3]
+        # What a direct chunk write needs: the final cd_values, and whether HDF5 may store a
+        # chunk the filter refuses unfiltered (H5Z_FLAG_OPTIONAL).
+        self._cd_values, self._optional = list(cd_values), bool(flags & 1)
         self._typesize = d.id.get_type().get_size()
         if fid not in _BLOSC_IDS or self._typesize != d.dtype.itemsize:
             return None

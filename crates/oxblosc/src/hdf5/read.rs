@@ -6,7 +6,6 @@
 //! the rows of the part name the blocks to decode. Either way the chunk's size is checked
 //! against the dataset's chunk shape first, so a bad chunk is an error, never a wrong copy.
 
-use std::fs::File;
 use std::path::Path;
 
 use super::cdvalues::{BLOSC2_ID, BLOSC_ID};
@@ -21,10 +20,12 @@ type Result<T> = std::result::Result<T, String>;
 pub struct Part {
     pub data: Vec<u8>,
     pub blocks_decoded: u64,
+    /// Bytes read from a file to get the part (0 when the stored chunk was given in memory).
+    pub bytes_read: u64,
 }
 
-/// [`read_part`] of the chunk stored in the `size` bytes at `offset` of the file `path` (a
-/// positioned read into a reused per-thread buffer).
+/// [`read_part`] of the chunk stored in the `size` bytes at `offset` of the file `path`,
+/// reading only what the part needs ([`super::lazy::read_part_at`]; errors as text).
 #[allow(clippy::too_many_arguments)]
 pub fn read_part_at(
     path: &Path,
@@ -36,50 +37,8 @@ pub fn read_part_at(
     sel: &[(u64, u64)],
     nthreads: usize,
 ) -> Result<Part> {
-    check_sel(chunk_dims, typesize, sel)?;
-    let at = |e: &dyn std::fmt::Display| format!("{}: chunk of {size} bytes at byte {offset}: {e}", path.display());
-    // A per-thread buffer, reused: a fresh multi-megabyte buffer per read costs more in page
-    // faults than reading and decoding (the frame layer copies what it keeps anyway).
-    let mut buf = READ_BUF.with(|c| c.take());
-    if buf.len() < size {
-        buf.try_reserve_exact(size - buf.len()).map_err(|e| at(&e))?;
-        buf.resize(size, 0);
-    }
-    let file = File::open(path).map_err(|e| at(&e))?;
-    let r = read_exact_at(&file, &mut buf[..size], offset)
-        .map_err(|e| at(&e))
-        .and_then(|()| read_part(filter_id, &buf[..size], chunk_dims, typesize, sel, nthreads))
-        .map_err(|e| at(&e));
-    if buf.len() <= KEEP_READ_BUF {
-        READ_BUF.with(|c| c.set(buf));
-    }
-    r
-}
-
-/// Read buffers larger than this are not kept between reads.
-const KEEP_READ_BUF: usize = 256 << 20;
-
-thread_local! {
-    static READ_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-#[cfg(unix)]
-fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
-    while !buf.is_empty() {
-        match std::os::windows::fs::FileExt::seek_read(f, buf, offset)? {
-            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            n => {
-                buf = &mut buf[n..];
-                offset += n as u64;
-            }
-        }
-    }
-    Ok(())
+    let at = super::lazy::Stored { path, offset, size, file_id: None };
+    super::lazy::read_part_at(&at, filter_id, chunk_dims, typesize, sel, nthreads).map_err(|e| e.to_string())
 }
 
 /// Read `sel` (one `[start, stop)` per dim, relative to the chunk) of the HDF5 chunk `stored`
@@ -107,7 +66,7 @@ pub fn read_part(
                     a.set_nthreads(nthreads);
                     let ds: Vec<DimSlice> = sel.iter().map(|&(lo, hi)| DimSlice::new(lo, hi, 1)).collect();
                     let data = a.get_slice(&ds).map_err(|e| err(&e))?;
-                    return Ok(Part { data, blocks_decoded: a.blocks_decoded() });
+                    return Ok(Part { data, blocks_decoded: a.blocks_decoded(), bytes_read: 0 });
                 }
                 // The metalayer describes the bytes differently (e.g. a typesize over 255
                 // stored as 1): read the chunk as flat bytes instead.
@@ -124,7 +83,7 @@ pub fn read_part(
 }
 
 /// The chunk's byte size, once `sel` is known to be a box inside the chunk.
-fn check_sel(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Result<usize> {
+pub(crate) fn check_sel(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Result<usize> {
     if chunk_dims.is_empty() || sel.len() != chunk_dims.len() {
         return Err(format!("a selection of rank {} for a chunk of rank {}", sel.len(), chunk_dims.len()));
     }
@@ -139,7 +98,7 @@ fn check_sel(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Result<
 }
 
 /// `sel` of a chunk whose blocks are flat byte ranges of the C-order chunk.
-fn flat_part(
+pub(crate) fn flat_part(
     chunk: &[u8],
     chunk_dims: &[u64],
     typesize: usize,
@@ -157,16 +116,14 @@ fn flat_part(
     let rows = rows(chunk_dims, typesize, sel);
     let mut data = vec![0u8; rows.iter().map(|r| r.1).sum()];
     if data.is_empty() {
-        return Ok(Part { data, blocks_decoded: 0 });
+        return Ok(Part { data, blocks_decoded: 0, bytes_read: 0 });
     }
     let bs = h.blocksize.max(1);
     let counted = u64::from(h.special()? == SpecialKind::None);
-    let mut blocks: Vec<usize> = rows.iter().flat_map(|&(off, len)| off / bs..(off + len).div_ceil(bs)).collect();
-    blocks.sort_unstable();
-    blocks.dedup();
+    let blocks = flat_blocks(&rows, bs);
     let nblocks = h.nblocks().max(1);
     // Decoded bytes, and where block `b` starts in them.
-    let (buf, at): (Vec<u8>, Box<dyn Fn(usize) -> usize>) = if blocks.len() * 2 > nblocks {
+    let (buf, at): (Vec<u8>, Box<dyn Fn(usize) -> usize>) = if !few_blocks(blocks.len(), nblocks) {
         let mut buf = vec![0u8; chunk_bytes];
         crate::chunk::decompress_into(chunk, &mut buf, &DParams { nthreads })?;
         (buf, Box::new(move |b| b * bs))
@@ -177,7 +134,7 @@ fn flat_part(
         let listed = blocks.clone();
         (buf, Box::new(move |b| listed.binary_search(&b).expect("a touched block") * bs))
     };
-    let decoded = if blocks.len() * 2 > nblocks { nblocks } else { blocks.len() };
+    let decoded = if few_blocks(blocks.len(), nblocks) { blocks.len() } else { nblocks };
     let mut out = 0;
     for (off, len) in rows {
         let mut pos = off;
@@ -190,11 +147,25 @@ fn flat_part(
             pos += n;
         }
     }
-    Ok(Part { data, blocks_decoded: counted * decoded as u64 })
+    Ok(Part { data, blocks_decoded: counted * decoded as u64, bytes_read: 0 })
+}
+
+/// The flat blocks (of `bs` bytes) the byte runs `rows` touch, sorted.
+pub(crate) fn flat_blocks(rows: &[(usize, usize)], bs: usize) -> Vec<usize> {
+    let mut blocks: Vec<usize> = rows.iter().flat_map(|&(off, len)| off / bs..(off + len).div_ceil(bs)).collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    blocks
+}
+
+/// Whether decoding `n` of a chunk's `total` blocks one by one beats decoding it whole (the
+/// n-d layer draws the same line).
+pub(crate) fn few_blocks(n: usize, total: usize) -> bool {
+    n * 2 <= total
 }
 
 /// The contiguous byte runs `(offset, len)` of `sel` in a C-order chunk, in C order.
-fn rows(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Vec<(usize, usize)> {
+pub(crate) fn rows(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)]) -> Vec<(usize, usize)> {
     let r = chunk_dims.len();
     let mut strides = vec![typesize; r];
     for d in (0..r - 1).rev() {
