@@ -7,15 +7,16 @@
 use rayon::prelude::*;
 
 use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
-use crate::codec::{self, zstd, Dict};
+use crate::codec::{zstd, Dict};
 use crate::format::{
-    blosc2_flags, codec_id, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE,
+    blosc2_flags, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE,
     EXT_HEADER_LEN, MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN,
     MIN_USEFUL_DICT,
 };
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::CParams;
 use crate::pipeline::Pipeline;
+use crate::registry::{self, CodecEntry, CodecParams, DictKind};
 use crate::{filter, Error, Result};
 
 /// Staging areas larger than this are not kept between calls.
@@ -60,6 +61,8 @@ enum Format {
 /// A compression plan for one buffer: geometry, header and pipeline, decided up front.
 struct Encoder {
     cp: CParams,
+    /// The codec, looked up once per chunk.
+    codec: &'static CodecEntry,
     format: Format,
     header: ChunkHeader,
     pipeline: Pipeline,
@@ -73,6 +76,7 @@ struct Encoder {
 impl Encoder {
     fn new(nbytes: usize, cp: &CParams, format: Format) -> Result<Self> {
         cp.validate()?;
+        let codec = registry::codec(cp.codec)?;
         if nbytes > MAX_BUFFERSIZE {
             return Err(Error::InputTooLarge(nbytes));
         }
@@ -148,7 +152,7 @@ impl Encoder {
         }
         let header = ChunkHeader {
             version: if format == Format::Blosc2 { version::BLOSC2 } else { version::BLOSC1 },
-            versionlz: 1,
+            versionlz: codec.codec.version(),
             flags: fl,
             typesize: hts as u8,
             nbytes,
@@ -163,7 +167,7 @@ impl Encoder {
         };
         debug_assert_eq!(header.header_len(), hlen);
         let pipeline = Pipeline::new(&filters, &filters_meta, hts, format == Format::Blosc1)?;
-        Ok(Encoder { cp: cp.clone(), format, header, pipeline, nbytes, blocksize, nblocks, split, memcpy })
+        Ok(Encoder { cp: cp.clone(), codec, format, header, pipeline, nbytes, blocksize, nblocks, split, memcpy })
     }
 
     fn hlen(&self) -> usize {
@@ -229,10 +233,10 @@ impl Encoder {
             filtered = Vec::new();
             None
         };
-        let dict = match (&dict_bytes, self.cp.codec) {
-            (Some(d), codec_id::ZSTD) => zstd::PreparedDict::for_compression(d).map(Dict::Zstd),
-            (Some(d), _) => Some(Dict::Lz4(d)),
-            (None, _) => None,
+        let dict = match (&dict_bytes, self.codec.codec.dict_kind()) {
+            (Some(d), Some(DictKind::Zstd)) => zstd::PreparedDict::for_compression(d).map(Dict::Zstd),
+            (Some(d), Some(DictKind::Lz4)) => Some(Dict::Lz4(d)),
+            _ => None,
         };
         let mut pos = hlen + 4 * self.nblocks;
         if let Some(d) = &dict_bytes {
@@ -345,16 +349,14 @@ impl Encoder {
         let bs = self.blocksize;
         for (i, o) in out.chunks_mut(bs).enumerate() {
             let block = &src[i * bs..i * bs + o.len()];
-            o.copy_from_slice(self.pipeline.forward(block, &src[..bs], i == 0, &mut s.a, &mut s.b)?);
+            o.copy_from_slice(self.pipeline.forward(block, &src[..bs], i, &mut s.a, &mut s.b)?);
         }
         Ok(out)
     }
 
     /// The chunk dictionary of format spec 1.11, or None when too small to help.
     fn build_dict(&self, filtered: &[u8]) -> Option<Vec<u8>> {
-        if !matches!(self.cp.codec, codec_id::ZSTD | codec_id::LZ4 | codec_id::LZ4HC) {
-            return None;
-        }
+        let kind = self.codec.codec.dict_kind()?;
         let nbytes = filtered.len();
         let max = MAX_DICT_SIZE.min(nbytes / 20);
         let per_block = if self.split { usize::from(self.header.typesize) } else { 1 };
@@ -363,7 +365,7 @@ impl Encoder {
         if max < MIN_USEFUL_DICT || sample == 0 {
             return None;
         }
-        if self.cp.codec == codec_id::ZSTD {
+        if kind == DictKind::Zstd {
             zstd::train(&filtered[..nsamples * sample], &vec![sample; nsamples], max)
         } else {
             Some(filtered[..(nsamples * sample).min(max)].to_vec())
@@ -386,13 +388,20 @@ impl Encoder {
             block
         } else {
             let block0 = &src[..self.blocksize.min(src.len())];
-            self.pipeline.forward(block, block0, i == 0, &mut s.a, &mut s.b)?
+            self.pipeline.forward(block, block0, i, &mut s.a, &mut s.b)?
         };
         let nstreams = self.nstreams(block.len());
         let neblock = block.len() / nstreams;
         let runs = self.format == Format::Blosc2;
         let mut pos = 0;
         let mut all_zero = true;
+        let params = CodecParams {
+            clevel: self.cp.clevel,
+            meta: self.cp.codec_meta,
+            typesize: usize::from(self.header.typesize),
+            block: i,
+            dict,
+        };
         for stream in filtered.chunks_exact(neblock) {
             if runs {
                 let v = stream[0];
@@ -412,7 +421,11 @@ impl Encoder {
             }
             all_zero = false;
             let payload = &mut out[pos + 4..pos + 4 + neblock];
-            let n = codec::encode(self.cp.codec, self.cp.clevel, stream, payload, dict);
+            let n = self.codec.codec.encode(&params, stream, payload).map_err(|detail| Error::Encode {
+                codec: self.codec.name,
+                block: i,
+                detail,
+            })?;
             let n = if n == 0 || n >= neblock {
                 payload.copy_from_slice(stream);
                 neblock

@@ -7,11 +7,12 @@
 
 use rayon::prelude::*;
 
-use crate::codec::{self, zstd::PreparedDict, Dict};
-use crate::format::{codec_name, version, ChunkHeader, SpecialKind};
+use crate::codec::{zstd::PreparedDict, Dict};
+use crate::format::{version, ChunkHeader, SpecialKind};
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
+use crate::registry::{self, CodecEntry, CodecParams, DictKind};
 use crate::{Error, Result};
 
 /// Sizes recorded in a chunk header: (nbytes, cbytes, blocksize), like `get_cbuffer_sizes`.
@@ -37,18 +38,6 @@ pub fn decompressed_len(chunk: &[u8]) -> Result<usize> {
     let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
     d.check_stream_sizes()?;
     Ok(d.h.nbytes)
-}
-
-/// The most a codec payload of `csize` bytes can decode to, or None when unbounded in
-/// practice. LZ4 and BloscLZ add at most 255 output bytes per length-extension byte; deflate
-/// peaks at 1032:1; zstd's RLE blocks make its ratio effectively unbounded.
-fn max_expansion(compcode: u8, csize: usize) -> Option<usize> {
-    use crate::format::codec_id;
-    match compcode {
-        codec_id::BLOSCLZ | codec_id::LZ4 | codec_id::LZ4HC => Some(csize.saturating_mul(256).saturating_add(1024)),
-        codec_id::ZLIB => Some(csize.saturating_mul(1040).saturating_add(1024)),
-        _ => None,
-    }
 }
 
 /// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.
@@ -129,7 +118,8 @@ pub fn decompress_ranges(chunk: &[u8], ranges: &[(usize, usize)], dst: &mut [u8]
 struct Decoder<'a> {
     chunk: &'a [u8],
     h: ChunkHeader,
-    compcode: u8,
+    /// The codec, looked up once per chunk (None for chunks without streams).
+    codec: Option<&'static CodecEntry>,
     pipeline: Pipeline,
     dict: Option<Dict<'a>>,
     /// First byte after bstarts and the dictionary.
@@ -151,7 +141,7 @@ impl<'a> Decoder<'a> {
         let plain = h.special()? != SpecialKind::None || h.is_memcpyed() || h.nbytes == 0;
         let mut d = Decoder {
             chunk,
-            compcode: if plain { 0 } else { h.compcode()? },
+            codec: if plain { None } else { Some(registry::codec(h.compcode()?)?) },
             pipeline: Pipeline::default(),
             dict: None,
             data_start: h.header_len(),
@@ -185,15 +175,27 @@ impl<'a> Decoder<'a> {
             need: dsize,
             have: self.chunk.len().saturating_sub(at + 4),
         })?;
-        self.dict = Some(match self.compcode {
-            crate::format::codec_id::ZSTD => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
-                Error::Codec { codec: "zstd", block: 0, offset: at + 4, detail: "unusable dictionary".into() }
+        let codec = self.codec()?;
+        self.dict = Some(match codec.codec.dict_kind() {
+            Some(DictKind::Zstd) => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
+                Error::Codec { codec: codec.name, block: 0, offset: at + 4, detail: "unusable dictionary".into() }
             })?),
-            crate::format::codec_id::LZ4 => Dict::Lz4(bytes),
-            other => return Err(Error::UnknownCodec { id: other }),
+            Some(DictKind::Lz4) => Dict::Lz4(bytes),
+            None => {
+                return Err(Error::InvalidHeader {
+                    field: "blosc2_flags",
+                    value: self.h.blosc2_flags.into(),
+                    reason: "dictionary flag set for a codec without dictionaries",
+                })
+            }
         });
         self.data_start = at + 4 + dsize;
         Ok(())
+    }
+
+    /// The codec of a chunk with streams.
+    fn codec(&self) -> Result<&'static CodecEntry> {
+        self.codec.ok_or(Error::InvalidHeader { field: "flags", value: self.h.flags.into(), reason: "chunk has no streams" })
     }
 
     fn bstart(&self, i: usize) -> Result<usize> {
@@ -410,7 +412,7 @@ impl<'a> Decoder<'a> {
             }
         }
         if !direct {
-            self.pipeline.backward(&mut s.a, &mut s.b, dst, block0, i == 0)?;
+            self.pipeline.backward(&mut s.a, &mut s.b, dst, block0, i)?;
         }
         Ok(())
     }
@@ -478,6 +480,7 @@ impl<'a> Decoder<'a> {
         if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
             return Ok(());
         }
+        let codec = self.codec()?;
         for i in 0..self.h.nblocks() {
             let bsize = self.h.block_len(i);
             let nstreams = self.nstreams(i, bsize);
@@ -490,13 +493,13 @@ impl<'a> Decoder<'a> {
                     pos += 1;
                 } else if csize > 0 {
                     let len = csize as usize;
-                    if len != neblock && max_expansion(self.compcode, len).is_some_and(|max| max < neblock) {
+                    if len != neblock && codec.codec.max_expansion(len).is_some_and(|max| max < neblock) {
                         return Err(Error::CorruptBlock {
                             block: i,
                             offset: pos - 4,
                             reason: format!(
                                 "a {len}-byte {} stream cannot decode to {neblock} bytes",
-                                codec_name(self.compcode)
+                                codec.name
                             ),
                         });
                     }
@@ -519,12 +522,15 @@ impl<'a> Decoder<'a> {
             out.copy_from_slice(payload);
             return Ok(());
         }
-        codec::decode(self.compcode, payload, out, self.dict.as_ref()).map_err(|detail| Error::Codec {
-            codec: codec_name(self.compcode),
+        let codec = self.codec()?;
+        let p = CodecParams {
+            clevel: 0,
+            meta: self.h.compcode_meta,
+            typesize: usize::from(self.h.typesize),
             block: i,
-            offset: pos,
-            detail,
-        })
+            dict: self.dict.as_ref(),
+        };
+        codec.codec.decode(&p, payload, out).map_err(|detail| Error::Codec { codec: codec.name, block: i, offset: pos, detail })
     }
 }
 

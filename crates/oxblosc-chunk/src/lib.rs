@@ -18,6 +18,7 @@ pub mod format;
 pub mod parallel;
 pub mod params;
 mod pipeline;
+pub mod registry;
 pub mod vlblocks;
 
 pub use compress::{compress, compress_blosc1, compress_into, max_compressed_len, special_chunk};
@@ -25,4 +26,5 @@ pub use decompress::{cbuffer_sizes, decompress, decompress_into, decompress_rang
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};
 pub use params::{CParams, DParams, SplitMode};
+pub use registry::{register_codec, register_filter, registered_codecs, registered_filters, Codec, Filter, Origin};
 pub use vlblocks::{compress_vlblocks, decompress_vlblocks, vlblock};

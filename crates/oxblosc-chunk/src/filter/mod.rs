@@ -2,9 +2,11 @@
 //!
 //! IDs keep their Blosc2 numbers (format spec section 2). Every filter maps `src` to a
 //! `dst` of the same length and writes every byte of `dst` (C-Blosc2 leaves some tails
-//! unwritten; we copy them through). Kernels that need `unsafe` live in `kernels/`.
+//! unwritten; we copy them through). Kernels that need `unsafe` live in `kernels/`; `builtin`
+//! registers the filters in the registry, where the pipeline finds them.
 
 pub mod bitshuffle;
+pub(crate) mod builtin;
 pub mod bytedelta;
 pub mod delta;
 pub mod int_trunc;
