@@ -79,6 +79,7 @@ from .ndarray import (
     zeros_like,
 )
 from .opening import from_cframe, load, open, save
+from .plugins import PluginContext, register_codec, register_filter, registered_codecs, registered_filters
 from .packing import (
     load_array,
     load_tensor,
@@ -105,6 +106,11 @@ def __getattr__(name):
 
 
 __all__ = [
+    "PluginContext",
+    "register_codec",
+    "register_filter",
+    "registered_codecs",
+    "registered_filters",
     "MAX_BLOCKSIZE",
     "Tuner",
     "MAX_DIM",

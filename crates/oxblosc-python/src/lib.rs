@@ -11,6 +11,7 @@ mod geometry;
 mod hdf5;
 mod ndarray;
 mod pack;
+mod plugins;
 mod schunk;
 mod shared;
 
@@ -303,6 +304,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
+    plugins::add_to(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,91 @@
+"""User-defined codecs and filters, with python-blosc2's names and semantics.
+
+``register_codec(name, id, encoder, decoder)`` and ``register_filter(id, forward, backward)``
+take Python callables ``f(input, output, meta, context)`` working on uint8 NumPy arrays.
+They go into the engine's one registry (the one the built-in codecs and filters live in),
+so a registered id works everywhere: ``compress2``, ``SChunk``, ``NDArray``, any thread
+count. Differences from python-blosc2, all in the user's favour: several threads work
+(each callback holds the GIL only while it runs), plain chunks work, and the fourth
+argument is a ``PluginContext`` (``typesize``, ``block``, ``clevel``) instead of the SChunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import _native
+
+#: User plugins take ids 160-255 (as in C-Blosc2 and python-blosc2).
+USER_ID_RANGE = range(160, 256)
+
+PluginContext = _native.PluginContext
+
+
+def _check_id(id: int) -> int:
+    if isinstance(id, bool) or not isinstance(id, int) or id not in USER_ID_RANGE:
+        raise ValueError(f"`id` must be between 160 and 255 (user-defined plugins), got {id!r}")
+    return id
+
+
+def _check_callables(what: str, pair: tuple) -> None:
+    if all(f is None for f in pair):
+        raise ValueError(
+            f"{what}: registering a dynamic plugin by name (no Python functions) is not supported; "
+            "pass both Python functions"
+        )
+    for f in pair:
+        if not callable(f):
+            raise TypeError(f"{what}: both functions must be callables, got {type(f).__name__}")
+
+
+def register_codec(
+    codec_name: str,
+    id: int,
+    encoder: Callable | None = None,
+    decoder: Callable | None = None,
+    version: int = 1,
+) -> None:
+    """Register a user-defined codec under ``id`` (160-255).
+
+    ``encoder(input, output, meta, context)`` compresses ``input`` into ``output`` and returns
+    the number of bytes written, or 0 when the data does not compress (the stream is then
+    stored as is). ``decoder(input, output, meta, context)`` fills ``output`` entirely and
+    returns its size. ``meta`` is the chunk's ``codec_meta``. An id can be registered once
+    per process; a second registration raises ``ValueError``.
+    """
+    _check_id(id)
+    _check_callables("register_codec", (encoder, decoder))
+    if not isinstance(version, int) or not 0 <= version <= 255:
+        raise ValueError(f"`version` must be in 0..255, got {version!r}")
+    _native.register_codec(str(codec_name), id, encoder, decoder, version)
+
+
+def register_filter(
+    id: int,
+    forward: Callable | None = None,
+    backward: Callable | None = None,
+    name: str | None = None,
+) -> None:
+    """Register a user-defined filter under ``id`` (160-255).
+
+    ``forward(input, output, meta, context)`` transforms a block into ``output`` (same
+    size); ``backward`` undoes it. ``meta`` is the slot's ``filters_meta`` value. An id can
+    be registered once per process; a second registration raises ``ValueError``.
+    """
+    _check_id(id)
+    _check_callables("register_filter", (forward, backward))
+    _native.register_filter(id, forward, backward, name if name is not None else f"user_filter_{id}")
+
+
+def _rows(rows) -> list[dict]:
+    return [{"id": i, "name": n, "version": v, "origin": o} for i, n, v, o in rows]
+
+
+def registered_codecs() -> list[dict]:
+    """Every codec the engine knows: built-in ones and registered plugins, by id."""
+    return _rows(_native.registered_codecs())
+
+
+def registered_filters() -> list[dict]:
+    """Every filter the engine knows: built-in ones and registered plugins, by id."""
+    return _rows(_native.registered_filters())
