@@ -11,6 +11,9 @@ argument is a ``PluginContext`` (``typesize``, ``block``, ``clevel``) instead of
 
 from __future__ import annotations
 
+import importlib.metadata
+import threading
+import warnings
 from collections.abc import Callable
 
 from . import _native
@@ -89,3 +92,47 @@ def registered_codecs() -> list[dict]:
 def registered_filters() -> list[dict]:
     """Every filter the engine knows: built-in ones and registered plugins, by id."""
     return _rows(_native.registered_filters())
+
+
+# Plugins from installed packages -----------------------------------------------------------
+#
+# A package declares entry points in the groups below, named by the id they provide:
+#
+#     [project.entry-points."oxblosc.filters"]
+#     250 = "my_plugin:plus_one"        # an object with name, forward, backward
+#     [project.entry-points."oxblosc.codecs"]
+#     251 = "my_plugin:my_codec"        # an object with name, encoder, decoder (version)
+#
+# The engine asks for an id the first time a chunk needs it and nobody registered it; only
+# the entry point declaring that id is imported, once. Nothing in a file is ever run, and no
+# interpreter is started (docs/plugins.md).
+
+ENTRY_POINT_GROUPS = {"codec": "oxblosc.codecs", "filter": "oxblosc.filters"}
+_tried: set = set()
+_load_lock = threading.RLock()
+
+
+def _load_entry_point(kind: str, id: int) -> None:
+    """Register the installed plugin that declares ``id`` for ``kind``, if any (once)."""
+    with _load_lock:
+        if (kind, id) in _tried:
+            return
+        _tried.add((kind, id))
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUPS[kind]):
+            if ep.name.strip() != str(id):
+                continue
+            package = ep.dist.name if ep.dist is not None else ep.value
+            try:
+                obj = ep.load()
+                if kind == "codec":
+                    _native.register_codec(
+                        str(obj.name), id, obj.encoder, obj.decoder, int(getattr(obj, "version", 1)), package
+                    )
+                else:
+                    _native.register_filter(id, obj.forward, obj.backward, str(obj.name), package)
+            except Exception as e:  # a broken plugin must not break unrelated reads
+                warnings.warn(f"oxblosc: plugin {package} ({ep.value}) for {kind} {id} failed to load: {e}", stacklevel=2)
+            return
+
+
+_native.enable_package_loader()

@@ -181,13 +181,13 @@ def test_slow_callbacks_from_several_threads_do_not_hang_the_pool():
         def fwd(i, o, meta, ctx):
             time.sleep(0.002)
             o[:] = i ^ 0x5A
-        ox.register_filter(250, fwd, fwd)
+        ox.register_filter(249, fwd, fwd)
         data = np.arange(300_000, dtype=np.int32)
         errors = []
         def work():
             try:
                 for _ in range(3):
-                    c = ox.compress2(data, typesize=4, filters=[250, 1], nthreads=4, blocksize=16384)
+                    c = ox.compress2(data, typesize=4, filters=[249, 1], nthreads=4, blocksize=16384)
                     assert (np.frombuffer(ox.decompress2(c, nthreads=3), np.int32) == data).all()
             except Exception as e:
                 errors.append(e)
@@ -217,3 +217,44 @@ def test_reading_ids_nobody_registered_names_them(tmp_path, blosc2_one_thread):
         c[22] = cid
         with pytest.raises(ox.ChunkError, match=rf"codec {cid} \({name}\) is not available.*{provider}"):
             ox.decompress2(bytes(c))
+
+
+def test_installed_plugin_package_is_loaded_by_id_on_first_need(tmp_path, blosc2_one_thread):
+    """examples/plugin-example, installed into the venv, provides filter 250 and codec 251
+    through entry points; a fresh process uses them by id without registering anything."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "examples" / "plugin-example"
+    build = tmp_path / "plugin-example"
+    shutil.copytree(src, build)  # setuptools writes build files next to the sources
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", str(build)]
+    subprocess.run(pip, check=True, capture_output=True, timeout=300)
+    # python-blosc2 writes a file with the same filter, registered there by hand.
+    try:
+        blosc2.register_filter(250, plus_one_fwd, plus_one_bwd, name="plus_one")
+    except ValueError:
+        pass  # already registered in this process
+    path = tmp_path / "theirs.b2frame"
+    blosc2.SChunk(chunksize=DATA.nbytes // 2, data=DATA, urlpath=str(path), mode="w",
+                  cparams={"filters": [250, ox.Filter.SHUFFLE], "typesize": 8, "nthreads": 1},
+                  dparams={"nthreads": 1})
+    code = textwrap.dedent(
+        f"""
+        import numpy as np, oxblosc as ox
+        data = np.arange(200_000, dtype=np.int64) * 3
+        before = {{r["id"] for r in ox.registered_filters()}}
+        assert 250 not in before
+        c = ox.compress2(data, typesize=8, filters=[250, 1], codec=251, nthreads=3)
+        assert (c[16], c[17], c[22]) == (250, 1, 251)
+        assert (np.frombuffer(ox.decompress2(c, nthreads=2), np.int64) == data).all()
+        assert (np.frombuffer(ox.open({str(path)!r})[:], np.int64) == data).all()
+        rows = {{r["id"]: r for r in ox.registered_filters() + ox.registered_codecs()}}
+        print(rows[250]["name"], rows[250]["origin"], rows[251]["name"], rows[251]["origin"])
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["plus_one", "package", "oxblosc-plugin-example", "run_length", "package",
+                                "oxblosc-plugin-example"]
+

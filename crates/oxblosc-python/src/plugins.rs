@@ -146,16 +146,54 @@ fn registered(r: oxblosc::chunk::Result<()>) -> PyResult<()> {
     r.map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Register a Python codec under `id` (160-255).
-#[pyfunction]
-fn register_codec(name: String, id: u8, encoder: Py<PyAny>, decoder: Py<PyAny>, version: u8) -> PyResult<()> {
-    registered(registry::register_codec(id, Box::new(PyCodec { name, version, encoder, decoder }), Origin::User))
+/// User plugins (no package) take 160-255; plugins from installed packages 32-255.
+fn origin(package: Option<String>) -> Origin {
+    package.map_or(Origin::User, Origin::Package)
 }
 
-/// Register a Python filter under `id` (160-255).
+/// Register a Python codec under `id`.
 #[pyfunction]
-fn register_filter(id: u8, forward: Py<PyAny>, backward: Py<PyAny>, name: String) -> PyResult<()> {
-    registered(registry::register_filter(id, Box::new(PyFilter { name, forward, backward }), Origin::User))
+#[pyo3(signature = (name, id, encoder, decoder, version, package=None))]
+fn register_codec(
+    name: String,
+    id: u8,
+    encoder: Py<PyAny>,
+    decoder: Py<PyAny>,
+    version: u8,
+    package: Option<String>,
+) -> PyResult<()> {
+    registered(registry::register_codec(id, Box::new(PyCodec { name, version, encoder, decoder }), origin(package)))
+}
+
+/// Register a Python filter under `id`.
+#[pyfunction]
+#[pyo3(signature = (id, forward, backward, name, package=None))]
+fn register_filter(
+    id: u8,
+    forward: Py<PyAny>,
+    backward: Py<PyAny>,
+    name: String,
+    package: Option<String>,
+) -> PyResult<()> {
+    registered(registry::register_filter(id, Box::new(PyFilter { name, forward, backward }), origin(package)))
+}
+
+/// The registry's loader: asks `oxblosc.plugins` to load the installed package that
+/// declares `id` (entry points), once. Failures leave the id unregistered (the caller's
+/// error then names the id); the Python side warns about a plugin that fails to load.
+fn load_from_packages(kind: registry::Kind, id: u8) {
+    let kind = if kind == registry::Kind::Codec { "codec" } else { "filter" };
+    Python::with_gil(|py| {
+        if let Err(e) = py.import("oxblosc.plugins").and_then(|m| m.call_method1("_load_entry_point", (kind, id))) {
+            e.write_unraisable(py, None);
+        }
+    });
+}
+
+/// Install the package loader (called once by `oxblosc.plugins` at import).
+#[pyfunction]
+fn enable_package_loader() -> bool {
+    registry::set_loader(load_from_packages)
 }
 
 type Row = (u8, String, u8, String);
@@ -182,5 +220,6 @@ pub(crate) fn add_to(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(register_filter, m)?)?;
     m.add_function(wrap_pyfunction!(registered_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(registered_filters, m)?)?;
+    m.add_function(wrap_pyfunction!(enable_package_loader, m)?)?;
     m.add_class::<PluginContext>()
 }
