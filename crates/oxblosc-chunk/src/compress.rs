@@ -16,7 +16,7 @@ use crate::format::{
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::CParams;
 use crate::pipeline::Pipeline;
-use crate::registry::{self, CodecEntry, CodecParams, DictKind};
+use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
 use crate::{filter, Error, Result};
 
 /// Staging areas larger than this are not kept between calls.
@@ -33,21 +33,31 @@ pub fn max_compressed_len(nbytes: usize) -> usize {
 
 /// Compress `src` into a new Blosc2 chunk.
 pub fn compress(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
+    compress_with(src, cp, ChunkContext::NONE)
+}
+
+/// [`compress`] for a chunk of a container plugins need to know about (b2nd arrays).
+pub fn compress_with(src: &[u8], cp: &CParams, ctx: &ChunkContext) -> Result<Vec<u8>> {
     let mut out = vec![0u8; max_compressed_len(src.len())];
-    let n = compress_into(src, &mut out, cp)?;
+    let n = compress_into_with(src, &mut out, cp, ctx)?;
     out.truncate(n);
     Ok(out)
 }
 
 /// Compress `src` into `dst` as a Blosc2 chunk; returns the chunk length.
 pub fn compress_into(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<usize> {
-    Encoder::new(src.len(), cp, Format::Blosc2)?.run(src, dst)
+    compress_into_with(src, dst, cp, ChunkContext::NONE)
+}
+
+/// [`compress_into`] with the container context of [`compress_with`].
+pub fn compress_into_with(src: &[u8], dst: &mut [u8], cp: &CParams, ctx: &ChunkContext) -> Result<usize> {
+    Encoder::new(src.len(), cp, Format::Blosc2, ctx)?.run(src, dst)
 }
 
 /// Compress `src` into a new Blosc1 (version 2) chunk. Only SHUFFLE or BITSHUFFLE filters.
 pub fn compress_blosc1(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
     let mut out = vec![0u8; src.len() + MIN_HEADER_LEN];
-    let n = Encoder::new(src.len(), cp, Format::Blosc1)?.run(src, &mut out)?;
+    let n = Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, &mut out)?;
     out.truncate(n);
     Ok(out)
 }
@@ -71,10 +81,11 @@ struct Encoder {
     nblocks: usize,
     split: bool,
     memcpy: bool,
+    blockshape: Vec<usize>,
 }
 
 impl Encoder {
-    fn new(nbytes: usize, cp: &CParams, format: Format) -> Result<Self> {
+    fn new(nbytes: usize, cp: &CParams, format: Format, ctx: &ChunkContext) -> Result<Self> {
         cp.validate()?;
         let codec = registry::codec(cp.codec)?;
         if nbytes > MAX_BUFFERSIZE {
@@ -166,8 +177,8 @@ impl Encoder {
             blosc2_flags: 0,
         };
         debug_assert_eq!(header.header_len(), hlen);
-        let pipeline = Pipeline::new(&filters, &filters_meta, hts, format == Format::Blosc1)?;
-        Ok(Encoder { cp: cp.clone(), codec, format, header, pipeline, nbytes, blocksize, nblocks, split, memcpy })
+        let pipeline = Pipeline::new(&filters, &filters_meta, hts, format == Format::Blosc1, &ctx.blockshape)?;
+        Ok(Encoder { cp: cp.clone(), codec, format, header, pipeline, nbytes, blocksize, nblocks, split, memcpy, blockshape: ctx.blockshape.clone() })
     }
 
     fn hlen(&self) -> usize {
@@ -401,6 +412,7 @@ impl Encoder {
             typesize: usize::from(self.header.typesize),
             block: i,
             dict,
+            blockshape: &self.blockshape,
         };
         for stream in filtered.chunks_exact(neblock) {
             if runs {

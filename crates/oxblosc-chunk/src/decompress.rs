@@ -12,7 +12,7 @@ use crate::format::{version, ChunkHeader, SpecialKind};
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
-use crate::registry::{self, CodecEntry, CodecParams, DictKind};
+use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
 use crate::{Error, Result};
 
 /// Sizes recorded in a chunk header: (nbytes, cbytes, blocksize), like `get_cbuffer_sizes`.
@@ -23,9 +23,14 @@ pub fn cbuffer_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
 
 /// Decode a chunk into a new buffer of exactly `nbytes` bytes.
 pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
+    decompress_with(chunk, dp, ChunkContext::NONE)
+}
+
+/// [`decompress`] for a chunk of a container plugins need to know about (b2nd arrays).
+pub fn decompress_with(chunk: &[u8], dp: &DParams, ctx: &ChunkContext) -> Result<Vec<u8>> {
     // Validate everything the header implies (VL block sizes, dictionary, stream sizes)
     // before allocating.
-    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?, ctx)?;
     d.check_stream_sizes()?;
     let mut out = vec![0u8; d.h.nbytes];
     d.decode_all(&mut out, dp.nthreads)?;
@@ -35,25 +40,35 @@ pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
 /// The decompressed size of a chunk, after validating everything that can be checked
 /// without decoding (use it to size a buffer for `decompress_into`).
 pub fn decompressed_len(chunk: &[u8]) -> Result<usize> {
-    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?, ChunkContext::NONE)?;
     d.check_stream_sizes()?;
     Ok(d.h.nbytes)
 }
 
 /// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.
 pub fn decompress_into(chunk: &[u8], dst: &mut [u8], dp: &DParams) -> Result<usize> {
+    decompress_into_with(chunk, dst, dp, ChunkContext::NONE)
+}
+
+/// [`decompress_into`] with the container context of [`decompress_with`].
+pub fn decompress_into_with(chunk: &[u8], dst: &mut [u8], dp: &DParams, ctx: &ChunkContext) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let n = h.nbytes;
     if dst.len() < n {
         return Err(Error::OutputTooSmall { need: n, have: dst.len() });
     }
-    Decoder::new(chunk, h)?.decode_all(&mut dst[..n], dp.nthreads)?;
+    Decoder::new(chunk, h, ctx)?.decode_all(&mut dst[..n], dp.nthreads)?;
     Ok(n)
 }
 
 /// Decode items `[start, start + nitems)` (items of the header's typesize) into `dst`,
 /// touching only the blocks that hold them. Returns the number of bytes written.
 pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Result<usize> {
+    getitem_with(chunk, start, nitems, dst, ChunkContext::NONE)
+}
+
+/// [`getitem`] with the container context of [`decompress_with`].
+pub fn getitem_with(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8], ctx: &ChunkContext) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let ts = usize::from(h.typesize);
     let total_items = h.nbytes / ts;
@@ -66,7 +81,7 @@ pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Res
     if dst.len() < hi - lo {
         return Err(Error::OutputTooSmall { need: hi - lo, have: dst.len() });
     }
-    Decoder::new(chunk, h)?.decode_range(lo, hi, &mut dst[..hi - lo])?;
+    Decoder::new(chunk, h, ctx)?.decode_range(lo, hi, &mut dst[..hi - lo])?;
     Ok(hi - lo)
 }
 
@@ -75,6 +90,17 @@ pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Res
 /// per range), which is how an n-dimensional read fetches the few blocks a slice needs.
 /// Returns the number of bytes written.
 pub fn decompress_ranges(chunk: &[u8], ranges: &[(usize, usize)], dst: &mut [u8], nthreads: usize) -> Result<usize> {
+    decompress_ranges_with(chunk, ranges, dst, nthreads, ChunkContext::NONE)
+}
+
+/// [`decompress_ranges`] with the container context of [`decompress_with`].
+pub fn decompress_ranges_with(
+    chunk: &[u8],
+    ranges: &[(usize, usize)],
+    dst: &mut [u8],
+    nthreads: usize,
+    ctx: &ChunkContext,
+) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let mut total = 0usize;
     for &(lo, hi) in ranges {
@@ -86,7 +112,7 @@ pub fn decompress_ranges(chunk: &[u8], ranges: &[(usize, usize)], dst: &mut [u8]
     if dst.len() < total {
         return Err(Error::OutputTooSmall { need: total, have: dst.len() });
     }
-    let d = Decoder::new(chunk, h)?;
+    let d = Decoder::new(chunk, h, ctx)?;
     let mut outs = Vec::with_capacity(ranges.len());
     let mut rest = &mut dst[..total];
     for &(lo, hi) in ranges {
@@ -126,6 +152,8 @@ struct Decoder<'a> {
     data_start: usize,
     /// VL chunks: (uncompressed offset, size, payload start, payload len) per block.
     vl: Vec<(usize, usize, usize, usize)>,
+    /// The b2nd block shape for plugins ([`ChunkContext`]).
+    blockshape: Vec<usize>,
 }
 
 fn read_i32(buf: &[u8], at: usize, what: &'static str) -> Result<i32> {
@@ -136,7 +164,7 @@ fn read_i32(buf: &[u8], at: usize, what: &'static str) -> Result<i32> {
 }
 
 impl<'a> Decoder<'a> {
-    fn new(chunk: &'a [u8], h: ChunkHeader) -> Result<Self> {
+    fn new(chunk: &'a [u8], h: ChunkHeader, ctx: &ChunkContext) -> Result<Self> {
         let chunk = &chunk[..h.cbytes];
         let plain = h.special()? != SpecialKind::None || h.is_memcpyed() || h.nbytes == 0;
         let mut d = Decoder {
@@ -146,13 +174,14 @@ impl<'a> Decoder<'a> {
             dict: None,
             data_start: h.header_len(),
             vl: Vec::new(),
+            blockshape: ctx.blockshape.clone(),
             h,
         };
         if plain {
             return Ok(d);
         }
-        d.pipeline =
-            Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), d.h.version <= version::BLOSC1)?;
+        let blosc1 = d.h.version <= version::BLOSC1;
+        d.pipeline = Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), blosc1, &ctx.blockshape)?;
         d.data_start = d.h.header_len() + 4 * d.h.nblocks();
         if d.h.uses_dict() {
             d.load_dict()?;
@@ -529,6 +558,7 @@ impl<'a> Decoder<'a> {
             typesize: usize::from(self.h.typesize),
             block: i,
             dict: self.dict.as_ref(),
+            blockshape: &self.blockshape,
         };
         codec.codec.decode(&p, payload, out).map_err(|detail| Error::Codec { codec: codec.name, block: i, offset: pos, detail })
     }
@@ -545,7 +575,7 @@ fn fill_pattern(out: &mut [u8], pattern: &[u8], phase: usize) {
 
 /// Decode blocks of a VL-block chunk separately: all of them, or only block `only`.
 pub(crate) fn decompress_vl(chunk: &[u8], only: Option<usize>, nthreads: usize) -> Result<Vec<Vec<u8>>> {
-    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?, ChunkContext::NONE)?;
     if !d.h.is_vlblocks() {
         return Err(Error::InvalidHeader {
             field: "blosc2_flags2",

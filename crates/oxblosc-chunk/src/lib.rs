@@ -21,10 +21,15 @@ mod pipeline;
 pub mod registry;
 pub mod vlblocks;
 
-pub use compress::{compress, compress_blosc1, compress_into, max_compressed_len, special_chunk};
-pub use decompress::{cbuffer_sizes, decompress, decompress_into, decompress_ranges, decompressed_len, getitem};
+pub use compress::{
+    compress, compress_blosc1, compress_into, compress_into_with, compress_with, max_compressed_len, special_chunk,
+};
+pub use decompress::{
+    cbuffer_sizes, decompress, decompress_into, decompress_into_with, decompress_ranges, decompress_ranges_with,
+    decompress_with, decompressed_len, getitem, getitem_with,
+};
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};
 pub use params::{CParams, DParams, SplitMode};
-pub use registry::{register_codec, register_filter, registered_codecs, registered_filters, Codec, Filter, Origin};
+pub use registry::{register_codec, register_filter, registered_codecs, registered_filters, ChunkContext, Codec, Filter, Origin};
 pub use vlblocks::{compress_vlblocks, decompress_vlblocks, vlblock};

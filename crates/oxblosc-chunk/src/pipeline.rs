@@ -24,12 +24,14 @@ pub struct Pipeline {
     back: Vec<Step>,
     typesize: usize,
     blosc1: bool,
+    blockshape: Vec<usize>,
 }
 
 impl Pipeline {
     /// Resolve filter slots. `typesize` is the header typesize (1 when the real one exceeds
-    /// 255); `blosc1` selects the version-2 bitshuffle rule.
-    pub fn new(filters: &[u8; 6], meta: &[u8; 6], typesize: usize, blosc1: bool) -> Result<Self> {
+    /// 255); `blosc1` selects the version-2 bitshuffle rule; `blockshape` is the b2nd block
+    /// shape for the filters that need it (empty outside arrays).
+    pub fn new(filters: &[u8; 6], meta: &[u8; 6], typesize: usize, blosc1: bool, blockshape: &[usize]) -> Result<Self> {
         let mut steps = Vec::new();
         for slot in 0..6 {
             if filters[slot] == filter::NOFILTER {
@@ -42,7 +44,7 @@ impl Pipeline {
             steps.push(Step { entry, meta: meta[slot] });
         }
         let back = steps.iter().rev().copied().filter(|s| !s.entry.filter.lossy()).collect();
-        Ok(Pipeline { steps, back, typesize, blosc1 })
+        Ok(Pipeline { steps, back, typesize, blosc1, blockshape: blockshape.to_vec() })
     }
 
     /// Does some step read block 0 (so block 0 must be decoded before the others)?
@@ -55,8 +57,9 @@ impl Pipeline {
         self.back.is_empty()
     }
 
-    fn params<'b>(&self, step: &Step, block0: &'b [u8], block: usize) -> FilterParams<'b> {
-        FilterParams { meta: step.meta, typesize: self.typesize, block, block0, blosc1: self.blosc1 }
+    fn params<'b>(&'b self, step: &Step, block0: &'b [u8], block: usize) -> FilterParams<'b> {
+        let (typesize, blosc1, blockshape) = (self.typesize, self.blosc1, &self.blockshape[..]);
+        FilterParams { meta: step.meta, typesize, block, block0, blosc1, blockshape }
     }
 
     /// Run the forward pipeline on block number `block`. Returns the filtered bytes, which

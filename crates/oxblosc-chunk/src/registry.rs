@@ -20,6 +20,20 @@ pub const FIRST_GLOBAL_ID: u8 = 32;
 /// First ID of the user range.
 pub const FIRST_USER_ID: u8 = 160;
 
+/// What plugins may need to know about the container of a chunk. C-Blosc2 hands plugins
+/// the super-chunk; the b2nd ones (NDCELL, NDMEAN, NDLZ, ZFP) read its block shape there.
+/// Front-ends that hold b2nd arrays pass it with the `*_with` compress/decompress calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChunkContext {
+    /// The b2nd block shape (items per dimension), empty when the chunk is not in an array.
+    pub blockshape: Vec<usize>,
+}
+
+impl ChunkContext {
+    /// No container information.
+    pub const NONE: &'static ChunkContext = &ChunkContext { blockshape: Vec::new() };
+}
+
 /// What a codec sees of the chunk it works for.
 #[derive(Clone, Copy)]
 pub struct CodecParams<'a> {
@@ -33,6 +47,8 @@ pub struct CodecParams<'a> {
     pub block: usize,
     /// The chunk dictionary, for codecs whose [`Codec::dict_kind`] is `Some`.
     pub dict: Option<&'a Dict<'a>>,
+    /// The b2nd block shape ([`ChunkContext`]), empty outside arrays.
+    pub blockshape: &'a [usize],
 }
 
 /// A codec: turns one stream of a block into a payload and back.
@@ -84,6 +100,8 @@ pub struct FilterParams<'a> {
     pub block0: &'a [u8],
     /// The chunk is a Blosc1 (version 2) chunk.
     pub blosc1: bool,
+    /// The b2nd block shape ([`ChunkContext`]), empty outside arrays.
+    pub blockshape: &'a [usize],
 }
 
 /// A filter: a transform of one block into a block of the same length and back.

@@ -37,14 +37,14 @@ pub fn compress_vlblocks(blocks: &[&[u8]], cp: &CParams) -> Result<Vec<u8>> {
         return Err(Error::InvalidParam { name: "use_dict", reason: "not supported with VL blocks".into() });
     }
     let hts = if cp.typesize > MAX_HEADER_TYPESIZE { 1 } else { cp.typesize };
-    let pipeline = Pipeline::new(&cp.filters, &cp.filters_meta, hts, false)?;
+    let pipeline = Pipeline::new(&cp.filters, &cp.filters_meta, hts, false, &[])?;
     let codec = registry::codec(cp.codec)?;
     let encode = |i: usize, block: &[u8]| -> Result<Vec<u8>> {
         with_scratch(|s| {
             let filtered = pipeline.forward(block, block, i, &mut s.a, &mut s.b)?;
             let mut out = vec![0u8; 4 + block.len()];
             out[..4].copy_from_slice(&(block.len() as i32).to_le_bytes());
-            let p = CodecParams { clevel: cp.clevel, meta: cp.codec_meta, typesize: hts, block: i, dict: None };
+            let p = CodecParams { clevel: cp.clevel, meta: cp.codec_meta, typesize: hts, block: i, dict: None, blockshape: &[] };
             let n = if cp.clevel == 0 {
                 0
             } else {

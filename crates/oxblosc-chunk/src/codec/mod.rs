@@ -23,12 +23,12 @@ mod tests {
     use crate::registry::{self, CodecParams};
 
     fn encode(codec: u8, clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
-        let p = CodecParams { clevel, meta: 0, typesize: 1, block: 0, dict: None };
+        let p = CodecParams { clevel, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[] };
         registry::codec(codec).unwrap().codec.encode(&p, src, dst).unwrap()
     }
 
     fn decode(codec: u8, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
-        let p = CodecParams { clevel: 0, meta: 0, typesize: 1, block: 0, dict: None };
+        let p = CodecParams { clevel: 0, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[] };
         registry::codec(codec).unwrap().codec.decode(&p, src, dst)
     }
 

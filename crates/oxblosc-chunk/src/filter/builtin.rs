@@ -1,7 +1,7 @@
-//! The built-in filters as registry entries (IDs 1-4 and the bytedelta / int_trunc plugins
-//! 34-36), adapting the [`Filter`] trait to the filter modules.
+//! The built-in filters as registry entries (IDs 1-4 and the Blosc-registered plugins
+//! 32-36), adapting the [`Filter`] trait to the filter modules.
 
-use super::{bitshuffle, bytedelta, delta, int_trunc, shuffle, trunc_prec};
+use super::{bitshuffle, bytedelta, delta, int_trunc, ndcell, shuffle, trunc_prec};
 use crate::registry::{Filter, FilterParams};
 use crate::Error;
 
@@ -15,6 +15,8 @@ pub(crate) fn all() -> Vec<(u8, Box<dyn Filter>)> {
         (super::BYTEDELTA_V1, Box::new(ByteDelta { v1: true })),
         (super::BYTEDELTA, Box::new(ByteDelta { v1: false })),
         (super::INT_TRUNC, Box::new(Trunc { int: true })),
+        (super::NDCELL, Box::new(ndcell::NdCell)),
+        (super::NDMEAN, Box::new(ndcell::NdMean)),
     ]
 }
 
