@@ -79,7 +79,6 @@ from .ndarray import (
     zeros_like,
 )
 from .opening import from_cframe, load, open, save
-from .plugins import PluginContext, register_codec, register_filter, registered_codecs, registered_filters
 from .packing import (
     load_array,
     load_tensor,
@@ -94,6 +93,7 @@ from .packing import (
     unpack_array2,
     unpack_tensor,
 )
+from .plugins import PluginContext, register_codec, register_filter, registered_codecs, registered_filters
 from .runtime import IS_WASM, print_versions, set_releasegil
 from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 

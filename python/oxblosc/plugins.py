@@ -131,7 +131,9 @@ def _load_entry_point(kind: str, id: int) -> None:
                 else:
                     _native.register_filter(id, obj.forward, obj.backward, str(obj.name), package)
             except Exception as e:  # a broken plugin must not break unrelated reads
-                warnings.warn(f"oxblosc: plugin {package} ({ep.value}) for {kind} {id} failed to load: {e}", stacklevel=2)
+                warnings.warn(
+                    f"oxblosc: plugin {package} ({ep.value}) for {kind} {id} failed to load: {e}", stacklevel=2
+                )
             return
 
 

@@ -36,12 +36,23 @@ def test_same_bytes_and_both_directions(case, filt, tmp_path):
     if filt == "NDMEAN" and dtype not in ("f4", "f8"):
         pytest.skip("NDMEAN is for floats")
     a = _data(shape, dtype)
-    cp = {"filters": [getattr(blosc2.Filter, filt), blosc2.Filter.SHUFFLE], "filters_meta": [cell, 0],
-          "codec": blosc2.Codec.ZSTD, "clevel": 5}
-    theirs = blosc2.asarray(a, chunks=chunks, blocks=blocks, cparams={**cp, "nthreads": 1},
-                            urlpath=str(tmp_path / "theirs.b2nd"), mode="w")
-    ours = ox.asarray(a, chunks=chunks, blocks=blocks, urlpath=str(tmp_path / "ours.b2nd"), mode="w",
-                      cparams={**cp, "filters": [getattr(ox.Filter, filt), ox.Filter.SHUFFLE], "nthreads": 2})
+    cp = {
+        "filters": [getattr(blosc2.Filter, filt), blosc2.Filter.SHUFFLE],
+        "filters_meta": [cell, 0],
+        "codec": blosc2.Codec.ZSTD,
+        "clevel": 5,
+    }
+    theirs = blosc2.asarray(
+        a, chunks=chunks, blocks=blocks, cparams={**cp, "nthreads": 1}, urlpath=str(tmp_path / "theirs.b2nd"), mode="w"
+    )
+    ours = ox.asarray(
+        a,
+        chunks=chunks,
+        blocks=blocks,
+        urlpath=str(tmp_path / "ours.b2nd"),
+        mode="w",
+        cparams={**cp, "filters": [getattr(ox.Filter, filt), ox.Filter.SHUFFLE], "nthreads": 2},
+    )
     assert ours.schunk.nchunks == theirs.schunk.nchunks
     for i in range(theirs.schunk.nchunks):
         assert ours.schunk.get_chunk(i) == theirs.schunk.get_chunk(i), f"chunk {i} differs"
@@ -49,8 +60,9 @@ def test_same_bytes_and_both_directions(case, filt, tmp_path):
     if filt == "NDCELL":
         np.testing.assert_array_equal(expected, a)
     for nthreads in (1, 3):
-        np.testing.assert_array_equal(ox.open(str(tmp_path / "theirs.b2nd"), dparams={"nthreads": nthreads})[...],
-                                      expected)
+        np.testing.assert_array_equal(
+            ox.open(str(tmp_path / "theirs.b2nd"), dparams={"nthreads": nthreads})[...], expected
+        )
     np.testing.assert_array_equal(ours[...], expected)
     np.testing.assert_array_equal(ours[1:4, ...], expected[1:4, ...])
     np.testing.assert_array_equal(blosc2.open(str(tmp_path / "ours.b2nd"))[...], expected)
@@ -60,5 +72,9 @@ def test_nd_filters_outside_arrays_are_clear_errors():
     with pytest.raises(ox.ChunkError, match="ndcell works on blocks of b2nd arrays"):
         ox.compress2(np.arange(1000, dtype="f4"), typesize=4, filters=[ox.Filter.NDCELL], filters_meta=[4])
     with pytest.raises(ox.ChunkError, match="ndmean works on float32 or float64"):
-        ox.asarray(np.arange(100, dtype="i2").reshape(10, 10), chunks=(10, 10), blocks=(5, 5),
-                   cparams={"filters": [ox.Filter.NDMEAN], "filters_meta": [2]})
+        ox.asarray(
+            np.arange(100, dtype="i2").reshape(10, 10),
+            chunks=(10, 10),
+            blocks=(5, 5),
+            cparams={"filters": [ox.Filter.NDMEAN], "filters_meta": [2]},
+        )

@@ -64,7 +64,14 @@ def test_user_filter_and_codec_in_every_slot(slot, nthreads):
     filters[slot] = 170
     filters[(slot + 1) % 6] = ox.Filter.SHUFFLE
     for codec in (ox.Codec.LZ4, 171):
-        cp = {"codec": codec, "codec_meta": 6, "typesize": 8, "filters": filters, "nthreads": nthreads, "blocksize": 65536}
+        cp = {
+            "codec": codec,
+            "codec_meta": 6,
+            "typesize": 8,
+            "filters": filters,
+            "nthreads": nthreads,
+            "blocksize": 65536,
+        }
         c = ox.compress2(DATA, **cp)
         assert len(c) < DATA.nbytes // 5
         assert c[16:22] == bytes(filters)
@@ -78,15 +85,23 @@ def test_user_filter_and_codec_in_every_slot(slot, nthreads):
 def test_schunk_with_user_plugins_opens_in_python_blosc2_and_back(tmp_path, nthreads, blosc2_one_thread):
     cparams = {"codec": 171, "codec_meta": 5, "filters": [170, ox.Filter.SHUFFLE], "typesize": 8}
     ours = tmp_path / "ours.b2frame"
-    s = ox.SChunk(chunksize=80_000 * 8, data=DATA, urlpath=str(ours), mode="w", cparams={**cparams, "nthreads": nthreads})
+    s = ox.SChunk(
+        chunksize=80_000 * 8, data=DATA, urlpath=str(ours), mode="w", cparams={**cparams, "nthreads": nthreads}
+    )
     assert s.nchunks == 3
     del s
     theirs = blosc2.open(str(ours), dparams={"nthreads": 1})
     np.testing.assert_array_equal(np.frombuffer(theirs[:], dtype=np.int64), DATA)
     # python-blosc2 writes (one thread: its rule for Python plugins); oxblosc reads.
     path = tmp_path / "theirs.b2frame"
-    blosc2.SChunk(chunksize=80_000 * 8, data=DATA, urlpath=str(path), mode="w",
-                  cparams={**cparams, "nthreads": 1}, dparams={"nthreads": 1})
+    blosc2.SChunk(
+        chunksize=80_000 * 8,
+        data=DATA,
+        urlpath=str(path),
+        mode="w",
+        cparams={**cparams, "nthreads": 1},
+        dparams={"nthreads": 1},
+    )
     back = ox.open(str(path), dparams={"nthreads": nthreads})
     np.testing.assert_array_equal(np.frombuffer(back[:], dtype=np.int64), DATA)
     # Same pipeline, same bytes (zlib and the filter are deterministic).
@@ -95,8 +110,12 @@ def test_schunk_with_user_plugins_opens_in_python_blosc2_and_back(tmp_path, nthr
 
 
 def test_ndarray_with_a_user_filter():
-    a = ox.asarray(DATA.reshape(400, 500), chunks=(100, 500), blocks=(20, 500),
-                   cparams={"filters": [170], "typesize": 8, "nthreads": 2})
+    a = ox.asarray(
+        DATA.reshape(400, 500),
+        chunks=(100, 500),
+        blocks=(20, 500),
+        cparams={"filters": [170], "typesize": 8, "nthreads": 2},
+    )
     np.testing.assert_array_equal(a[:], DATA.reshape(400, 500))
     np.testing.assert_array_equal(a[123:130, 7], DATA.reshape(400, 500)[123:130, 7])
 
@@ -206,8 +225,14 @@ def test_reading_ids_nobody_registered_names_them(tmp_path, blosc2_one_thread):
     # python-blosc2 writes with a user filter oxblosc does not have, and with NDLZ.
     blosc2.register_filter(190, plus_one_fwd, plus_one_bwd, name="only_in_blosc2")
     path = tmp_path / "user.b2frame"
-    blosc2.SChunk(chunksize=DATA.nbytes, data=DATA, urlpath=str(path), mode="w",
-                  cparams={"filters": [190], "typesize": 8, "nthreads": 1}, dparams={"nthreads": 1})
+    blosc2.SChunk(
+        chunksize=DATA.nbytes,
+        data=DATA,
+        urlpath=str(path),
+        mode="w",
+        cparams={"filters": [190], "typesize": 8, "nthreads": 1},
+        dparams={"nthreads": 1},
+    )
     with pytest.raises(ox.ChunkError, match=r"filter 190 is a user-defined filter.*register_filter"):
         ox.open(str(path))[:]
     c = blosc2.compress2(DATA, typesize=8, codec=blosc2.Codec.ZSTD)
@@ -236,9 +261,14 @@ def test_installed_plugin_package_is_loaded_by_id_on_first_need(tmp_path, blosc2
     except ValueError:
         pass  # already registered in this process
     path = tmp_path / "theirs.b2frame"
-    blosc2.SChunk(chunksize=DATA.nbytes // 2, data=DATA, urlpath=str(path), mode="w",
-                  cparams={"filters": [250, ox.Filter.SHUFFLE], "typesize": 8, "nthreads": 1},
-                  dparams={"nthreads": 1})
+    blosc2.SChunk(
+        chunksize=DATA.nbytes // 2,
+        data=DATA,
+        urlpath=str(path),
+        mode="w",
+        cparams={"filters": [250, ox.Filter.SHUFFLE], "typesize": 8, "nthreads": 1},
+        dparams={"nthreads": 1},
+    )
     code = textwrap.dedent(
         f"""
         import numpy as np, oxblosc as ox
@@ -255,6 +285,11 @@ def test_installed_plugin_package_is_loaded_by_id_on_first_need(tmp_path, blosc2
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["plus_one", "package", "oxblosc-plugin-example", "run_length", "package",
-                                "oxblosc-plugin-example"]
-
+    assert r.stdout.split() == [
+        "plus_one",
+        "package",
+        "oxblosc-plugin-example",
+        "run_length",
+        "package",
+        "oxblosc-plugin-example",
+    ]

@@ -9,9 +9,8 @@ use rayon::prelude::*;
 use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
 use crate::codec::{zstd, Dict};
 use crate::format::{
-    blosc2_flags, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE,
-    EXT_HEADER_LEN, MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN,
-    MIN_USEFUL_DICT,
+    blosc2_flags, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE, EXT_HEADER_LEN,
+    MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN, MIN_USEFUL_DICT,
 };
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::CParams;
@@ -178,7 +177,19 @@ impl Encoder {
         };
         debug_assert_eq!(header.header_len(), hlen);
         let pipeline = Pipeline::new(&filters, &filters_meta, hts, format == Format::Blosc1, &ctx.blockshape)?;
-        Ok(Encoder { cp: cp.clone(), codec, format, header, pipeline, nbytes, blocksize, nblocks, split, memcpy, blockshape: ctx.blockshape.clone() })
+        Ok(Encoder {
+            cp: cp.clone(),
+            codec,
+            format,
+            header,
+            pipeline,
+            nbytes,
+            blocksize,
+            nblocks,
+            split,
+            memcpy,
+            blockshape: ctx.blockshape.clone(),
+        })
     }
 
     fn hlen(&self) -> usize {

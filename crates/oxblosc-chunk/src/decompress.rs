@@ -181,7 +181,8 @@ impl<'a> Decoder<'a> {
             return Ok(d);
         }
         let blosc1 = d.h.version <= version::BLOSC1;
-        d.pipeline = Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), blosc1, &ctx.blockshape)?;
+        d.pipeline =
+            Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), blosc1, &ctx.blockshape)?;
         d.data_start = d.h.header_len() + 4 * d.h.nblocks();
         if d.h.uses_dict() {
             d.load_dict()?;
@@ -205,26 +206,31 @@ impl<'a> Decoder<'a> {
             have: self.chunk.len().saturating_sub(at + 4),
         })?;
         let codec = self.codec()?;
-        self.dict = Some(match codec.codec.dict_kind() {
-            Some(DictKind::Zstd) => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
-                Error::Codec { codec: codec.name, block: 0, offset: at + 4, detail: "unusable dictionary".into() }
-            })?),
-            Some(DictKind::Lz4) => Dict::Lz4(bytes),
-            None => {
-                return Err(Error::InvalidHeader {
-                    field: "blosc2_flags",
-                    value: self.h.blosc2_flags.into(),
-                    reason: "dictionary flag set for a codec without dictionaries",
-                })
-            }
-        });
+        self.dict =
+            Some(match codec.codec.dict_kind() {
+                Some(DictKind::Zstd) => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
+                    Error::Codec { codec: codec.name, block: 0, offset: at + 4, detail: "unusable dictionary".into() }
+                })?),
+                Some(DictKind::Lz4) => Dict::Lz4(bytes),
+                None => {
+                    return Err(Error::InvalidHeader {
+                        field: "blosc2_flags",
+                        value: self.h.blosc2_flags.into(),
+                        reason: "dictionary flag set for a codec without dictionaries",
+                    })
+                }
+            });
         self.data_start = at + 4 + dsize;
         Ok(())
     }
 
     /// The codec of a chunk with streams.
     fn codec(&self) -> Result<&'static CodecEntry> {
-        self.codec.ok_or(Error::InvalidHeader { field: "flags", value: self.h.flags.into(), reason: "chunk has no streams" })
+        self.codec.ok_or(Error::InvalidHeader {
+            field: "flags",
+            value: self.h.flags.into(),
+            reason: "chunk has no streams",
+        })
     }
 
     fn bstart(&self, i: usize) -> Result<usize> {
@@ -526,10 +532,7 @@ impl<'a> Decoder<'a> {
                         return Err(Error::CorruptBlock {
                             block: i,
                             offset: pos - 4,
-                            reason: format!(
-                                "a {len}-byte {} stream cannot decode to {neblock} bytes",
-                                codec.name
-                            ),
+                            reason: format!("a {len}-byte {} stream cannot decode to {neblock} bytes", codec.name),
                         });
                     }
                     pos = pos.saturating_add(len);
@@ -560,7 +563,12 @@ impl<'a> Decoder<'a> {
             dict: self.dict.as_ref(),
             blockshape: &self.blockshape,
         };
-        codec.codec.decode(&p, payload, out).map_err(|detail| Error::Codec { codec: codec.name, block: i, offset: pos, detail })
+        codec.codec.decode(&p, payload, out).map_err(|detail| Error::Codec {
+            codec: codec.name,
+            block: i,
+            offset: pos,
+            detail,
+        })
     }
 }
 

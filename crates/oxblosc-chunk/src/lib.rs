@@ -31,5 +31,7 @@ pub use decompress::{
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};
 pub use params::{CParams, DParams, SplitMode};
-pub use registry::{register_codec, register_filter, registered_codecs, registered_filters, ChunkContext, Codec, Filter, Origin};
+pub use registry::{
+    register_codec, register_filter, registered_codecs, registered_filters, ChunkContext, Codec, Filter, Origin,
+};
 pub use vlblocks::{compress_vlblocks, decompress_vlblocks, vlblock};

@@ -77,7 +77,10 @@ impl CParams {
         for (slot, (&id, &meta)) in self.filters.iter().zip(&self.filters_meta).enumerate() {
             if id != filter::NOFILTER {
                 let entry = registry::filter(id, slot)?;
-                entry.filter.validate(meta, self.typesize).map_err(|reason| Error::Filter { name: entry.name, reason })?;
+                entry
+                    .filter
+                    .validate(meta, self.typesize)
+                    .map_err(|reason| Error::Filter { name: entry.name, reason })?;
             }
         }
         Ok(())
@@ -104,11 +107,9 @@ impl CParams {
             return bad("blocksize", format!("{} exceeds 536866816", self.blocksize));
         }
         for (slot, &id) in self.filters.iter().enumerate() {
-            if id != filter::NOFILTER {
-                if registry::filter(id, slot).is_err() {
-                    let why = registry::describe_missing(registry::Kind::Filter, id);
-                    return bad("filters", format!("slot {slot} holds {id}: {why}"));
-                }
+            if id != filter::NOFILTER && registry::filter(id, slot).is_err() {
+                let why = registry::describe_missing(registry::Kind::Filter, id);
+                return bad("filters", format!("slot {slot} holds {id}: {why}"));
             }
         }
         Ok(())

@@ -201,11 +201,16 @@ pub enum Kind {
 fn builtins() {
     BUILTINS.call_once(|| {
         for (id, c) in crate::codec::builtin::all() {
-            let _ = CODECS[usize::from(id)].set(CodecEntry { id, name: leak(c.name()), origin: Origin::BuiltIn, codec: c });
+            let _ =
+                CODECS[usize::from(id)].set(CodecEntry { id, name: leak(c.name()), origin: Origin::BuiltIn, codec: c });
         }
         for (id, f) in crate::filter::builtin::all() {
-            let _ =
-                FILTERS[usize::from(id)].set(FilterEntry { id, name: leak(f.name()), origin: Origin::BuiltIn, filter: f });
+            let _ = FILTERS[usize::from(id)].set(FilterEntry {
+                id,
+                name: leak(f.name()),
+                origin: Origin::BuiltIn,
+                filter: f,
+            });
         }
     });
 }
@@ -220,7 +225,11 @@ fn leak(s: &str) -> &'static str {
 fn check_range(kind: &'static str, id: u8, origin: &Origin) -> Result<()> {
     let lowest = if *origin == Origin::User { FIRST_USER_ID } else { FIRST_GLOBAL_ID };
     if id < lowest {
-        let range = if id < FIRST_GLOBAL_ID { "0-31 is reserved for Blosc's built-in" } else { "32-159 is reserved for Blosc-registered" };
+        let range = if id < FIRST_GLOBAL_ID {
+            "0-31 is reserved for Blosc's built-in"
+        } else {
+            "32-159 is reserved for Blosc-registered"
+        };
         return Err(Error::InvalidParam {
             name: kind,
             reason: format!("{kind} id {id} cannot be registered: {range} {kind}s; user {kind}s take ids 160-255"),

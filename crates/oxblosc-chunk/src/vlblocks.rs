@@ -6,13 +6,13 @@
 
 use rayon::prelude::*;
 
-use crate::registry::{self, CodecParams};
 use crate::decompress::decompress_vl;
 use crate::format::{compcode_to_format, flags, version, ChunkHeader, EXT_HEADER_LEN, FLAGS2_VLBLOCKS};
 use crate::format::{MAX_BUFFERSIZE, MAX_HEADER_TYPESIZE};
 use crate::parallel::{pool, with_scratch};
 use crate::params::{CParams, DParams};
 use crate::pipeline::Pipeline;
+use crate::registry::{self, CodecParams};
 use crate::{filter, Error, Result};
 
 /// Compress `blocks` (each at least one byte) into one VL-block chunk.
@@ -44,7 +44,14 @@ pub fn compress_vlblocks(blocks: &[&[u8]], cp: &CParams) -> Result<Vec<u8>> {
             let filtered = pipeline.forward(block, block, i, &mut s.a, &mut s.b)?;
             let mut out = vec![0u8; 4 + block.len()];
             out[..4].copy_from_slice(&(block.len() as i32).to_le_bytes());
-            let p = CodecParams { clevel: cp.clevel, meta: cp.codec_meta, typesize: hts, block: i, dict: None, blockshape: &[] };
+            let p = CodecParams {
+                clevel: cp.clevel,
+                meta: cp.codec_meta,
+                typesize: hts,
+                block: i,
+                dict: None,
+                blockshape: &[],
+            };
             let n = if cp.clevel == 0 {
                 0
             } else {

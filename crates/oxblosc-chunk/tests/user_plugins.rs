@@ -152,7 +152,14 @@ fn failing_callbacks_are_errors_naming_the_filter_and_block() {
     setup();
     let src = data();
     for nthreads in [1, 4] {
-        let cp = CParams { filters: [212, 0, 0, 0, 0, 0], filters_meta: [1, 0, 0, 0, 0, 0], blocksize: 8192, nthreads, typesize: 2, ..CParams::default() };
+        let cp = CParams {
+            filters: [212, 0, 0, 0, 0, 0],
+            filters_meta: [1, 0, 0, 0, 0, 0],
+            blocksize: 8192,
+            nthreads,
+            typesize: 2,
+            ..CParams::default()
+        };
         let e = compress(&src, &cp).unwrap_err().to_string();
         assert!(e.contains("test_failing") && e.contains("refused forward") && e.contains("block"), "{e}");
         let cp = CParams { filters_meta: [0; 6], ..cp };
@@ -187,7 +194,10 @@ fn chunks_naming_unavailable_ids_say_which_and_who_provides_them() {
     let msg = with(22, 250).to_string();
     assert!(msg.contains("codec 250") && msg.contains("user-defined") && msg.contains("register_codec"), "{msg}");
     let msg = with(17, 40).to_string();
-    assert!(msg.contains("filter 40") && msg.contains("no plugin with that id is known") && msg.contains("slot 1"), "{msg}");
+    assert!(
+        msg.contains("filter 40") && msg.contains("no plugin with that id is known") && msg.contains("slot 1"),
+        "{msg}"
+    );
     let msg = with(17, 200).to_string();
     assert!(msg.contains("filter 200") && msg.contains("register_filter"), "{msg}");
 }

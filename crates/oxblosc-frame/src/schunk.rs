@@ -530,7 +530,9 @@ impl SChunk {
     /// Decompress chunk `i`.
     pub fn decompress_chunk(&self, i: usize) -> Result<Vec<u8>> {
         let c = self.get_chunk(i)?;
-        oxblosc_chunk::decompress_with(&c, &self.dparams, &self.ctx).map_err(chunk_err(i)).map_err(|e| self.in_backing_file(e))
+        oxblosc_chunk::decompress_with(&c, &self.dparams, &self.ctx)
+            .map_err(chunk_err(i))
+            .map_err(|e| self.in_backing_file(e))
     }
 
     /// Decompress chunk `i` into `dst`; returns its nbytes.

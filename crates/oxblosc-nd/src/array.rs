@@ -535,7 +535,12 @@ impl NdArray {
             buf.clear();
             buf.resize(self.geom.chunk_bytes(), 0);
             if let Some(c) = &old {
-                oxblosc_chunk::decompress_into_with(c, buf, &DParams { nthreads: threads }, self.schunk.chunk_context())?;
+                oxblosc_chunk::decompress_into_with(
+                    c,
+                    buf,
+                    &DParams { nthreads: threads },
+                    self.schunk.chunk_context(),
+                )?;
             }
             let copier = Copier::new(&self.geom, plan);
             let bb = self.geom.block_bytes();

@@ -89,8 +89,7 @@ impl Codec for PyCodec {
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Python::with_gil(|py| {
             let ctx = PluginContext { typesize: p.typesize, block: p.block, clevel: p.clevel };
-            let (r, output) =
-                call(py, &self.encoder, src, dst.len(), p.meta, ctx).map_err(|e| raised("encoder", e))?;
+            let (r, output) = call(py, &self.encoder, src, dst.len(), p.meta, ctx).map_err(|e| raised("encoder", e))?;
             let n = returned_size(&r, "encoder")?;
             let n = usize::try_from(n).map_err(|_| format!("the encoder returned {n}, a negative size"))?;
             if n > dst.len() {
@@ -103,8 +102,7 @@ impl Codec for PyCodec {
     fn decode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         Python::with_gil(|py| {
             let ctx = PluginContext { typesize: p.typesize, block: p.block, clevel: 0 };
-            let (r, output) =
-                call(py, &self.decoder, src, dst.len(), p.meta, ctx).map_err(|e| raised("decoder", e))?;
+            let (r, output) = call(py, &self.decoder, src, dst.len(), p.meta, ctx).map_err(|e| raised("decoder", e))?;
             let n = returned_size(&r, "decoder")?;
             if n != dst.len() as i64 {
                 return Err(format!("the decoder returned {n}, expected {} bytes", dst.len()));

@@ -10,7 +10,6 @@ pub mod lz4;
 pub mod zlib;
 pub mod zstd;
 
-
 /// A chunk dictionary prepared for the codec that uses it (format spec 1.11).
 pub enum Dict<'a> {
     Lz4(&'a [u8]),

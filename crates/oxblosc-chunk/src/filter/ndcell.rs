@@ -44,7 +44,11 @@ fn check_block(name: &str, p: &FilterParams, len: usize) -> Result<(), String> {
 }
 
 /// Visit every cell in order: `f(rows)` gets the cell's rows as (first item, length).
-fn walk(shape: &[usize], cells: &Cells, mut f: impl FnMut(&[(usize, usize)]) -> Result<(), String>) -> Result<(), String> {
+fn walk(
+    shape: &[usize],
+    cells: &Cells,
+    mut f: impl FnMut(&[(usize, usize)]) -> Result<(), String>,
+) -> Result<(), String> {
     let nd = shape.len();
     let grid: Vec<usize> = (0..nd).map(|i| shape[i].div_ceil(cells.edge[i])).collect();
     let mut stride = vec![1usize; nd];
