@@ -78,3 +78,33 @@ def test_nd_filters_outside_arrays_are_clear_errors():
             blocks=(5, 5),
             cparams={"filters": [ox.Filter.NDMEAN], "filters_meta": [2]},
         )
+
+
+def test_cli_writes_ndcell_arrays_python_blosc2_reads(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    exe = shutil.which("oxblosc", path=os.path.dirname(sys.executable))
+    a = _data((200, 300), "f4")
+    np.save(tmp_path / "a.npy", a)
+    out = tmp_path / "a.b2nd"
+    r = subprocess.run(
+        [exe, "compress", "--filter", "ndcell:4", "--filter", "shuffle", str(tmp_path / "a.npy"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    b = blosc2.open(str(out))
+    assert list(b.schunk.cparams.filters[:2]) == [blosc2.Filter.NDCELL, blosc2.Filter.SHUFFLE]
+    assert list(b.schunk.cparams.filters_meta[:2]) == [4, 0]
+    np.testing.assert_array_equal(b[...], a)
+    r = subprocess.run(
+        [exe, "compress", "--filter", "ndcell", str(tmp_path / "a.npy"), str(tmp_path / "b.b2nd")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode != 0 and "needs a cell edge" in r.stderr
