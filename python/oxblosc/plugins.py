@@ -31,11 +31,6 @@ def _check_id(id: int) -> int:
 
 
 def _check_callables(what: str, pair: tuple) -> None:
-    if all(f is None for f in pair):
-        raise ValueError(
-            f"{what}: registering a dynamic plugin by name (no Python functions) is not supported; "
-            "pass both Python functions"
-        )
     for f in pair:
         if not callable(f):
             raise TypeError(f"{what}: both functions must be callables, got {type(f).__name__}")
@@ -53,10 +48,13 @@ def register_codec(
     ``encoder(input, output, meta, context)`` compresses ``input`` into ``output`` and returns
     the number of bytes written, or 0 when the data does not compress (the stream is then
     stored as is). ``decoder(input, output, meta, context)`` fills ``output`` entirely and
-    returns its size. ``meta`` is the chunk's ``codec_meta``. An id can be registered once
+    returns its size. ``meta`` is the chunk's ``codec_meta``. Without functions
+    (python-blosc2's dynamic plugins) the installed package declaring ``id`` is loaded now. An id can be registered once
     per process; a second registration raises ``ValueError``.
     """
     _check_id(id)
+    if encoder is None and decoder is None:
+        return _require_package("codec", id, codec_name)
     _check_callables("register_codec", (encoder, decoder))
     if not isinstance(version, int) or not 0 <= version <= 255:
         raise ValueError(f"`version` must be in 0..255, got {version!r}")
@@ -72,12 +70,28 @@ def register_filter(
     """Register a user-defined filter under ``id`` (160-255).
 
     ``forward(input, output, meta, context)`` transforms a block into ``output`` (same
-    size); ``backward`` undoes it. ``meta`` is the slot's ``filters_meta`` value. An id can
+    size); ``backward`` undoes it. ``meta`` is the slot's ``filters_meta`` value. Without
+    functions the installed package declaring ``id`` is loaded now. An id can
     be registered once per process; a second registration raises ``ValueError``.
     """
     _check_id(id)
+    if forward is None and backward is None:
+        return _require_package("filter", id, name)
     _check_callables("register_filter", (forward, backward))
     _native.register_filter(id, forward, backward, name if name is not None else f"user_filter_{id}")
+
+
+def _require_package(kind: str, id: int, name: str | None) -> None:
+    """python-blosc2's "dynamic plugin" registration (no functions): load the installed
+    package that declares ``id`` now, or say that none does."""
+    _load_entry_point(kind, id)
+    rows = _native.registered_codecs() if kind == "codec" else _native.registered_filters()
+    if not any(r[0] == id for r in rows):
+        group = ENTRY_POINT_GROUPS[kind]
+        raise ValueError(
+            f"register_{kind}: no installed package declares {kind} {id} ({name}) in the entry point "
+            f"group {group!r}; oxblosc does not load C-Blosc2 plugin libraries"
+        )
 
 
 def _rows(rows) -> list[dict]:
