@@ -42,3 +42,7 @@ mkdir -p corpus/nd_open corpus/nd_slices
 for f in "$vec"/plugins/test_data/*.b2nd; do
   [ -f "$f" ] && cp "$f" "corpus/nd_open/vec-$(basename "$f")"
 done
+
+# nd_filters: the saved NDCELL/NDMEAN chunks (block shape prefix + python-blosc2 chunk).
+mkdir -p corpus/nd_filters
+cp regressions/nd_filters/* corpus/nd_filters/

@@ -18,9 +18,11 @@ use oxblosc_frame::{SChunk, SpecialValue};
 pub mod bloscpack;
 pub mod hdf5;
 pub mod nd;
+pub mod plugins;
 pub use bloscpack::fuzz_bloscpack;
 pub use hdf5::{fuzz_hdf5_decode, fuzz_hdf5_lazy, hdf5_lazy};
 pub use nd::{fuzz_nd_open, fuzz_nd_slices};
+pub use plugins::fuzz_nd_filters;
 
 /// Largest `nbytes` a fuzz input may claim before we decode it.
 ///

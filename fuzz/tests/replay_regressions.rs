@@ -16,6 +16,7 @@ fn run(target: &str, data: &[u8]) {
         "bloscpack" => oxblosc_fuzz::fuzz_bloscpack(data),
         "hdf5_decode" => oxblosc_fuzz::fuzz_hdf5_decode(data),
         "hdf5_lazy" => oxblosc_fuzz::fuzz_hdf5_lazy(data),
+        "nd_filters" => oxblosc_fuzz::fuzz_nd_filters(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
 }
@@ -61,6 +62,7 @@ fn regressions() {
         "bloscpack",
         "hdf5_decode",
         "hdf5_lazy",
+        "nd_filters",
     ] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();

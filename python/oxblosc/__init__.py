@@ -93,6 +93,7 @@ from .packing import (
     unpack_array2,
     unpack_tensor,
 )
+from .plugins import PluginContext, register_codec, register_filter, registered_codecs, registered_filters
 from .runtime import IS_WASM, print_versions, set_releasegil
 from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 from .streamer import Streamer
@@ -107,6 +108,11 @@ def __getattr__(name):
 
 
 __all__ = [
+    "PluginContext",
+    "register_codec",
+    "register_filter",
+    "registered_codecs",
+    "registered_filters",
     "MAX_BLOCKSIZE",
     "Tuner",
     "MAX_DIM",

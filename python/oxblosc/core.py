@@ -44,6 +44,8 @@ class Filter(enum.IntEnum):
     BITSHUFFLE = 2
     DELTA = 3
     TRUNC_PREC = 4
+    NDCELL = 32
+    NDMEAN = 33
     BYTEDELTA = 35
     INT_TRUNC = 36
 

@@ -84,7 +84,15 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
         native = _Locked(native) if locking else native
     s = SChunk(_native=native, urlpath=path, mode=mode, mmap_mode=mmap_mode, contiguous=contiguous)
     cp = kwargs.get("cparams")
-    s.cparams = cp if cp is not None else dataclasses.replace(s.cparams, nthreads=_core.nthreads)
+    if cp is not None:
+        s.cparams = cp
+    else:
+        try:
+            s.cparams = dataclasses.replace(s.cparams, nthreads=_core.nthreads)
+        except ValueError:
+            # The file's codec or filter is not registered here: it still opens, and reading
+            # a chunk says which id is missing and who provides it.
+            pass
     s.dparams = kwargs.get("dparams") or DParams()
     verify = kwargs.get("verify_checksums")
     if verify is not None:

@@ -7,15 +7,15 @@
 use rayon::prelude::*;
 
 use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
-use crate::codec::{self, zstd, Dict};
+use crate::codec::{zstd, Dict};
 use crate::format::{
-    blosc2_flags, codec_id, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE,
-    EXT_HEADER_LEN, MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN,
-    MIN_USEFUL_DICT,
+    blosc2_flags, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE, EXT_HEADER_LEN,
+    MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN, MIN_USEFUL_DICT,
 };
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::CParams;
 use crate::pipeline::Pipeline;
+use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
 use crate::{filter, Error, Result};
 
 /// Staging areas larger than this are not kept between calls.
@@ -32,21 +32,31 @@ pub fn max_compressed_len(nbytes: usize) -> usize {
 
 /// Compress `src` into a new Blosc2 chunk.
 pub fn compress(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
+    compress_with(src, cp, ChunkContext::NONE)
+}
+
+/// [`compress`] for a chunk of a container plugins need to know about (b2nd arrays).
+pub fn compress_with(src: &[u8], cp: &CParams, ctx: &ChunkContext) -> Result<Vec<u8>> {
     let mut out = vec![0u8; max_compressed_len(src.len())];
-    let n = compress_into(src, &mut out, cp)?;
+    let n = compress_into_with(src, &mut out, cp, ctx)?;
     out.truncate(n);
     Ok(out)
 }
 
 /// Compress `src` into `dst` as a Blosc2 chunk; returns the chunk length.
 pub fn compress_into(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<usize> {
-    Encoder::new(src.len(), cp, Format::Blosc2)?.run(src, dst)
+    compress_into_with(src, dst, cp, ChunkContext::NONE)
+}
+
+/// [`compress_into`] with the container context of [`compress_with`].
+pub fn compress_into_with(src: &[u8], dst: &mut [u8], cp: &CParams, ctx: &ChunkContext) -> Result<usize> {
+    Encoder::new(src.len(), cp, Format::Blosc2, ctx)?.run(src, dst)
 }
 
 /// Compress `src` into a new Blosc1 (version 2) chunk. Only SHUFFLE or BITSHUFFLE filters.
 pub fn compress_blosc1(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
     let mut out = vec![0u8; src.len() + MIN_HEADER_LEN];
-    let n = Encoder::new(src.len(), cp, Format::Blosc1)?.run(src, &mut out)?;
+    let n = Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, &mut out)?;
     out.truncate(n);
     Ok(out)
 }
@@ -60,6 +70,8 @@ enum Format {
 /// A compression plan for one buffer: geometry, header and pipeline, decided up front.
 struct Encoder {
     cp: CParams,
+    /// The codec, looked up once per chunk.
+    codec: &'static CodecEntry,
     format: Format,
     header: ChunkHeader,
     pipeline: Pipeline,
@@ -68,11 +80,13 @@ struct Encoder {
     nblocks: usize,
     split: bool,
     memcpy: bool,
+    blockshape: Vec<usize>,
 }
 
 impl Encoder {
-    fn new(nbytes: usize, cp: &CParams, format: Format) -> Result<Self> {
+    fn new(nbytes: usize, cp: &CParams, format: Format, ctx: &ChunkContext) -> Result<Self> {
         cp.validate()?;
+        let codec = registry::codec(cp.codec)?;
         if nbytes > MAX_BUFFERSIZE {
             return Err(Error::InputTooLarge(nbytes));
         }
@@ -149,7 +163,7 @@ impl Encoder {
         }
         let header = ChunkHeader {
             version: if format == Format::Blosc2 { version::BLOSC2 } else { version::BLOSC1 },
-            versionlz: 1,
+            versionlz: codec.codec.version(),
             flags: fl,
             typesize: hts as u8,
             nbytes,
@@ -163,8 +177,20 @@ impl Encoder {
             blosc2_flags: 0,
         };
         debug_assert_eq!(header.header_len(), hlen);
-        let pipeline = Pipeline::new(&filters, &filters_meta, hts, format == Format::Blosc1)?;
-        Ok(Encoder { cp: cp.clone(), format, header, pipeline, nbytes, blocksize, nblocks, split, memcpy })
+        let pipeline = Pipeline::new(&filters, &filters_meta, hts, format == Format::Blosc1, &ctx.blockshape)?;
+        Ok(Encoder {
+            cp: cp.clone(),
+            codec,
+            format,
+            header,
+            pipeline,
+            nbytes,
+            blocksize,
+            nblocks,
+            split,
+            memcpy,
+            blockshape: ctx.blockshape.clone(),
+        })
     }
 
     fn hlen(&self) -> usize {
@@ -230,10 +256,10 @@ impl Encoder {
             filtered = Vec::new();
             None
         };
-        let dict = match (&dict_bytes, self.cp.codec) {
-            (Some(d), codec_id::ZSTD) => zstd::PreparedDict::for_compression(d).map(Dict::Zstd),
-            (Some(d), _) => Some(Dict::Lz4(d)),
-            (None, _) => None,
+        let dict = match (&dict_bytes, self.codec.codec.dict_kind()) {
+            (Some(d), Some(DictKind::Zstd)) => zstd::PreparedDict::for_compression(d).map(Dict::Zstd),
+            (Some(d), Some(DictKind::Lz4)) => Some(Dict::Lz4(d)),
+            _ => None,
         };
         let mut pos = hlen + 4 * self.nblocks;
         if let Some(d) = &dict_bytes {
@@ -346,16 +372,14 @@ impl Encoder {
         let bs = self.blocksize;
         for (i, o) in out.chunks_mut(bs).enumerate() {
             let block = &src[i * bs..i * bs + o.len()];
-            o.copy_from_slice(self.pipeline.forward(block, &src[..bs], i == 0, &mut s.a, &mut s.b)?);
+            o.copy_from_slice(self.pipeline.forward(block, &src[..bs], i, &mut s.a, &mut s.b)?);
         }
         Ok(out)
     }
 
     /// The chunk dictionary of format spec 1.11, or None when too small to help.
     fn build_dict(&self, filtered: &[u8]) -> Option<Vec<u8>> {
-        if !matches!(self.cp.codec, codec_id::ZSTD | codec_id::LZ4 | codec_id::LZ4HC) {
-            return None;
-        }
+        let kind = self.codec.codec.dict_kind()?;
         let nbytes = filtered.len();
         let max = MAX_DICT_SIZE.min(nbytes / 20);
         let per_block = if self.split { usize::from(self.header.typesize) } else { 1 };
@@ -364,7 +388,7 @@ impl Encoder {
         if max < MIN_USEFUL_DICT || sample == 0 {
             return None;
         }
-        if self.cp.codec == codec_id::ZSTD {
+        if kind == DictKind::Zstd {
             zstd::train(&filtered[..nsamples * sample], &vec![sample; nsamples], max)
         } else {
             Some(filtered[..(nsamples * sample).min(max)].to_vec())
@@ -387,13 +411,21 @@ impl Encoder {
             block
         } else {
             let block0 = &src[..self.blocksize.min(src.len())];
-            self.pipeline.forward(block, block0, i == 0, &mut s.a, &mut s.b)?
+            self.pipeline.forward(block, block0, i, &mut s.a, &mut s.b)?
         };
         let nstreams = self.nstreams(block.len());
         let neblock = block.len() / nstreams;
         let runs = self.format == Format::Blosc2;
         let mut pos = 0;
         let mut all_zero = true;
+        let params = CodecParams {
+            clevel: self.cp.clevel,
+            meta: self.cp.codec_meta,
+            typesize: usize::from(self.header.typesize),
+            block: i,
+            dict,
+            blockshape: &self.blockshape,
+        };
         for stream in filtered.chunks_exact(neblock) {
             if runs {
                 let v = stream[0];
@@ -413,7 +445,11 @@ impl Encoder {
             }
             all_zero = false;
             let payload = &mut out[pos + 4..pos + 4 + neblock];
-            let n = codec::encode(self.cp.codec, self.cp.clevel, stream, payload, dict);
+            let n = self.codec.codec.encode(&params, stream, payload).map_err(|detail| Error::Encode {
+                codec: self.codec.name,
+                block: i,
+                detail,
+            })?;
             let n = if n == 0 || n >= neblock {
                 payload.copy_from_slice(stream);
                 neblock

@@ -7,12 +7,13 @@
 
 use rayon::prelude::*;
 
-use crate::codec::{self, zstd::PreparedDict, Dict};
-use crate::format::{codec_name, version, ChunkHeader, SpecialKind};
+use crate::codec::{zstd::PreparedDict, Dict};
+use crate::format::{version, ChunkHeader, SpecialKind};
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
 use crate::uninit::OutByte;
+use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
 use crate::{Error, Result};
 use std::mem::MaybeUninit;
 
@@ -24,9 +25,14 @@ pub fn cbuffer_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
 
 /// Decode a chunk into a new buffer of exactly `nbytes` bytes.
 pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
+    decompress_with(chunk, dp, ChunkContext::NONE)
+}
+
+/// [`decompress`] for a chunk of a container plugins need to know about (b2nd arrays).
+pub fn decompress_with(chunk: &[u8], dp: &DParams, ctx: &ChunkContext) -> Result<Vec<u8>> {
     // Validate everything the header implies (VL block sizes, dictionary, stream sizes)
     // before allocating.
-    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?, ctx)?;
     d.check_stream_sizes()?;
     let mut out = vec![0u8; d.h.nbytes];
     d.decode_all(&mut out, dp.nthreads)?;
@@ -36,31 +42,24 @@ pub fn decompress(chunk: &[u8], dp: &DParams) -> Result<Vec<u8>> {
 /// The decompressed size of a chunk, after validating everything that can be checked
 /// without decoding (use it to size a buffer for `decompress_into`).
 pub fn decompressed_len(chunk: &[u8]) -> Result<usize> {
-    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?, ChunkContext::NONE)?;
     d.check_stream_sizes()?;
     Ok(d.h.nbytes)
 }
 
-/// The most a codec payload of `csize` bytes can decode to, or None when unbounded in
-/// practice. LZ4 and BloscLZ add at most 255 output bytes per length-extension byte; deflate
-/// peaks at 1032:1; zstd's RLE blocks make its ratio effectively unbounded.
-fn max_expansion(compcode: u8, csize: usize) -> Option<usize> {
-    use crate::format::codec_id;
-    match compcode {
-        codec_id::BLOSCLZ | codec_id::LZ4 | codec_id::LZ4HC => Some(csize.saturating_mul(256).saturating_add(1024)),
-        codec_id::ZLIB => Some(csize.saturating_mul(1040).saturating_add(1024)),
-        _ => None,
-    }
-}
-
 /// Decode a chunk into `dst` (at least `nbytes` long). Returns `nbytes`.
 pub fn decompress_into(chunk: &[u8], dst: &mut [u8], dp: &DParams) -> Result<usize> {
+    decompress_into_with(chunk, dst, dp, ChunkContext::NONE)
+}
+
+/// [`decompress_into`] with the container context of [`decompress_with`].
+pub fn decompress_into_with(chunk: &[u8], dst: &mut [u8], dp: &DParams, ctx: &ChunkContext) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let n = h.nbytes;
     if dst.len() < n {
         return Err(Error::OutputTooSmall { need: n, have: dst.len() });
     }
-    Decoder::new(chunk, h)?.decode_all(&mut dst[..n], dp.nthreads)?;
+    Decoder::new(chunk, h, ctx)?.decode_all(&mut dst[..n], dp.nthreads)?;
     Ok(n)
 }
 
@@ -74,13 +73,18 @@ pub fn decompress_into_uninit(chunk: &[u8], dst: &mut [MaybeUninit<u8>], dp: &DP
     if dst.len() < n {
         return Err(Error::OutputTooSmall { need: n, have: dst.len() });
     }
-    Decoder::new(chunk, h)?.decode_all(&mut dst[..n], dp.nthreads)?;
+    Decoder::new(chunk, h, ChunkContext::NONE)?.decode_all(&mut dst[..n], dp.nthreads)?;
     Ok(n)
 }
 
 /// Decode items `[start, start + nitems)` (items of the header's typesize) into `dst`,
 /// touching only the blocks that hold them. Returns the number of bytes written.
 pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Result<usize> {
+    getitem_with(chunk, start, nitems, dst, ChunkContext::NONE)
+}
+
+/// [`getitem`] with the container context of [`decompress_with`].
+pub fn getitem_with(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8], ctx: &ChunkContext) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let ts = usize::from(h.typesize);
     let total_items = h.nbytes / ts;
@@ -93,7 +97,7 @@ pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Res
     if dst.len() < hi - lo {
         return Err(Error::OutputTooSmall { need: hi - lo, have: dst.len() });
     }
-    Decoder::new(chunk, h)?.decode_range(lo, hi, &mut dst[..hi - lo])?;
+    Decoder::new(chunk, h, ctx)?.decode_range(lo, hi, &mut dst[..hi - lo])?;
     Ok(hi - lo)
 }
 
@@ -102,6 +106,17 @@ pub fn getitem(chunk: &[u8], start: usize, nitems: usize, dst: &mut [u8]) -> Res
 /// per range), which is how an n-dimensional read fetches the few blocks a slice needs.
 /// Returns the number of bytes written.
 pub fn decompress_ranges(chunk: &[u8], ranges: &[(usize, usize)], dst: &mut [u8], nthreads: usize) -> Result<usize> {
+    decompress_ranges_with(chunk, ranges, dst, nthreads, ChunkContext::NONE)
+}
+
+/// [`decompress_ranges`] with the container context of [`decompress_with`].
+pub fn decompress_ranges_with(
+    chunk: &[u8],
+    ranges: &[(usize, usize)],
+    dst: &mut [u8],
+    nthreads: usize,
+    ctx: &ChunkContext,
+) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let mut total = 0usize;
     for &(lo, hi) in ranges {
@@ -113,7 +128,7 @@ pub fn decompress_ranges(chunk: &[u8], ranges: &[(usize, usize)], dst: &mut [u8]
     if dst.len() < total {
         return Err(Error::OutputTooSmall { need: total, have: dst.len() });
     }
-    let d = Decoder::new(chunk, h)?;
+    let d = Decoder::new(chunk, h, ctx)?;
     let mut outs = Vec::with_capacity(ranges.len());
     let mut rest = &mut dst[..total];
     for &(lo, hi) in ranges {
@@ -145,13 +160,16 @@ pub fn decompress_ranges(chunk: &[u8], ranges: &[(usize, usize)], dst: &mut [u8]
 struct Decoder<'a> {
     chunk: &'a [u8],
     h: ChunkHeader,
-    compcode: u8,
+    /// The codec, looked up once per chunk (None for chunks without streams).
+    codec: Option<&'static CodecEntry>,
     pipeline: Pipeline,
     dict: Option<Dict<'a>>,
     /// First byte after bstarts and the dictionary.
     data_start: usize,
     /// VL chunks: (uncompressed offset, size, payload start, payload len) per block.
     vl: Vec<(usize, usize, usize, usize)>,
+    /// The b2nd block shape for plugins ([`ChunkContext`]).
+    blockshape: Vec<usize>,
 }
 
 fn read_i32(buf: &[u8], at: usize, what: &'static str) -> Result<i32> {
@@ -162,23 +180,25 @@ fn read_i32(buf: &[u8], at: usize, what: &'static str) -> Result<i32> {
 }
 
 impl<'a> Decoder<'a> {
-    fn new(chunk: &'a [u8], h: ChunkHeader) -> Result<Self> {
+    fn new(chunk: &'a [u8], h: ChunkHeader, ctx: &ChunkContext) -> Result<Self> {
         let chunk = &chunk[..h.cbytes];
         let plain = h.special()? != SpecialKind::None || h.is_memcpyed() || h.nbytes == 0;
         let mut d = Decoder {
             chunk,
-            compcode: if plain { 0 } else { h.compcode()? },
+            codec: if plain { None } else { Some(registry::codec(h.compcode()?)?) },
             pipeline: Pipeline::default(),
             dict: None,
             data_start: h.header_len(),
             vl: Vec::new(),
+            blockshape: ctx.blockshape.clone(),
             h,
         };
         if plain {
             return Ok(d);
         }
+        let blosc1 = d.h.version <= version::BLOSC1;
         d.pipeline =
-            Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), d.h.version <= version::BLOSC1)?;
+            Pipeline::new(&d.h.filters, &d.h.filters_meta, usize::from(d.h.typesize), blosc1, &ctx.blockshape)?;
         d.data_start = d.h.header_len() + 4 * d.h.nblocks();
         if d.h.uses_dict() {
             d.load_dict()?;
@@ -201,15 +221,32 @@ impl<'a> Decoder<'a> {
             need: dsize,
             have: self.chunk.len().saturating_sub(at + 4),
         })?;
-        self.dict = Some(match self.compcode {
-            crate::format::codec_id::ZSTD => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
-                Error::Codec { codec: "zstd", block: 0, offset: at + 4, detail: "unusable dictionary".into() }
-            })?),
-            crate::format::codec_id::LZ4 => Dict::Lz4(bytes),
-            other => return Err(Error::UnknownCodec { id: other }),
-        });
+        let codec = self.codec()?;
+        self.dict =
+            Some(match codec.codec.dict_kind() {
+                Some(DictKind::Zstd) => Dict::Zstd(PreparedDict::for_decompression(bytes).ok_or_else(|| {
+                    Error::Codec { codec: codec.name, block: 0, offset: at + 4, detail: "unusable dictionary".into() }
+                })?),
+                Some(DictKind::Lz4) => Dict::Lz4(bytes),
+                None => {
+                    return Err(Error::InvalidHeader {
+                        field: "blosc2_flags",
+                        value: self.h.blosc2_flags.into(),
+                        reason: "dictionary flag set for a codec without dictionaries",
+                    })
+                }
+            });
         self.data_start = at + 4 + dsize;
         Ok(())
+    }
+
+    /// The codec of a chunk with streams.
+    fn codec(&self) -> Result<&'static CodecEntry> {
+        self.codec.ok_or(Error::InvalidHeader {
+            field: "flags",
+            value: self.h.flags.into(),
+            reason: "chunk has no streams",
+        })
     }
 
     fn bstart(&self, i: usize) -> Result<usize> {
@@ -431,7 +468,7 @@ impl<'a> Decoder<'a> {
             }
         }
         if !direct {
-            self.pipeline.backward(&mut s.a, &mut s.b, dst, block0, i == 0)?;
+            self.pipeline.backward(&mut s.a, &mut s.b, dst, block0, i)?;
         }
         Ok(())
     }
@@ -499,6 +536,7 @@ impl<'a> Decoder<'a> {
         if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
             return Ok(());
         }
+        let codec = self.codec()?;
         for i in 0..self.h.nblocks() {
             let bsize = self.h.block_len(i);
             let nstreams = self.nstreams(i, bsize);
@@ -511,14 +549,11 @@ impl<'a> Decoder<'a> {
                     pos += 1;
                 } else if csize > 0 {
                     let len = csize as usize;
-                    if len != neblock && max_expansion(self.compcode, len).is_some_and(|max| max < neblock) {
+                    if len != neblock && codec.codec.max_expansion(len).is_some_and(|max| max < neblock) {
                         return Err(Error::CorruptBlock {
                             block: i,
                             offset: pos - 4,
-                            reason: format!(
-                                "a {len}-byte {} stream cannot decode to {neblock} bytes",
-                                codec_name(self.compcode)
-                            ),
+                            reason: format!("a {len}-byte {} stream cannot decode to {neblock} bytes", codec.name),
                         });
                     }
                     pos = pos.saturating_add(len);
@@ -540,8 +575,17 @@ impl<'a> Decoder<'a> {
             out.copy_from_slice(payload);
             return Ok(());
         }
-        codec::decode(self.compcode, payload, out, self.dict.as_ref()).map_err(|detail| Error::Codec {
-            codec: codec_name(self.compcode),
+        let codec = self.codec()?;
+        let p = CodecParams {
+            clevel: 0,
+            meta: self.h.compcode_meta,
+            typesize: usize::from(self.h.typesize),
+            block: i,
+            dict: self.dict.as_ref(),
+            blockshape: &self.blockshape,
+        };
+        codec.codec.decode(&p, payload, out).map_err(|detail| Error::Codec {
+            codec: codec.name,
             block: i,
             offset: pos,
             detail,
@@ -560,7 +604,7 @@ fn fill_pattern(out: &mut [u8], pattern: &[u8], phase: usize) {
 
 /// Decode blocks of a VL-block chunk separately: all of them, or only block `only`.
 pub(crate) fn decompress_vl(chunk: &[u8], only: Option<usize>, nthreads: usize) -> Result<Vec<Vec<u8>>> {
-    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?)?;
+    let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?, ChunkContext::NONE)?;
     if !d.h.is_vlblocks() {
         return Err(Error::InvalidHeader {
             field: "blosc2_flags2",

@@ -20,11 +20,12 @@ pub enum Error {
     /// The chunk declares a format version this build does not read.
     #[error("unsupported chunk format version {0} (this build reads versions 1 to 6)")]
     UnsupportedVersion(u8),
-    /// A codec id or format code that is unknown or not built in.
-    #[error("unknown or unsupported codec {id}")]
+    /// A codec id or format code that nobody registered (the message names a booked
+    /// plugin and its provider).
+    #[error("{}", crate::registry::describe_missing(crate::registry::Kind::Codec, *id))]
     UnknownCodec { id: u8 },
-    /// A filter id that is unknown or not built in.
-    #[error("unknown or unsupported filter {id} in slot {slot}")]
+    /// A filter id that nobody registered (named like codecs).
+    #[error("{} (slot {slot})", crate::registry::describe_missing(crate::registry::Kind::Filter, *id))]
     UnknownFilter { id: u8, slot: usize },
     /// The compressed data of one block is inconsistent.
     #[error("corrupt block {block} at offset {offset}: {reason}")]
@@ -32,6 +33,9 @@ pub enum Error {
     /// A codec refused the stream.
     #[error("{codec} could not decode block {block} at offset {offset}: {detail}")]
     Codec { codec: &'static str, block: usize, offset: usize, detail: String },
+    /// A codec failed (not merely "did not compress") while encoding a block.
+    #[error("{codec} could not encode block {block}: {detail}")]
+    Encode { codec: &'static str, block: usize, detail: String },
     /// A filter rejected its parameters or data.
     #[error("filter {name}: {reason}")]
     Filter { name: &'static str, reason: String },
@@ -60,6 +64,7 @@ impl Error {
             Error::UnknownFilter { .. } => -8,  // FILTER_PIPELINE
             Error::CorruptBlock { .. } => -1,   // FAILURE
             Error::Codec { .. } => -6,          // CODEC_DICT / decompression failure
+            Error::Encode { .. } => -1,         // FAILURE
             Error::Filter { .. } => -8,         // FILTER_PIPELINE
             Error::InvalidParam { .. } => -12,  // INVALID_PARAM
             Error::OutputTooSmall { .. } => -4, // WRITE_BUFFER

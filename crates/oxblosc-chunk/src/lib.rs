@@ -18,15 +18,22 @@ pub mod format;
 pub mod parallel;
 pub mod params;
 mod pipeline;
+pub mod registry;
 mod uninit;
 pub mod vlblocks;
 
-pub use compress::{compress, compress_blosc1, compress_into, max_compressed_len, special_chunk};
+pub use compress::{
+    compress, compress_blosc1, compress_into, compress_into_with, compress_with, max_compressed_len, special_chunk,
+};
 pub use decompress::{
-    cbuffer_sizes, decompress, decompress_into, decompress_into_uninit, decompress_ranges, decompressed_len, getitem,
+    cbuffer_sizes, decompress, decompress_into, decompress_into_uninit, decompress_into_with, decompress_ranges,
+    decompress_ranges_with, decompress_with, decompressed_len, getitem, getitem_with,
 };
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};
 pub use params::{CParams, DParams, SplitMode};
+pub use registry::{
+    register_codec, register_filter, registered_codecs, registered_filters, ChunkContext, Codec, Filter, Origin,
+};
 pub use uninit::zero_init;
 pub use vlblocks::{compress_vlblocks, decompress_vlblocks, vlblock};

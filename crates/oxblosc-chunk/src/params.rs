@@ -1,7 +1,7 @@
 //! Compression and decompression parameters, with python-blosc2's defaults and checks.
 
 use crate::format::{codec_id, MAX_BLOCKSIZE, MAX_FILTERS};
-use crate::{filter, Error, Result};
+use crate::{filter, registry, Error, Result};
 
 /// How blocks are split into per-byte-plane streams (C-Blosc2 `BLOSC_*_SPLIT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,11 +74,13 @@ impl CParams {
     /// against the typesize. Every compression runs this.
     pub fn validate(&self) -> Result<()> {
         self.validate_settings()?;
-        for (&id, &meta) in self.filters.iter().zip(&self.filters_meta) {
-            match id {
-                filter::TRUNC_PREC => filter::trunc_prec::validate(meta as i8, self.typesize)?,
-                filter::INT_TRUNC => filter::int_trunc::validate(meta as i8, self.typesize)?,
-                _ => {}
+        for (slot, (&id, &meta)) in self.filters.iter().zip(&self.filters_meta).enumerate() {
+            if id != filter::NOFILTER {
+                let entry = registry::filter(id, slot)?;
+                entry
+                    .filter
+                    .validate(meta, self.typesize)
+                    .map_err(|reason| Error::Filter { name: entry.name, reason })?;
             }
         }
         Ok(())
@@ -89,11 +91,8 @@ impl CParams {
     /// `TRUNC_PREC` with precision 0 there and fails only when a chunk is compressed.
     pub fn validate_settings(&self) -> Result<()> {
         let bad = |name, reason: String| Err(Error::InvalidParam { name, reason });
-        if !crate::codec::is_supported(self.codec) {
-            return bad(
-                "codec",
-                format!("{} is not a built-in codec (0 blosclz, 1 lz4, 2 lz4hc, 4 zlib, 5 zstd)", self.codec),
-            );
+        if let Err(e) = registry::codec(self.codec) {
+            return bad("codec", e.to_string());
         }
         if self.clevel > 9 {
             return bad("clevel", format!("{} is not in 0..=9", self.clevel));
@@ -108,10 +107,9 @@ impl CParams {
             return bad("blocksize", format!("{} exceeds 536866816", self.blocksize));
         }
         for (slot, &id) in self.filters.iter().enumerate() {
-            match id {
-                filter::NOFILTER | filter::SHUFFLE | filter::BITSHUFFLE | filter::DELTA => {}
-                filter::BYTEDELTA | filter::BYTEDELTA_V1 | filter::TRUNC_PREC | filter::INT_TRUNC => {}
-                other => return bad("filters", format!("slot {slot} holds {other}, not a built-in filter")),
+            if id != filter::NOFILTER && registry::filter(id, slot).is_err() {
+                let why = registry::describe_missing(registry::Kind::Filter, id);
+                return bad("filters", format!("slot {slot} holds {id}: {why}"));
             }
         }
         Ok(())

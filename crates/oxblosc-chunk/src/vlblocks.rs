@@ -6,13 +6,13 @@
 
 use rayon::prelude::*;
 
-use crate::codec;
 use crate::decompress::decompress_vl;
 use crate::format::{compcode_to_format, flags, version, ChunkHeader, EXT_HEADER_LEN, FLAGS2_VLBLOCKS};
 use crate::format::{MAX_BUFFERSIZE, MAX_HEADER_TYPESIZE};
 use crate::parallel::{pool, with_scratch};
 use crate::params::{CParams, DParams};
 use crate::pipeline::Pipeline;
+use crate::registry::{self, CodecParams};
 use crate::{filter, Error, Result};
 
 /// Compress `blocks` (each at least one byte) into one VL-block chunk.
@@ -37,13 +37,30 @@ pub fn compress_vlblocks(blocks: &[&[u8]], cp: &CParams) -> Result<Vec<u8>> {
         return Err(Error::InvalidParam { name: "use_dict", reason: "not supported with VL blocks".into() });
     }
     let hts = if cp.typesize > MAX_HEADER_TYPESIZE { 1 } else { cp.typesize };
-    let pipeline = Pipeline::new(&cp.filters, &cp.filters_meta, hts, false)?;
-    let encode = |block: &[u8]| -> Result<Vec<u8>> {
+    let pipeline = Pipeline::new(&cp.filters, &cp.filters_meta, hts, false, &[])?;
+    let codec = registry::codec(cp.codec)?;
+    let encode = |i: usize, block: &[u8]| -> Result<Vec<u8>> {
         with_scratch(|s| {
-            let filtered = pipeline.forward(block, block, true, &mut s.a, &mut s.b)?;
+            let filtered = pipeline.forward(block, block, i, &mut s.a, &mut s.b)?;
             let mut out = vec![0u8; 4 + block.len()];
             out[..4].copy_from_slice(&(block.len() as i32).to_le_bytes());
-            let n = if cp.clevel == 0 { 0 } else { codec::encode(cp.codec, cp.clevel, filtered, &mut out[4..], None) };
+            let p = CodecParams {
+                clevel: cp.clevel,
+                meta: cp.codec_meta,
+                typesize: hts,
+                block: i,
+                dict: None,
+                blockshape: &[],
+            };
+            let n = if cp.clevel == 0 {
+                0
+            } else {
+                codec.codec.encode(&p, filtered, &mut out[4..]).map_err(|detail| Error::Encode {
+                    codec: codec.name,
+                    block: i,
+                    detail,
+                })?
+            };
             let n = if n == 0 || n >= block.len() {
                 out[4..].copy_from_slice(filtered);
                 block.len()
@@ -56,9 +73,9 @@ pub fn compress_vlblocks(blocks: &[&[u8]], cp: &CParams) -> Result<Vec<u8>> {
     };
     let nthreads = cp.nthreads.clamp(1, blocks.len());
     let encoded: Vec<Vec<u8>> = if nthreads == 1 {
-        blocks.iter().map(|b| encode(b)).collect::<Result<_>>()?
+        blocks.iter().enumerate().map(|(i, b)| encode(i, b)).collect::<Result<_>>()?
     } else {
-        pool(nthreads).install(|| blocks.par_iter().map(|b| encode(b)).collect::<Result<_>>())?
+        pool(nthreads).install(|| blocks.par_iter().enumerate().map(|(i, b)| encode(i, b)).collect::<Result<_>>())?
     };
     let data_start = EXT_HEADER_LEN + 4 * blocks.len();
     let cbytes = data_start + encoded.iter().map(Vec::len).sum::<usize>();
@@ -67,7 +84,7 @@ pub fn compress_vlblocks(blocks: &[&[u8]], cp: &CParams) -> Result<Vec<u8>> {
     }
     let header = ChunkHeader {
         version: version::BLOSC2_VLBLOCKS,
-        versionlz: 1,
+        versionlz: codec.codec.version(),
         flags: flags::EXTENDED | flags::DONT_SPLIT | compcode_to_format(cp.codec) << flags::CODEC_SHIFT,
         typesize: hts as u8,
         nbytes,

@@ -102,7 +102,8 @@ pub struct CodecArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=9))]
     pub clevel: u8,
     /// Filter, repeatable, applied in the order given: shuffle, bitshuffle, delta,
-    /// bytedelta[:STREAMS], trunc_prec:BITS, int_trunc:BITS, none, or ID[:META]
+    /// bytedelta[:STREAMS], trunc_prec:BITS, int_trunc:BITS, ndcell:EDGE, ndmean:EDGE (.npy
+    /// input), none, or ID[:META]
     /// [default: shuffle]
     #[arg(long = "filter", value_name = "NAME[:META]")]
     pub filters: Vec<String>,

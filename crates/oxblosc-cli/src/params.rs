@@ -2,7 +2,8 @@
 //!
 //! Filters are given in the order they run, each `NAME` or `NAME:META`: `shuffle`,
 //! `bitshuffle`, `delta`, `bytedelta[:STREAMS]`, `trunc_prec:BITS` (signed: > 0 keeps BITS
-//! mantissa bits, < 0 zeroes -BITS), `int_trunc:BITS`, `none`, or a numeric id `ID[:META]`.
+//! mantissa bits, < 0 zeroes -BITS), `int_trunc:BITS`, `ndcell:EDGE`, `ndmean:EDGE` (b2nd
+//! arrays, i.e. `.npy` input), `none`, or a numeric id `ID[:META]`.
 
 use oxblosc::chunk::format::codec_id;
 use oxblosc::chunk::{filter, SplitMode};
@@ -32,16 +33,21 @@ pub fn filter(spec: &str) -> Result<(u8, u8), String> {
         "trunc_prec" | "trunc-prec" => filter::TRUNC_PREC,
         "bytedelta" => filter::BYTEDELTA,
         "int_trunc" | "int-trunc" => filter::INT_TRUNC,
+        "ndcell" => filter::NDCELL,
+        "ndmean" => filter::NDMEAN,
         n => n.parse::<u8>().map_err(|_| {
             format!(
                 "unknown filter {name:?} (none, shuffle, bitshuffle, delta, bytedelta[:N], trunc_prec:BITS, \
-                 int_trunc:BITS or an id 0-255)"
+                 int_trunc:BITS, ndcell:EDGE, ndmean:EDGE or an id 0-255)"
             )
         })?,
     };
     let meta = match meta {
         None if id == filter::TRUNC_PREC || id == filter::INT_TRUNC => {
             return Err(format!("filter {name} needs a bit count, e.g. {name}:10"))
+        }
+        None if id == filter::NDCELL || id == filter::NDMEAN => {
+            return Err(format!("filter {name} needs a cell edge, e.g. {name}:4"))
         }
         None => 0,
         Some(m) => {
@@ -90,6 +96,8 @@ pub fn filter_name(id: u8) -> String {
         filter::TRUNC_PREC => "trunc_prec".into(),
         filter::BYTEDELTA_V1 | filter::BYTEDELTA => "bytedelta".into(),
         filter::INT_TRUNC => "int_trunc".into(),
+        filter::NDCELL => "ndcell".into(),
+        filter::NDMEAN => "ndmean".into(),
         n => format!("filter{n}"),
     }
 }
@@ -134,6 +142,9 @@ mod tests {
         assert_eq!(filter("shuffle"), Ok((1, 0)));
         assert_eq!(filter("trunc_prec:-3"), Ok((4, 0xFD)));
         assert_eq!(filter("bytedelta:4"), Ok((35, 4)));
+        assert_eq!(filter("ndcell:4"), Ok((32, 4)));
+        assert_eq!(filter("NDMEAN:2"), Ok((33, 2)));
+        assert!(filter("ndcell").unwrap_err().contains("cell edge"));
         assert_eq!(filter("200:255"), Ok((200, 255)));
         assert!(filter("trunc_prec").is_err());
         assert!(filter("shufle").is_err());

@@ -208,6 +208,7 @@ pub(crate) fn build(mut p: Parsed, backing: Backing, base: u64, sparse: bool) ->
         section_end: if sparse { u64::MAX } else { base + hlen + h.cbytes as u64 },
         checksums,
         txn: None,
+        ctx: Default::default(),
     })
 }
 

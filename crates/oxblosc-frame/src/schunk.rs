@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-use oxblosc_chunk::{CParams, ChunkHeader, DParams, SpecialKind};
+use oxblosc_chunk::{CParams, ChunkContext, ChunkHeader, DParams, SpecialKind};
 
 use crate::checksum::{self, chunk_checksum, Change, Status, Verdict};
 use crate::error::ChunkId;
@@ -84,6 +84,9 @@ pub struct SChunk {
     pub(crate) checksums: checksum::State,
     /// The change in progress (undo information), if any.
     pub(crate) txn: Option<Box<Txn>>,
+    /// What plugins of this super-chunk's chunks need to know (b2nd block shape), set by
+    /// the array layer.
+    pub(crate) ctx: ChunkContext,
 }
 
 /// What a change in progress needs to be rolled back: the view's counters and metalayers as
@@ -133,12 +136,26 @@ impl Clone for SChunk {
             section_end: self.section_end,
             checksums: self.checksums.clone(),
             txn: None,
+            ctx: self.ctx.clone(),
         }
     }
 }
 
 fn chunk_err(i: usize) -> impl FnOnce(oxblosc_chunk::Error) -> Error {
     Error::chunk(i)
+}
+
+impl SChunk {
+    /// Tell the chunk plugins what they need to know about this super-chunk (the b2nd
+    /// block shape; C-Blosc2 plugins read it from the super-chunk's metalayer).
+    pub fn set_chunk_context(&mut self, ctx: ChunkContext) {
+        self.ctx = ctx;
+    }
+
+    /// The context set by [`set_chunk_context`](Self::set_chunk_context).
+    pub fn chunk_context(&self) -> &ChunkContext {
+        &self.ctx
+    }
 }
 
 impl SChunk {
@@ -164,6 +181,7 @@ impl SChunk {
             section_end: u64::MAX,
             checksums: checksum::State::default(),
             txn: None,
+            ctx: ChunkContext::default(),
         })
     }
 
@@ -512,13 +530,15 @@ impl SChunk {
     /// Decompress chunk `i`.
     pub fn decompress_chunk(&self, i: usize) -> Result<Vec<u8>> {
         let c = self.get_chunk(i)?;
-        oxblosc_chunk::decompress(&c, &self.dparams).map_err(chunk_err(i)).map_err(|e| self.in_backing_file(e))
+        oxblosc_chunk::decompress_with(&c, &self.dparams, &self.ctx)
+            .map_err(chunk_err(i))
+            .map_err(|e| self.in_backing_file(e))
     }
 
     /// Decompress chunk `i` into `dst`; returns its nbytes.
     pub fn decompress_chunk_into(&self, i: usize, dst: &mut [u8]) -> Result<usize> {
         let c = self.get_chunk(i)?;
-        oxblosc_chunk::decompress_into(&c, dst, &self.dparams)
+        oxblosc_chunk::decompress_into_with(&c, dst, &self.dparams, &self.ctx)
             .map_err(chunk_err(i))
             .map_err(|e| self.in_backing_file(e))
     }
@@ -601,15 +621,16 @@ impl SChunk {
                 }));
             }
             if b == cs && end == ce {
-                oxblosc_chunk::decompress_into(&c, dst, &self.dparams).map_err(chunk_err(i))?;
+                oxblosc_chunk::decompress_into_with(&c, dst, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
             } else {
                 let hts = u64::from(h.typesize.max(1));
                 let (lo, len) = (b - cs, end - b);
                 if h.is_vlblocks() || lo % hts != 0 || len % hts != 0 {
-                    let all = oxblosc_chunk::decompress(&c, &self.dparams).map_err(chunk_err(i))?;
+                    let all = oxblosc_chunk::decompress_with(&c, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
                     dst.copy_from_slice(&all[lo as usize..(lo + len) as usize]);
                 } else {
-                    oxblosc_chunk::getitem(&c, (lo / hts) as usize, (len / hts) as usize, dst).map_err(chunk_err(i))?;
+                    let (start, n) = ((lo / hts) as usize, (len / hts) as usize);
+                    oxblosc_chunk::getitem_with(&c, start, n, dst, &self.ctx).map_err(chunk_err(i))?;
                 }
             }
             b = end;
@@ -670,7 +691,8 @@ impl SChunk {
         if cp.blocksize == 0 && self.blocksize != 0 && self.blocksize % hts == 0 {
             cp.blocksize = self.blocksize;
         }
-        let c = oxblosc_chunk::compress(data, &cp).map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+        let c = oxblosc_chunk::compress_with(data, &cp, &self.ctx)
+            .map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
         // Like a C-Blosc2 context: the block size just used (clamped to a short chunk's
         // nbytes) is what the next chunk is forced to and what the frame header records.
         let h = ChunkHeader::parse(&c).map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
@@ -1203,7 +1225,7 @@ impl SChunk {
         if let Status::Unreadable(reason) = self.checksums() {
             return Err(self.in_backing_file(Error::param("checksums", reason)));
         }
-        let out = oxblosc_chunk::decompress(&c, self.dparams())
+        let out = oxblosc_chunk::decompress_with(&c, self.dparams(), &self.ctx)
             .map_err(Error::chunk(i))
             .map_err(|e| self.in_backing_file(e))?;
         Ok((verdict, out.len()))

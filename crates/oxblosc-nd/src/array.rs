@@ -89,6 +89,7 @@ impl NdArray {
         schunk.set_cparams(cp)?;
         let meta = geom.to_meta(Some(dtype.unwrap_or("|u1")));
         schunk.add_meta(NAME, &meta.encode())?;
+        schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
         let mut a = NdArray {
             schunk,
@@ -122,6 +123,7 @@ impl NdArray {
             cp.blocksize = geom.block_bytes();
             schunk.set_cparams(cp)?;
         }
+        schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
         Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks: AtomicU64::new(0) })
     }
@@ -433,13 +435,15 @@ impl NdArray {
         // Decoding overwrites every byte it is given: no need to clear a reused buffer.
         if blocks.len() * 2 > self.geom.blocks_per_chunk {
             buf.resize(self.geom.chunk_bytes(), 0);
-            oxblosc_chunk::decompress_into(&c, &mut buf, &DParams { nthreads }).map_err(err)?;
+            let ctx = self.schunk.chunk_context();
+            oxblosc_chunk::decompress_into_with(&c, &mut buf, &DParams { nthreads }, ctx).map_err(err)?;
             self.decoded_blocks.fetch_add(counted * self.geom.blocks_per_chunk as u64, Ordering::Relaxed);
             return Ok(Fetched::Whole(buf));
         }
         let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
         buf.resize(blocks.len() * bb, 0);
-        oxblosc_chunk::decompress_ranges(&c, &ranges, &mut buf, nthreads).map_err(err)?;
+        oxblosc_chunk::decompress_ranges_with(&c, &ranges, &mut buf, nthreads, self.schunk.chunk_context())
+            .map_err(err)?;
         self.decoded_blocks.fetch_add(counted * blocks.len() as u64, Ordering::Relaxed);
         Ok(Fetched::Listed(buf))
     }
@@ -531,7 +535,12 @@ impl NdArray {
             buf.clear();
             buf.resize(self.geom.chunk_bytes(), 0);
             if let Some(c) = &old {
-                oxblosc_chunk::decompress_into(c, buf, &DParams { nthreads: threads })?;
+                oxblosc_chunk::decompress_into_with(
+                    c,
+                    buf,
+                    &DParams { nthreads: threads },
+                    self.schunk.chunk_context(),
+                )?;
             }
             let copier = Copier::new(&self.geom, plan);
             let bb = self.geom.block_bytes();
@@ -555,7 +564,7 @@ impl NdArray {
             } else {
                 cbuf.resize(oxblosc_chunk::max_compressed_len(buf.len()), 0);
                 let cp = oxblosc_chunk::CParams { nthreads: threads, ..cp.clone() };
-                let len = oxblosc_chunk::compress_into(buf, cbuf, &cp)?;
+                let len = oxblosc_chunk::compress_into_with(buf, cbuf, &cp, self.schunk.chunk_context())?;
                 cbuf[..len].to_vec()
             };
             Ok(Some((n, c)))

@@ -48,6 +48,11 @@ fn checked_product(v: impl IntoIterator<Item = u64>, what: &str) -> Result<u64> 
 }
 
 impl Geometry {
+    /// What chunk plugins (NDCELL, NDMEAN, ...) need to know: the block shape.
+    pub fn chunk_context(&self) -> oxblosc_chunk::ChunkContext {
+        oxblosc_chunk::ChunkContext { blockshape: self.blocks.iter().map(|&b| b as usize).collect() }
+    }
+
     /// Validate a geometry: at most 16 dimensions, chunk and block sizes >= 1 (0 only along
     /// an axis of length 0, as python-blosc2 writes for empty axes), a chunk no larger than
     /// the Blosc2 buffer limit, every product overflow-checked. Blocks larger than chunks are

@@ -11,6 +11,7 @@ mod geometry;
 mod hdf5;
 mod ndarray;
 mod pack;
+mod plugins;
 mod schunk;
 mod shared;
 mod streamer;
@@ -311,6 +312,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
     m.add_class::<streamer::NativeStreamer>()?;
+    plugins::add_to(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -281,7 +281,9 @@ impl ChunkHeader {
             codec_format::LZ4 => Ok(codec_id::LZ4),
             codec_format::ZLIB => Ok(codec_id::ZLIB),
             codec_format::ZSTD => Ok(codec_id::ZSTD),
-            codec_format::USER if self.is_extended() => Err(Error::UnknownCodec { id: self.udcompcode }),
+            // Plugin codecs: the real id is in the extended header; the registry decides.
+            codec_format::USER if self.is_extended() => Ok(self.udcompcode),
+            codec_format::SNAPPY => Err(Error::UnknownCodec { id: 3 }),
             other => Err(Error::UnknownCodec { id: other }),
         }
     }
