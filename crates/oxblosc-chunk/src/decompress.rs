@@ -12,8 +12,8 @@ use crate::format::{version, ChunkHeader, SpecialKind};
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
-use crate::uninit::OutByte;
 use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
+use crate::uninit::OutByte;
 use crate::{Error, Result};
 use std::mem::MaybeUninit;
 
