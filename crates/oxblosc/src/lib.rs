@@ -4,6 +4,7 @@
 pub use oxblosc_chunk as chunk;
 pub use oxblosc_frame as frame;
 pub use oxblosc_nd as nd;
+pub use oxblosc_table as table;
 
 pub mod bloscpack;
 pub mod hdf5;
