@@ -78,6 +78,7 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
+from .ctable import Column, CTable
 from .opening import from_cframe, load, open, save
 from .packing import (
     load_array,
@@ -157,6 +158,8 @@ __all__ = [
     "ChunkError",
     "FrameChangedError",
     "CParams",
+    "CTable",
+    "Column",
     "Codec",
     "DParams",
     "Filter",

@@ -13,6 +13,7 @@ mod ndarray;
 mod pack;
 mod schunk;
 mod shared;
+mod table;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
@@ -300,6 +301,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;
     m.add_function(wrap_pyfunction!(geometry::auto_chunks_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_stats_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_compile, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_query, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;

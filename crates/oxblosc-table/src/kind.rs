@@ -18,6 +18,8 @@ pub enum Kind {
     U64,
     F32,
     F64,
+    /// Fixed-width bytes (NumPy `S<n>`): compared with string literals, no statistics.
+    Bytes(usize),
     /// Stored and gathered only (fixed-width bytes, strings, anything else): `itemsize` bytes.
     Opaque(usize),
 }
@@ -45,6 +47,7 @@ impl Kind {
             ('u', Some(8)) => Kind::U64,
             ('f', Some(4)) => Kind::F32,
             ('f', Some(8)) => Kind::F64,
+            ('S', Some(n)) if n == itemsize => Kind::Bytes(n),
             _ => Kind::Opaque(itemsize),
         };
         if !little || k.itemsize() != itemsize {
@@ -61,13 +64,13 @@ impl Kind {
             Kind::I16 | Kind::U16 => 2,
             Kind::I32 | Kind::U32 | Kind::F32 => 4,
             Kind::I64 | Kind::U64 | Kind::F64 => 8,
-            Kind::Opaque(n) => n,
+            Kind::Bytes(n) | Kind::Opaque(n) => n,
         }
     }
 
     /// Whether queries compute with it (and it carries statistics).
     pub fn is_numeric(self) -> bool {
-        !matches!(self, Kind::Opaque(_))
+        !matches!(self, Kind::Bytes(_) | Kind::Opaque(_))
     }
 
     pub fn is_float(self) -> bool {
@@ -85,7 +88,7 @@ mod tests {
         assert_eq!(Kind::from_numpy("|b1", 1), Kind::Bool);
         assert_eq!(Kind::from_numpy("<M8[s]", 8), Kind::I64);
         assert_eq!(Kind::from_numpy("|u1", 1), Kind::U8);
-        assert_eq!(Kind::from_numpy("|S5", 5), Kind::Opaque(5));
+        assert_eq!(Kind::from_numpy("|S5", 5), Kind::Bytes(5));
         assert_eq!(Kind::from_numpy("<U3", 12), Kind::Opaque(12));
         assert_eq!(Kind::from_numpy(">i4", 4), Kind::Opaque(4));
         assert_eq!(Kind::from_numpy("<i4", 8), Kind::Opaque(8));

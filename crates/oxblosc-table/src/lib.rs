@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod filter;
 pub mod kind;
 pub mod scan;
 pub mod stats;

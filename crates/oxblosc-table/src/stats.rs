@@ -43,7 +43,7 @@ pub fn record_dtype(kind: Kind) -> Option<String> {
         Kind::U64 => "<u8",
         Kind::F32 => "<f4",
         Kind::F64 => "<f8",
-        Kind::Opaque(_) => return None,
+        Kind::Bytes(_) | Kind::Opaque(_) => return None,
     };
     Some(format!("[('min', '{t}'), ('max', '{t}'), ('flags', 'u1')]"))
 }
@@ -198,7 +198,7 @@ macro_rules! dispatch {
             Kind::U64 => $f::<u64>($($arg),*),
             Kind::F32 => $f::<f32>($($arg),*),
             Kind::F64 => $f::<f64>($($arg),*),
-            Kind::Opaque(_) => unreachable!("checked by the caller"),
+            Kind::Bytes(_) | Kind::Opaque(_) => unreachable!("checked by the caller"),
         }
     };
 }
