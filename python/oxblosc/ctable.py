@@ -449,7 +449,9 @@ class CTable:
             v._cond, v._pos = self._combined(expr), None
             r = self._root
             names = r._names
-            _native.table_compile(v._cond, [(n, r._cols[n].dtype.str, r._cols[n].dtype.itemsize) for n in names])
+            _, kind = _native.table_compile(v._cond, [(n, r._cols[n].dtype.str, r._cols[n].dtype.itemsize) for n in names])
+            if kind != "|b1":
+                raise ValueError(f"the condition {expr!r} gives {np.dtype(kind)} values, not booleans")
         else:
             hits = self._root._scan(expr, [], positions=True)[0]
             v._cond, v._pos = None, np.intersect1d(self._pos, hits, assume_unique=True)

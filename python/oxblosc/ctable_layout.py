@@ -185,11 +185,12 @@ def read(path: str, mode: str = "r") -> Stored:
     for name, arr in cols.items():
         if arr.shape[0] != n:
             raise ValueError(f"{path}: column {name!r} holds {arr.shape[0]} rows, {VALID} {n}: the table is damaged")
-    stored = Stored(specs, cols, valid, {}, int(schema.get("n_rows", -1)))
+    stored = Stored(specs, cols, valid, dict.fromkeys(cols), int(schema.get("n_rows", -1)))
     catalog = vl["index_catalog"] if "index_catalog" in vl else {}
     epoch = vl["value_epoch"] if "value_epoch" in vl else None
     for name, entry in (catalog or {}).items():
-        stored.stats[name] = _read_stats(member, name, entry, epoch, cols.get(name))
+        if name in cols:
+            stored.stats[name] = _read_stats(member, name, entry, epoch, cols[name])
     return stored
 
 
