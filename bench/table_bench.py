@@ -33,8 +33,12 @@ SHARED = Path(os.environ.get("OXBLOSC_SHARED", HERE.parent.parent / "shared")) /
 sys.path.insert(0, str(SHARED))
 sys.path.insert(0, str(HERE))
 
-OX = {"oxblosc-mem-lz4": (False, "LZ4", "SHUFFLE"), "oxblosc-mem-zstd": (False, "ZSTD", "BITSHUFFLE"),
-      "oxblosc-disk-lz4": (True, "LZ4", "SHUFFLE"), "oxblosc-disk-zstd": (True, "ZSTD", "BITSHUFFLE")}
+OX = {
+    "oxblosc-mem-lz4": (False, "LZ4", "SHUFFLE"),
+    "oxblosc-mem-zstd": (False, "ZSTD", "BITSHUFFLE"),
+    "oxblosc-disk-lz4": (True, "LZ4", "SHUFFLE"),
+    "oxblosc-disk-zstd": (True, "ZSTD", "BITSHUFFLE"),
+}
 SYSTEMS = list(OX) + ["pandas", "numexpr", "blosc2-ctable", "pytables-b2lz4"]
 
 
@@ -64,8 +68,9 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
 
         oxblosc.set_nthreads(nthreads)
         disk, codec, filt = OX[system]
-        cp = oxblosc.CParams(codec=getattr(oxblosc.Codec, codec), clevel=5,
-                             filters=[getattr(oxblosc.Filter, filt)], filters_meta=[0])
+        cp = oxblosc.CParams(
+            codec=getattr(oxblosc.Codec, codec), clevel=5, filters=[getattr(oxblosc.Filter, filt)], filters_meta=[0]
+        )
         path = workdir / f"{system}.b2d" if disk else None
         cols = {n: np.load(workdir / f"col-{n}.npy", mmap_mode="r") for n in names}
         t0 = time.perf_counter()
@@ -90,8 +95,7 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
 
         blosc2.set_nthreads(nthreads)
         fields = {n: blosc2.field(blosc2.int32() if dt == "i4" else blosc2.float32()) for n, dt in TQ.COLUMNS}
-        row = dataclasses.make_dataclass("Row", [(n, int if dt == "i4" else float, f)
-                                                  for (n, dt), f in zip(TQ.COLUMNS, fields.values())])
+        row = dataclasses.make_dataclass("Row", [(n, int if dt == "i4" else float, fields[n]) for n, dt in TQ.COLUMNS])
         cols = {n: np.load(workdir / f"col-{n}.npy", mmap_mode="r") for n in names}
         cparams = dict(codec=blosc2.Codec.LZ4, clevel=5, filters=[blosc2.Filter.SHUFFLE], filters_meta=[0])
         t0 = time.perf_counter()
@@ -100,7 +104,7 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
         for i in range(0, nrows, step):
             rec = np.empty(min(step, nrows - i), dtype=TQ.COLUMNS)
             for n in names:
-                rec[n] = cols[n][i:i + len(rec)]
+                rec[n] = cols[n][i : i + len(rec)]
             t.extend(rec)
         t.close()
         res["write_s"] = time.perf_counter() - t0
@@ -117,7 +121,9 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
     res["queries"] = []
     for q in queries:
         n_out = len(run(q))
-        res["queries"].append({"query": q, "nrows_out": n_out, "times": C.repeat(lambda q=q: run(q), reps=reps, warmup=0)})
+        res["queries"].append(
+            {"query": q, "nrows_out": n_out, "times": C.repeat(lambda q=q: run(q), reps=reps, warmup=0)}
+        )
     res["peak_query_MB"] = C.peak_rss_bytes() / 1e6
     if system in OX:
         res["blocks_skipped"] = t.blocks_skipped
@@ -126,10 +132,29 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
 
 
 def run_sub(system: str, args, qfile: Path, nrows: int) -> dict:
-    cmd = [sys.executable, __file__, "--worker", system, "--workdir", str(args.tmpdir), "--queries-file", str(qfile),
-           "--reps", str(args.reps), "--rows", str(nrows), "--nthreads", str(args.nthreads)]
-    env = dict(os.environ, BLOSC_NTHREADS=str(args.nthreads), NUMEXPR_MAX_THREADS=str(args.nthreads),
-               NUMEXPR_NUM_THREADS=str(args.nthreads), OMP_NUM_THREADS=str(args.nthreads))
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        system,
+        "--workdir",
+        str(args.tmpdir),
+        "--queries-file",
+        str(qfile),
+        "--reps",
+        str(args.reps),
+        "--rows",
+        str(nrows),
+        "--nthreads",
+        str(args.nthreads),
+    ]
+    env = dict(
+        os.environ,
+        BLOSC_NTHREADS=str(args.nthreads),
+        NUMEXPR_MAX_THREADS=str(args.nthreads),
+        NUMEXPR_NUM_THREADS=str(args.nthreads),
+        OMP_NUM_THREADS=str(args.nthreads),
+    )
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
     out = proc.stdout.read()
     _, status, ru = os.wait4(proc.pid, 0)
@@ -197,39 +222,59 @@ def main() -> None:
         for s in args.systems:
             res = run_sub(s, args, qfile, nrows)
             runs[s].append(res)
-            log(f"round {r + 1} {s:18s} " + " ".join(f"{C.tmed(q['times']) * 1e3:7.1f}" for q in res["queries"])
-                + f"  peak {res['peak_total_MB']:.0f} MB")
+            log(
+                f"round {r + 1} {s:18s} "
+                + " ".join(f"{C.tmed(q['times']) * 1e3:7.1f}" for q in res["queries"])
+                + f"  peak {res['peak_total_MB']:.0f} MB"
+            )
     summary = {}
     for s, rs in runs.items():
         per_q = [statistics.median(t for r in rs for t in r["queries"][i]["times"]) * 1e3 for i in range(len(queries))]
-        summary[s] = dict(q_ms=per_q, sum_ms=sum(per_q), peak_MB=statistics.median(r["peak_total_MB"] for r in rs),
-                          peak_query_MB=statistics.median(r["peak_query_MB"] for r in rs),
-                          write_s=statistics.median(r.get("write_s", r.get("load_s", 0)) or 0 for r in rs),
-                          size_MB=rs[0].get("file_MB"), nout=[q["nrows_out"] for q in rs[0]["queries"]],
-                          skipped=rs[0].get("blocks_skipped"), scanned=rs[0].get("blocks_scanned"))
+        summary[s] = dict(
+            q_ms=per_q,
+            sum_ms=sum(per_q),
+            peak_MB=statistics.median(r["peak_total_MB"] for r in rs),
+            peak_query_MB=statistics.median(r["peak_query_MB"] for r in rs),
+            write_s=statistics.median(r.get("write_s", r.get("load_s", 0)) or 0 for r in rs),
+            size_MB=rs[0].get("file_MB"),
+            nout=[q["nrows_out"] for q in rs[0]["queries"]],
+            skipped=rs[0].get("blocks_skipped"),
+            scanned=rs[0].get("blocks_scanned"),
+        )
     ref = summary[args.systems[0]]["nout"]
     for s, v in summary.items():
-        if any(abs(a - b) > max(2, nrows // 10000) for a, b in zip(v["nout"], ref)):
+        if any(abs(a - b) > max(2, nrows // 10000) for a, b in zip(v["nout"], ref, strict=False)):
             raise AssertionError(f"{s}: result sizes {v['nout']} != {ref}")
-    md = [f"{nrows:,} rows x 8 columns ({nrows * 32 / 1e6:.0f} MB raw), {args.nthreads} threads, "
-          f"{args.rounds} interleaved rounds x {args.reps} reps, medians. Machine: {machine_info()['cpu']}, "
-          f"{os.cpu_count()} cores shared with other jobs running at the same time (figures are noisy).", "",
-          "Queries (selectivity): " + "; ".join(f"q{i + 1} `{q}` ({s * 100:.2f}%)" for i, (q, s) in
-                                                enumerate(zip(queries, sel))), "",
-          "| system | " + " | ".join(f"q{i + 1} ms" for i in range(len(queries)))
-          + " | sum ms | vs pandas | peak RSS MB | peak during queries MB | write/load s | size MB |",
-          "|---" * (len(queries) + 7) + "|"]
+    md = [
+        f"{nrows:,} rows x 8 columns ({nrows * 32 / 1e6:.0f} MB raw), {args.nthreads} threads, "
+        f"{args.rounds} interleaved rounds x {args.reps} reps, medians. Machine: {machine_info()['cpu']}, "
+        f"{os.cpu_count()} cores shared with other jobs running at the same time (figures are noisy).",
+        "",
+        "Queries (selectivity): "
+        + "; ".join(f"q{i + 1} `{q}` ({s * 100:.2f}%)" for i, (q, s) in enumerate(zip(queries, sel, strict=False))),
+        "",
+        "| system | "
+        + " | ".join(f"q{i + 1} ms" for i in range(len(queries)))
+        + " | sum ms | vs pandas | peak RSS MB | peak during queries MB | write/load s | size MB |",
+        "|---" * (len(queries) + 7) + "|",
+    ]
     pd_sum = summary.get("pandas", {}).get("sum_ms")
     for s, v in summary.items():
         ratio = f"{v['sum_ms'] / pd_sum:.2f}" if pd_sum else ""
         size = f"{v['size_MB']:.0f}" if v["size_MB"] is not None else ""
-        md.append(f"| {s} | " + " | ".join(f"{x:.0f}" for x in v["q_ms"])
-                  + f" | {v['sum_ms']:.0f} | {ratio} | {v['peak_MB']:.0f} | {v['peak_query_MB']:.0f}"
-                  + f" | {v['write_s']:.2f} | {size} |")
+        md.append(
+            f"| {s} | "
+            + " | ".join(f"{x:.0f}" for x in v["q_ms"])
+            + f" | {v['sum_ms']:.0f} | {ratio} | {v['peak_MB']:.0f} | {v['peak_query_MB']:.0f}"
+            + f" | {v['write_s']:.2f} | {size} |"
+        )
     ox = {s: v for s, v in summary.items() if s in OX}
     if ox:
-        md += ["", "Blocks skipped by statistics / scanned over the six queries (first run): "
-               + ", ".join(f"{s} {v['skipped']}/{v['scanned']}" for s, v in ox.items())]
+        md += [
+            "",
+            "Blocks skipped by statistics / scanned over the six queries (first run): "
+            + ", ".join(f"{s} {v['skipped']}/{v['scanned']}" for s, v in ox.items()),
+        ]
     text = "\n".join(md)
     print(text)
     print(json.dumps(summary, indent=1), file=sys.stderr)
@@ -237,8 +282,12 @@ def main() -> None:
         docs = HERE.parent / "docs"
         png = docs / "table_bench.png"
         plot(summary, png, f"table queries, {nrows:,} rows, {args.nthreads} threads (lower is better)")
-        write_block(docs / "benchmarks.md", "table_bench", "Table queries (bench/table_bench.py)",
-                    text + f"\n\n![table benchmark]({png.name})\n")
+        write_block(
+            docs / "benchmarks.md",
+            "table_bench",
+            "Table queries (bench/table_bench.py)",
+            text + f"\n\n![table benchmark]({png.name})\n",
+        )
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ from .core import (
     set_nthreads,
     special_chunk,
 )
+from .ctable import Column, CTable
 from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
 from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .ndarray import (
@@ -78,7 +79,6 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
-from .ctable import Column, CTable
 from .opening import from_cframe, load, open, save
 from .packing import (
     load_array,

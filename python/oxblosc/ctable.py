@@ -50,8 +50,10 @@ def _columns_of(data: Any) -> dict[str, np.ndarray]:
         return {str(n): _plain(data[n].to_numpy()) for n in data.columns}
     if mod == "pyarrow" and hasattr(data, "column_names"):
         return {str(n): _plain(data.column(n).to_numpy(zero_copy_only=False)) for n in data.column_names}
-    raise TypeError(f"cannot make table columns from {type(data).__name__} "
-                    "(structured array, dict of arrays, pandas DataFrame, pyarrow Table)")
+    raise TypeError(
+        f"cannot make table columns from {type(data).__name__} "
+        "(structured array, dict of arrays, pandas DataFrame, pyarrow Table)"
+    )
 
 
 def _plain(v: np.ndarray) -> np.ndarray:
@@ -77,9 +79,18 @@ class CTable:
     in memory. ``chunks``/``blocks`` set the rows per chunk/block of every column.
     """
 
-    def __init__(self, data: Any = None, urlpath: str | os.PathLike | None = None, mode: str = "w",
-                 cparams: Any = None, dparams: Any = None, *, chunks: int | None = None,
-                 blocks: int | None = None, nthreads: int | None = None) -> None:
+    def __init__(
+        self,
+        data: Any = None,
+        urlpath: str | os.PathLike | None = None,
+        mode: str = "w",
+        cparams: Any = None,
+        dparams: Any = None,
+        *,
+        chunks: int | None = None,
+        blocks: int | None = None,
+        nthreads: int | None = None,
+    ) -> None:
         self.urlpath = None if urlpath is None else os.fspath(urlpath)
         self.mode = mode
         self.nthreads = nthreads or _core.nthreads
@@ -233,8 +244,11 @@ class CTable:
         if self.mode == "r":
             raise ValueError("the table is read-only (opened with mode='r')")
         if isinstance(data, list):
-            data = {n: np.array([r[i] for r in data], dtype=self._dtypes[n]) for i, n in enumerate(self._names)} \
-                if data else {n: np.empty(0, self._dtypes[n]) for n in self._names}
+            data = (
+                {n: np.array([r[i] for r in data], dtype=self._dtypes[n]) for i, n in enumerate(self._names)}
+                if data
+                else {n: np.empty(0, self._dtypes[n]) for n in self._names}
+            )
         cols = _columns_of(data)
         if set(cols) != set(self._names):
             raise ValueError(f"appended columns {sorted(cols)} differ from the table's {sorted(self._names)}")
@@ -325,13 +339,21 @@ class CTable:
         r = self._root
         c = r._cols[r._names[0]]
         cols = {n: f"{r._dtypes[n]} (cbytes: {human_bytes(r._cols[n].cbytes)})" for n in r._names}
-        return InfoTable([
-            ("type", "CTable" if r is self else "CTable view"), ("urlpath", r.urlpath), ("nrows", len(self)),
-            ("ncols", self.ncols), ("chunks", c.chunks), ("blocks", c.blocks),
-            ("nbytes", human_bytes(self.nbytes)), ("cbytes", human_bytes(self.cbytes)),
-            ("cratio", f"{self.nbytes / self.cbytes:.2f}" if self.cbytes else "inf"), ("columns", cols),
-            ("statistics", sorted(n for n, s in r._stats.items() if s is not None)),
-        ])
+        return InfoTable(
+            [
+                ("type", "CTable" if r is self else "CTable view"),
+                ("urlpath", r.urlpath),
+                ("nrows", len(self)),
+                ("ncols", self.ncols),
+                ("chunks", c.chunks),
+                ("blocks", c.blocks),
+                ("nbytes", human_bytes(self.nbytes)),
+                ("cbytes", human_bytes(self.cbytes)),
+                ("cratio", f"{self.nbytes / self.cbytes:.2f}" if self.cbytes else "inf"),
+                ("columns", cols),
+                ("statistics", sorted(n for n, s in r._stats.items() if s is not None)),
+            ]
+        )
 
     def __repr__(self) -> str:
         return f"<oxblosc.CTable nrows={len(self)} columns={self.col_names}>"
@@ -361,7 +383,7 @@ class CTable:
         if isinstance(pos, slice):
             v = arr[pos]
         elif len(pos) and pos[-1] - pos[0] + 1 == len(pos):
-            v = arr[int(pos[0]):int(pos[-1]) + 1]
+            v = arr[int(pos[0]) : int(pos[-1]) + 1]
         else:
             v = arr[pos] if len(pos) else np.empty(0, arr.dtype)
         dt = r._dtypes[name]
@@ -377,8 +399,14 @@ class CTable:
 
     def _rows_view(self, pos: np.ndarray) -> CTable:
         v = object.__new__(CTable)
-        v.__dict__.update(_root=self._root, _cond=None, _pos=np.asarray(pos, dtype=np.int64), urlpath=None,
-                          mode="r", nthreads=self._root.nthreads)
+        v.__dict__.update(
+            _root=self._root,
+            _cond=None,
+            _pos=np.asarray(pos, dtype=np.int64),
+            urlpath=None,
+            mode="r",
+            nthreads=self._root.nthreads,
+        )
         return v
 
     def __getitem__(self, key: Any) -> Any:
@@ -386,12 +414,12 @@ class CTable:
             if key in self._root._dtypes:
                 return Column(self, key)
             return self.where(key)
-        if isinstance(key, (int, np.integer)):
+        if isinstance(key, int | np.integer):
             pos = self._positions()
             return self._rows_view(pos[[key]]).to_numpy()[0]
         if isinstance(key, slice):
             return self._rows_view(self._positions()[key])
-        if isinstance(key, (list, np.ndarray)):
+        if isinstance(key, list | np.ndarray):
             key = np.asarray(key)
             if key.dtype == bool:
                 return self._rows_view(self._positions()[key])
@@ -402,7 +430,7 @@ class CTable:
         return self[:n]
 
     def tail(self, n: int = 5) -> CTable:
-        return self[max(len(self) - n, 0):]
+        return self[max(len(self) - n, 0) :]
 
     # ------------------------------------------------------------------ queries
 
@@ -410,19 +438,28 @@ class CTable:
         """Run ``cond`` over the root table: (positions or None, {name: values}, count)."""
         r = self._root
         names = r._names
-        cols = [(n, _native_of(r._cols[n]), r._cols[n].dtype.str, r._stats.get(n) if r.skip_blocks else None)
-                for n in names]
+        cols = [
+            (n, _native_of(r._cols[n]), r._cols[n].dtype.str, r._stats.get(n) if r.skip_blocks else None) for n in names
+        ]
         valid = None if r._all_valid else _native_of(r._valid)
         pos, vals, count, scanned, skipped, decoded = _native.table_query(
-            cols, valid, r._phys, cond, [names.index(o) for o in outputs], int(self.nthreads),
-            bool(r.skip_blocks), positions)
+            cols,
+            valid,
+            r._phys,
+            cond,
+            [names.index(o) for o in outputs],
+            int(self.nthreads),
+            bool(r.skip_blocks),
+            positions,
+        )
         r.blocks_scanned += scanned
         r.blocks_skipped += skipped
         r.blocks_decoded += decoded
-        r.last_query = dict(condition=cond, rows=count, blocks_scanned=scanned, blocks_skipped=skipped,
-                            column_blocks_decoded=decoded)
+        r.last_query = dict(
+            condition=cond, rows=count, blocks_scanned=scanned, blocks_skipped=skipped, column_blocks_decoded=decoded
+        )
         out = {}
-        for name, b in zip(outputs, vals):
+        for name, b in zip(outputs, vals, strict=False):
             v = np.frombuffer(b, dtype=r._cols[name].dtype)
             out[name] = v.view(r._dtypes[name]) if r._dtypes[name].kind == "M" else v
         return (np.frombuffer(pos, dtype=np.int64) if positions else None), out, count
@@ -443,13 +480,20 @@ class CTable:
             if unknown:
                 raise KeyError(f"no column {unknown[0]!r}")
         v = object.__new__(CTable)
-        v.__dict__.update(_root=self._root, urlpath=None, mode="r", nthreads=self._root.nthreads,
-                          _columns=list(columns) if columns is not None else None)
+        v.__dict__.update(
+            _root=self._root,
+            urlpath=None,
+            mode="r",
+            nthreads=self._root.nthreads,
+            _columns=list(columns) if columns is not None else None,
+        )
         if self._pos is None:
             v._cond, v._pos = self._combined(expr), None
             r = self._root
             names = r._names
-            _, kind = _native.table_compile(v._cond, [(n, r._cols[n].dtype.str, r._cols[n].dtype.itemsize) for n in names])
+            _, kind = _native.table_compile(
+                v._cond, [(n, r._cols[n].dtype.str, r._cols[n].dtype.itemsize) for n in names]
+            )
             if kind != "|b1":
                 raise ValueError(f"the condition {expr!r} gives {np.dtype(kind)} values, not booleans")
         else:
@@ -505,11 +549,15 @@ class CTable:
                 continue
             arr = r._cols[n]
             fresh = self._summarize(arr[:], arr.blocks[0])
-            if fresh != recs[:len(fresh)]:
+            if fresh != recs[: len(fresh)]:
                 rl = 2 * arr.dtype.itemsize + 1
-                bad = next(i for i in range(len(fresh) // rl) if fresh[i * rl:(i + 1) * rl] != recs[i * rl:(i + 1) * rl])
-                raise ValueError(f"column {n!r}: stored statistics of block {bad} (rows {bad * arr.blocks[0]}...) "
-                                 "disagree with the data")
+                bad = next(
+                    i for i in range(len(fresh) // rl) if fresh[i * rl : (i + 1) * rl] != recs[i * rl : (i + 1) * rl]
+                )
+                raise ValueError(
+                    f"column {n!r}: stored statistics of block {bad} (rows {bad * arr.blocks[0]}...) "
+                    "disagree with the data"
+                )
 
 
 def _native_of(arr: NDArray) -> Any:
@@ -540,7 +588,7 @@ class Column:
         if t._root is t and t._all_valid:  # physical rows are the rows: read only what is asked
             if isinstance(key, slice):
                 return t._read(self.name, slice(*key.indices(t._phys)))
-            if isinstance(key, (int, np.integer)):
+            if isinstance(key, int | np.integer):
                 k = int(key) + (t._phys if key < 0 else 0)
                 if not 0 <= k < t._phys:
                     raise IndexError(f"row {key} out of range for a column of {t._phys} rows")

@@ -128,7 +128,9 @@ def is_table(path: str) -> bool:
 def _members(path: str, mode: str):
     """A function opening member ``rel`` of the directory or zip at ``path``."""
     if os.path.isdir(path):
-        return lambda rel: _open(os.path.join(path, rel), mode=mode) if os.path.exists(os.path.join(path, rel)) else None
+        return (
+            lambda rel: _open(os.path.join(path, rel), mode=mode) if os.path.exists(os.path.join(path, rel)) else None
+        )
     if mode != "r":
         raise ValueError(f"{path}: a .b2z table opens read-only (mode='r'); save() writes a new one")
     z = zipfile.ZipFile(path)
@@ -160,10 +162,14 @@ def read(path: str, mode: str = "r") -> Stored:
     schema = json.loads(vl["schema"])
     for key in _REFUSED_KEYS:
         if schema.get(key):
-            raise ValueError(f"{path}: the table has {key} (python-blosc2 computed or bound columns): "
-                             "not supported, refused without evaluating anything")
+            raise ValueError(
+                f"{path}: the table has {key} (python-blosc2 computed or bound columns): "
+                "not supported, refused without evaluating anything"
+            )
     if schema.get("version") != 1 or schema.get("metadata", {}).get("nested"):
-        raise ValueError(f"{path}: schema version {schema.get('version')} (nested or null-mask columns) is not supported")
+        raise ValueError(
+            f"{path}: schema version {schema.get('version')} (nested or null-mask columns) is not supported"
+        )
     specs = list(schema["columns"])
     if not specs:
         raise ValueError(f"{path}: the table has no columns")
@@ -178,8 +184,10 @@ def read(path: str, mode: str = "r") -> Stored:
         if arr is None:
             raise ValueError(f"{path}: column {name!r} has no file {col_path(name)}")
         if not isinstance(arr, NDArray) or arr.ndim != 1 or arr.dtype != want:
-            raise ValueError(f"{path}: column {name!r} holds {getattr(arr, 'dtype', 'no array')} "
-                             f"{getattr(arr, 'shape', '')}, the schema says 1-d {want}")
+            raise ValueError(
+                f"{path}: column {name!r} holds {getattr(arr, 'dtype', 'no array')} "
+                f"{getattr(arr, 'shape', '')}, the schema says 1-d {want}"
+            )
         cols[name] = arr
     n = valid.shape[0]
     for name, arr in cols.items():
@@ -198,9 +206,15 @@ def _read_stats(member, name: str, entry: Any, epoch: Any, arr: NDArray | None) 
     """A catalog entry's summary records when current and shaped like the column, else None."""
     try:
         level = entry["levels"]["block"]
-        ok = (entry.get("kind") == "summary" and not entry.get("stale") and arr is not None
-              and entry.get("built_value_epoch") == epoch and int(level["segment_len"]) == arr.blocks[0]
-              and arr.chunks[0] % arr.blocks[0] == 0 and not entry.get("null_aware"))
+        ok = (
+            entry.get("kind") == "summary"
+            and not entry.get("stale")
+            and arr is not None
+            and entry.get("built_value_epoch") == epoch
+            and int(level["segment_len"]) == arr.blocks[0]
+            and arr.chunks[0] % arr.blocks[0] == 0
+            and not entry.get("null_aware")
+        )
         if not ok:
             return None
         recs = member(level["path"])
@@ -218,8 +232,13 @@ def _read_stats(member, name: str, entry: Any, epoch: Any, arr: NDArray | None) 
 
 
 def _meta_vlmeta(stored: Stored, epoch: int) -> dict:
-    schema = {"version": 1, "columns": stored.specs, "n_rows": stored.n_rows,
-              "create_summary_index": True, "summary_indexes_built": bool(stored.stats)}
+    schema = {
+        "version": 1,
+        "columns": stored.specs,
+        "n_rows": stored.n_rows,
+        "create_summary_index": True,
+        "summary_indexes_built": bool(stored.stats),
+    }
     catalog = {}
     for name, recs in stored.stats.items():
         arr = stored.cols[name]
@@ -227,15 +246,43 @@ def _meta_vlmeta(stored: Stored, epoch: int) -> dict:
             continue
         t = arr.dtype.str if arr.dtype.itemsize > 1 else arr.dtype.str.replace("<", "|")
         catalog[name] = {
-            "name": "__self__", "token": name, "target": {"source": "field", "field": None}, "field": None,
-            "kind": "summary", "version": 1, "optlevel": 5, "persistent": True, "ooc": True, "stale": False,
-            "dtype": arr.dtype.str, "shape": [arr.shape[0]], "chunks": list(arr.chunks), "blocks": list(arr.blocks),
-            "levels": {"block": {"segment_len": arr.blocks[0], "nsegments": len(recs) // (2 * arr.dtype.itemsize + 1),
-                                 "path": stats_path(name), "dtype": [["min", t], ["max", t], ["flags", "|u1"]]}},
-            "bucket": None, "partial": None, "full": None, "opsi": None, "cparams": None, "null_aware": False,
+            "name": "__self__",
+            "token": name,
+            "target": {"source": "field", "field": None},
+            "field": None,
+            "kind": "summary",
+            "version": 1,
+            "optlevel": 5,
+            "persistent": True,
+            "ooc": True,
+            "stale": False,
+            "dtype": arr.dtype.str,
+            "shape": [arr.shape[0]],
+            "chunks": list(arr.chunks),
+            "blocks": list(arr.blocks),
+            "levels": {
+                "block": {
+                    "segment_len": arr.blocks[0],
+                    "nsegments": len(recs) // (2 * arr.dtype.itemsize + 1),
+                    "path": stats_path(name),
+                    "dtype": [["min", t], ["max", t], ["flags", "|u1"]],
+                }
+            },
+            "bucket": None,
+            "partial": None,
+            "full": None,
+            "opsi": None,
+            "cparams": None,
+            "null_aware": False,
             "built_value_epoch": epoch,
         }
-    return {"kind": "ctable", "version": 1, "schema": json.dumps(schema), "value_epoch": epoch, "index_catalog": catalog}
+    return {
+        "kind": "ctable",
+        "version": 1,
+        "schema": json.dumps(schema),
+        "value_epoch": epoch,
+        "index_catalog": catalog,
+    }
 
 
 def _stats_array(arr: NDArray, recs: bytes, **kwargs: Any) -> NDArray:

@@ -7,11 +7,10 @@ import os
 import shutil
 
 import numpy as np
+import oxblosc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import oxblosc
 
 blosc2 = pytest.importorskip("blosc2")
 
@@ -85,8 +84,12 @@ def conditions(draw, depth: int = 0):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(n=st.sampled_from([0, 1, 2, 63, 64, 65, 700, 2049]), seed=st.integers(0, 3), cond=conditions(),
-       nthreads=st.sampled_from([1, 2]))
+@given(
+    n=st.sampled_from([0, 1, 2, 63, 64, 65, 700, 2049]),
+    seed=st.integers(0, 3),
+    cond=conditions(),
+    nthreads=st.sampled_from([1, 2]),
+)
 def test_where_matches_numpy(n, seed, cond, nthreads):
     text, fn = cond
     d = table_data(n, seed)
@@ -242,8 +245,17 @@ def _b2_table(path, n=4000):
         t: object = blosc2.field(blosc2.timestamp(unit="ms"))
 
     rng = np.random.default_rng(5)
-    rows = [(int(rng.integers(-9, 9)), float(rng.standard_normal()), bool(rng.random() < 0.5), "ab"[: i % 3],
-             b"xy"[: i % 3], np.datetime64(i, "ms")) for i in range(n)]
+    rows = [
+        (
+            int(rng.integers(-9, 9)),
+            float(rng.standard_normal()),
+            bool(rng.random() < 0.5),
+            "ab"[: i % 3],
+            b"xy"[: i % 3],
+            np.datetime64(i, "ms"),
+        )
+        for i in range(n)
+    ]
     t = blosc2.CTable(Row, urlpath=path, mode="w")
     t.extend(rows)
     return t, rows
@@ -316,8 +328,9 @@ def test_lying_statistics_detected(tmp_path):
     rec = oxblosc.open(os.path.join(path, "_indexes/k/summary.block.b2nd"))
     r = rec[:]
     r["max"][3] = 0  # block 3 claims k <= 0
-    oxblosc.asarray(r, urlpath=os.path.join(path, "_indexes/k/summary.block.b2nd"), mode="w",
-                    chunks=rec.chunks, blocks=rec.blocks)
+    oxblosc.asarray(
+        r, urlpath=os.path.join(path, "_indexes/k/summary.block.b2nd"), mode="w", chunks=rec.chunks, blocks=rec.blocks
+    )
     t = oxblosc.CTable.open(path)
     with pytest.raises(ValueError, match="'k'.*block 3"):
         t.verify_stats()
