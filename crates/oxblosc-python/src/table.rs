@@ -38,7 +38,13 @@ pub(crate) fn table_stats<'py>(
 
 /// The record of a block made of the parts records `a` and `b` describe (empty: cannot merge).
 #[pyfunction]
-pub(crate) fn table_stats_merge<'py>(py: Python<'py>, dtype: &str, itemsize: usize, a: &[u8], b: &[u8]) -> Bound<'py, PyBytes> {
+pub(crate) fn table_stats_merge<'py>(
+    py: Python<'py>,
+    dtype: &str,
+    itemsize: usize,
+    a: &[u8],
+    b: &[u8],
+) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &stats::merge(Kind::from_numpy(dtype, itemsize), a, b))
 }
 
@@ -97,8 +103,11 @@ pub(crate) fn table_query<'py>(
                 cond.dtype().name()
             )));
         }
-        let inputs =
-            cond.inputs().iter().map(|n| cols.iter().position(|c| c.name == n).expect("compiled from these columns")).collect();
+        let inputs = cond
+            .inputs()
+            .iter()
+            .map(|n| cols.iter().position(|c| c.name == n).expect("compiled from these columns"))
+            .collect();
         let scan = Scan { columns: cols, inputs, outputs, valid: vguard.as_deref(), nrows, nthreads, skip, positions };
         table::run(&scan, &cond)
     });

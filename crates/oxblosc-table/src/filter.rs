@@ -1,8 +1,8 @@
 //! A condition written as text, compiled by the expression engine (`oxblosc-expr`) against
 //! the table's column types, as a [`BlockFilter`] for [`crate::scan`].
 
-use oxblosc_expr::{parse, ColumnMut, ColumnRef, ExprError, Program, ValueRange};
 pub use oxblosc_expr::DType;
+use oxblosc_expr::{parse, ColumnMut, ColumnRef, ExprError, Program, ValueRange};
 
 use crate::kind::Kind;
 use crate::scan::{BlockFilter, ColumnBlock};
@@ -35,9 +35,10 @@ pub struct Condition {
 impl Condition {
     /// Parse and type `text` against `columns` (name, kind); the result must be boolean.
     /// Columns of kinds a condition cannot use are unknown names to it.
-    pub fn compile(text: &str, columns: &[(&str, Kind)]) -> Result<Condition, ExprError> {
+    pub fn compile(text: &str, columns: &[(&str, Kind)]) -> Result<Condition, Box<ExprError>> {
         let schema: Vec<(&str, DType)> = columns.iter().filter_map(|&(n, k)| dtype_of(k).map(|d| (n, d))).collect();
-        let prog = parse(text)?.compile_columns(&schema)?;
+        let expr = parse(text).map_err(Box::new)?;
+        let prog = expr.compile_columns(&schema).map_err(Box::new)?;
         Ok(Condition { prog })
     }
 
@@ -52,36 +53,20 @@ impl Condition {
     }
 }
 
-/// A typed view of a decoded block; booleans go through `bools` (a byte is not a valid
-/// `bool` unless it is 0 or 1, so they are converted, not reinterpreted).
-fn column_ref<'b>(b: &ColumnBlock<'b>, bools: &'b [bool]) -> ColumnRef<'b> {
-    use bytemuck::cast_slice as c;
-    let s = b.bytes;
-    match b.kind {
-        Kind::Bool => ColumnRef::Bool(bools),
-        Kind::I8 => ColumnRef::I8(c(s)),
-        Kind::I16 => ColumnRef::I16(c(s)),
-        Kind::I32 => ColumnRef::I32(c(s)),
-        Kind::I64 => ColumnRef::I64(c(s)),
-        Kind::U8 => ColumnRef::U8(s),
-        Kind::U16 => ColumnRef::U16(c(s)),
-        Kind::U32 => ColumnRef::U32(c(s)),
-        Kind::U64 => ColumnRef::U64(c(s)),
-        Kind::F32 => ColumnRef::F32(c(s)),
-        Kind::F64 => ColumnRef::F64(c(s)),
-        Kind::Bytes(width) | Kind::Opaque(width) => ColumnRef::Bytes { width, data: s },
-    }
-}
-
 impl BlockFilter for Condition {
     fn eval(&self, inputs: &[ColumnBlock<'_>], rows: usize, mask: &mut Vec<bool>) -> Result<(), String> {
         mask.clear();
         mask.resize(rows, false);
-        let bools: Vec<Vec<bool>> = inputs
+        // Blocks are 8-byte aligned scratch; a bool byte other than 0/1 (a damaged column) is
+        // an error, not a guess.
+        let refs = inputs
             .iter()
-            .map(|b| if b.kind == Kind::Bool { b.bytes.iter().map(|&x| x != 0).collect() } else { Vec::new() })
-            .collect();
-        let refs: Vec<ColumnRef<'_>> = inputs.iter().zip(&bools).map(|(b, v)| column_ref(b, v)).collect();
+            .map(|b| {
+                let dt = dtype_of(b.kind)
+                    .ok_or_else(|| format!("a column of {:?} cannot take part in a condition", b.kind))?;
+                ColumnRef::from_bytes(dt, b.bytes).map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<ColumnRef<'_>>, String>>()?;
         self.prog.eval_into(&refs, ColumnMut::Bool(mask)).map_err(|e| e.to_string())
     }
 

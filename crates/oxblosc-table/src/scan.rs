@@ -137,7 +137,9 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
             // Records are per `block_rows` rows of the whole column: they line up with the
             // (chunk, block) grid only when blocks tile chunks exactly.
             match (c.stats, stats::record_len(c.kind)) {
-                (Some(s), Some(rl)) => grid.chunk_rows % grid.block_rows == 0 && s.len() as u64 >= total_blocks * rl as u64,
+                (Some(s), Some(rl)) => {
+                    grid.chunk_rows % grid.block_rows == 0 && s.len() as u64 >= total_blocks * rl as u64
+                }
                 _ => false,
             }
         })
@@ -181,7 +183,9 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
             } else {
                 (scan.columns[i].name, scan.columns[i].arr)
             };
-            match fetched[i].get_or_init(|| arr.schunk().get_chunk(ci as usize).map_err(|e| Error::column(name, e.to_string()))) {
+            match fetched[i]
+                .get_or_init(|| arr.schunk().get_chunk(ci as usize).map_err(|e| Error::column(name, e.to_string())))
+            {
                 Ok(c) => Ok(c),
                 Err(e) => Err(e.clone()),
             }
@@ -227,13 +231,19 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
                         .iter()
                         .map(|&i| {
                             let c = &scan.columns[i];
-                            ColumnBlock { kind: c.kind, bytes: &bytemuck::cast_slice::<u64, u8>(&bufs[i])[..rows * c.kind.itemsize()] }
+                            ColumnBlock {
+                                kind: c.kind,
+                                bytes: &bytemuck::cast_slice::<u64, u8>(&bufs[i])[..rows * c.kind.itemsize()],
+                            }
                         })
                         .collect();
                     filter.eval(&views, rows, mask).map_err(Error::Eval)?;
                 }
                 if mask.len() != rows {
-                    return Err(Error::Eval(format!("the condition gave {} values for a block of {rows} rows", mask.len())));
+                    return Err(Error::Eval(format!(
+                        "the condition gave {} values for a block of {rows} rows",
+                        mask.len()
+                    )));
                 }
                 if scan.valid.is_some() {
                     let v = &bytemuck::cast_slice::<u64, u8>(&bufs[ncols])[..rows];
@@ -305,7 +315,10 @@ fn check(scan: &Scan<'_>) -> Result<Grid> {
     }
     for c in &scan.columns {
         if c.kind.itemsize() != c.arr.typesize() {
-            return Err(Error::layout(c.name, format!("items of {} bytes, the dtype says {}", c.arr.typesize(), c.kind.itemsize())));
+            return Err(Error::layout(
+                c.name,
+                format!("items of {} bytes, the dtype says {}", c.arr.typesize(), c.kind.itemsize()),
+            ));
         }
     }
     if let Some(&i) = scan.inputs.iter().chain(&scan.outputs).find(|&&i| i >= scan.columns.len()) {

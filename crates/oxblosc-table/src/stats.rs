@@ -72,8 +72,8 @@ macro_rules! int_elem {
             #[allow(clippy::unnecessary_cast)]
             fn widen(self) -> (f64, f64) {
                 let f = self as f64;
-                // Integers past 2^53 round: step one ulp outward so the bound still holds.
-                if f.abs() < 9.0e15 { (f, f) } else { (f.next_down(), f.next_up()) }
+                // Integers past 2^53 round: step at least one ulp outward so the bound holds.
+                if f.abs() < 9.0e15 { (f, f) } else { (f - f.abs() * f64::EPSILON, f + f.abs() * f64::EPSILON) }
             }
         }
     )*};
