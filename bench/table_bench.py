@@ -51,10 +51,20 @@ def shared():
     return _common, table_query
 
 
-def load_cols(workdir: Path, names):
+def slices(workdir: Path, names, nrows: int, step: int = 1 << 20):
+    """The columns ``step`` rows at a time, read from the .npy files without mapping them
+    (mapped pages would count in the writer's resident set)."""
     import numpy as np
 
-    return {n: np.load(workdir / f"col-{n}.npy") for n in names}
+    for lo in range(0, nrows, step):
+        part = {}
+        for n in names:
+            with open(workdir / f"col-{n}.npy", "rb") as f:
+                np.lib.format.read_magic(f)
+                _, _, dt = np.lib.format.read_array_header_1_0(f)
+                f.seek(lo * dt.itemsize, 1)
+                part[n] = np.fromfile(f, dtype=dt, count=min(step, nrows - lo))
+        yield part
 
 
 def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int, nthreads: int) -> dict:
@@ -72,9 +82,13 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
             codec=getattr(oxblosc.Codec, codec), clevel=5, filters=[getattr(oxblosc.Filter, filt)], filters_meta=[0]
         )
         path = workdir / f"{system}.b2d" if disk else None
-        cols = {n: np.load(workdir / f"col-{n}.npy", mmap_mode="r") for n in names}
         t0 = time.perf_counter()
-        t = oxblosc.CTable(cols, urlpath=path, cparams=cp, nthreads=nthreads)
+        t = None
+        for part in slices(workdir, names, nrows):  # written 1 M rows at a time
+            if t is None:
+                t = oxblosc.CTable(part, urlpath=path, cparams=cp, nthreads=nthreads, chunks=1 << 20)
+            else:
+                t.extend(part)
         res["write_s"] = time.perf_counter() - t0
         if disk:
             C.fsync_path(path)
@@ -82,9 +96,9 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
             res["file_MB"] = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
             del t
             t = oxblosc.CTable.open(path)
+            t.nthreads = nthreads
         else:
             res["file_MB"] = t.cbytes / 1e6
-        del cols
 
         def run(q):
             return t.where(q).to_numpy()
@@ -96,20 +110,17 @@ def worker(system: str, workdir: Path, queries: list[str], reps: int, nrows: int
         blosc2.set_nthreads(nthreads)
         fields = {n: blosc2.field(blosc2.int32() if dt == "i4" else blosc2.float32()) for n, dt in TQ.COLUMNS}
         row = dataclasses.make_dataclass("Row", [(n, int if dt == "i4" else float, fields[n]) for n, dt in TQ.COLUMNS])
-        cols = {n: np.load(workdir / f"col-{n}.npy", mmap_mode="r") for n in names}
         cparams = dict(codec=blosc2.Codec.LZ4, clevel=5, filters=[blosc2.Filter.SHUFFLE], filters_meta=[0])
         t0 = time.perf_counter()
         t = blosc2.CTable(row, expected_size=nrows, cparams=cparams)
-        step = 1 << 20
-        for i in range(0, nrows, step):
-            rec = np.empty(min(step, nrows - i), dtype=TQ.COLUMNS)
+        for part in slices(workdir, names, nrows):
+            rec = np.empty(len(part[names[0]]), dtype=TQ.COLUMNS)
             for n in names:
-                rec[n] = cols[n][i : i + len(rec)]
+                rec[n] = part[n]
             t.extend(rec)
         t.close()
         res["write_s"] = time.perf_counter() - t0
         res["file_MB"] = t.cbytes / 1e6
-        del cols
 
         def run(q):
             v = t.where(q)

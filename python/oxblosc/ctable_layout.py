@@ -128,9 +128,14 @@ def is_table(path: str) -> bool:
 def _members(path: str, mode: str):
     """A function opening member ``rel`` of the directory or zip at ``path``."""
     if os.path.isdir(path):
-        return (
-            lambda rel: _open(os.path.join(path, rel), mode=mode) if os.path.exists(os.path.join(path, rel)) else None
-        )
+        # Read-only tables map their files: a query then borrows chunks instead of reading them.
+        extra = {"mmap_mode": "r"} if mode == "r" else {}
+
+        def member_file(rel: str):
+            full = os.path.join(path, rel)
+            return _open(full, mode=mode, **extra) if os.path.exists(full) else None
+
+        return member_file
     if mode != "r":
         raise ValueError(f"{path}: a .b2z table opens read-only (mode='r'); save() writes a new one")
     z = zipfile.ZipFile(path)

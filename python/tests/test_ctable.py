@@ -181,6 +181,7 @@ def test_stats_after_appends(tmp_path):
         r.extend(structured(d)[:1])
     a = oxblosc.CTable.open(path, mode="a")
     a.extend(structured(d)[:5])
+    assert len(a.where("k < 5")) == 6 + 5  # chunks read from the file (not mapped), one chunk at a time
     assert len(oxblosc.open(path)) == 1006
 
 

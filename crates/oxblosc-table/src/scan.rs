@@ -148,16 +148,14 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
     let (mut scanned, mut skipped) = (0u64, 0u64);
     let mut found = Found { values: vec![Vec::new(); scan.outputs.len()], ..Found::default() };
     let threads = scan.nthreads.max(1);
+    // Which blocks can match (statistics), before anything is fetched.
+    let mut live: Vec<(u64, u64)> = Vec::new();
     for ci in 0..nchunks {
         let chunk_row0 = ci * grid.chunk_rows;
         let nblocks = (scan.nrows - chunk_row0).div_ceil(grid.block_rows).min(bpc);
-        // Which blocks can match (statistics), before anything is fetched.
-        let live: Vec<u64> = (0..nblocks)
-            .filter(|&bi| {
-                if !scan.skip {
-                    return true;
-                }
-                let g = (chunk_row0 / grid.block_rows + bi) as usize;
+        for bi in 0..nblocks {
+            let g = (chunk_row0 / grid.block_rows + bi) as usize;
+            let keep = !scan.skip || {
                 let ranges: Vec<Option<Range>> = scan
                     .inputs
                     .iter()
@@ -169,111 +167,45 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
                     })
                     .collect();
                 filter.may_match(&ranges)
-            })
-            .collect();
-        skipped += nblocks - live.len() as u64;
-        scanned += live.len() as u64;
-        if live.is_empty() {
-            continue;
+            };
+            if keep {
+                live.push((ci, bi));
+            } else {
+                skipped += 1;
+            }
         }
-        let fetched: Vec<OnceLock<Result<Cow<'_, [u8]>>>> = (0..=ncols).map(|_| OnceLock::new()).collect();
-        let fetch = |i: usize| -> Result<&[u8]> {
+    }
+    scanned += live.len() as u64;
+    // Chunks borrowed from memory or a map cost nothing to fetch: all blocks go to the
+    // workers at once. Chunks read from a file are fetched once per chunk (batches).
+    let borrowed = match live.first() {
+        None => true,
+        Some(&(ci, _)) => matches!(scan.columns[0].arr.schunk().get_chunk(ci as usize), Ok(Cow::Borrowed(_))),
+    };
+    let batches: Vec<&[(u64, u64)]> =
+        if borrowed { vec![&live[..]] } else { live.chunk_by(|a, b| a.0 == b.0).collect() };
+    for batch in batches {
+        let cache: Vec<OnceLock<Result<Cow<'_, [u8]>>>> = (0..=ncols).map(|_| OnceLock::new()).collect();
+        let fetch = |i: usize, ci: u64| -> Result<Cow<'_, [u8]>> {
             let (name, arr) = if i == ncols {
                 ("_valid_rows", scan.valid.expect("validity fetched only when present"))
             } else {
                 (scan.columns[i].name, scan.columns[i].arr)
             };
-            match fetched[i]
-                .get_or_init(|| arr.schunk().get_chunk(ci as usize).map_err(|e| Error::column(name, e.to_string())))
-            {
-                Ok(c) => Ok(c),
+            let get = || arr.schunk().get_chunk(ci as usize).map_err(|e| Error::column(name, e.to_string()));
+            if borrowed {
+                return get();
+            }
+            match cache[i].get_or_init(get) {
+                Ok(c) => Ok(Cow::Borrowed(&c[..])),
                 Err(e) => Err(e.clone()),
             }
         };
-        let one_block = |bi: u64| -> Result<BlockOut> {
-            let row0 = chunk_row0 + bi * grid.block_rows;
-            let rows = grid.block_rows.min(grid.chunk_rows - bi * grid.block_rows).min(scan.nrows - row0) as usize;
-            SCRATCH.with(|cell| {
-                let mut guard = cell.borrow_mut();
-                let (bufs, mask) = &mut *guard;
-                if bufs.len() < ncols + 1 {
-                    bufs.resize_with(ncols + 1, Vec::new);
-                }
-                let mut done = vec![false; ncols + 1];
-                let mut decode = |i: usize, bufs: &mut Vec<Vec<u64>>| -> Result<()> {
-                    if done[i] {
-                        return Ok(());
-                    }
-                    let size = if i == ncols { 1 } else { scan.columns[i].kind.itemsize() };
-                    let chunk = fetch(i)?;
-                    let lo = (bi * grid.block_rows) as usize * size;
-                    let n = rows * size;
-                    let buf = &mut bufs[i];
-                    buf.resize(n.div_ceil(8), 0);
-                    let dst = &mut bytemuck::cast_slice_mut::<u64, u8>(buf)[..n];
-                    decompress_ranges(chunk, &[(lo, lo + n)], dst, 1).map_err(|e| {
-                        let name = if i == ncols { "_valid_rows" } else { scan.columns[i].name };
-                        Error::column(name, format!("chunk {ci}, rows {row0}..{}: {e}", row0 + rows as u64))
-                    })?;
-                    decoded.fetch_add(1, Ordering::Relaxed);
-                    done[i] = true;
-                    Ok(())
-                };
-                for &i in &scan.inputs {
-                    decode(i, bufs)?;
-                }
-                if scan.valid.is_some() {
-                    decode(ncols, bufs)?;
-                }
-                {
-                    let views: Vec<ColumnBlock<'_>> = scan
-                        .inputs
-                        .iter()
-                        .map(|&i| {
-                            let c = &scan.columns[i];
-                            ColumnBlock {
-                                kind: c.kind,
-                                bytes: &bytemuck::cast_slice::<u64, u8>(&bufs[i])[..rows * c.kind.itemsize()],
-                            }
-                        })
-                        .collect();
-                    filter.eval(&views, rows, mask).map_err(Error::Eval)?;
-                }
-                if mask.len() != rows {
-                    return Err(Error::Eval(format!(
-                        "the condition gave {} values for a block of {rows} rows",
-                        mask.len()
-                    )));
-                }
-                if scan.valid.is_some() {
-                    let v = &bytemuck::cast_slice::<u64, u8>(&bufs[ncols])[..rows];
-                    mask.iter_mut().zip(v).for_each(|(m, &ok)| *m &= ok != 0);
-                }
-                let count = mask.iter().filter(|&&m| m).count();
-                let mut out = BlockOut { count: count as u64, ..BlockOut::default() };
-                if count == 0 {
-                    return Ok(out);
-                }
-                if scan.positions {
-                    out.positions = mask.iter().enumerate().filter(|(_, &m)| m).map(|(r, _)| row0 + r as u64).collect();
-                }
-                for &o in &scan.outputs {
-                    decode(o, bufs)?;
-                    let size = scan.columns[o].kind.itemsize();
-                    let src = bytemuck::cast_slice::<u64, u8>(&bufs[o]);
-                    let mut vals = Vec::with_capacity(count * size);
-                    for (r, _) in mask.iter().enumerate().filter(|(_, &m)| m) {
-                        vals.extend_from_slice(&src[r * size..(r + 1) * size]);
-                    }
-                    out.values.push(vals);
-                }
-                Ok(out)
-            })
-        };
-        let outs: Vec<Result<BlockOut>> = if threads == 1 || live.len() == 1 {
-            live.iter().map(|&b| one_block(b)).collect()
+        let one = |&(ci, bi): &(u64, u64)| block(scan, filter, grid, ci, bi, &fetch, &decoded);
+        let outs: Vec<Result<BlockOut>> = if threads == 1 || batch.len() == 1 {
+            batch.iter().map(one).collect()
         } else {
-            pool(threads).install(|| live.par_iter().map(|&b| one_block(b)).collect())
+            pool(threads).install(|| batch.par_iter().map(one).collect())
         };
         for o in outs {
             let o = o?;
@@ -288,6 +220,96 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
     found.blocks_skipped = skipped;
     found.column_blocks_decoded = decoded.load(Ordering::Relaxed);
     Ok(found)
+}
+
+/// Evaluate block `bi` of chunk `ci`: decode the inputs (and validity), run the condition,
+/// and for matching rows decode and gather the outputs.
+fn block<'c>(
+    scan: &Scan<'_>,
+    filter: &dyn BlockFilter,
+    grid: Grid,
+    ci: u64,
+    bi: u64,
+    fetch: &(dyn Fn(usize, u64) -> Result<Cow<'c, [u8]>> + Sync),
+    decoded: &AtomicU64,
+) -> Result<BlockOut> {
+    let ncols = scan.columns.len();
+    let chunk_row0 = ci * grid.chunk_rows;
+    let row0 = chunk_row0 + bi * grid.block_rows;
+    let rows = grid.block_rows.min(grid.chunk_rows - bi * grid.block_rows).min(scan.nrows - row0) as usize;
+    SCRATCH.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let (bufs, mask) = &mut *guard;
+        if bufs.len() < ncols + 1 {
+            bufs.resize_with(ncols + 1, Vec::new);
+        }
+        let mut done = vec![false; ncols + 1];
+        let mut decode = |i: usize, bufs: &mut Vec<Vec<u64>>| -> Result<()> {
+            if done[i] {
+                return Ok(());
+            }
+            let size = if i == ncols { 1 } else { scan.columns[i].kind.itemsize() };
+            let chunk = fetch(i, ci)?;
+            let lo = (bi * grid.block_rows) as usize * size;
+            let n = rows * size;
+            let buf = &mut bufs[i];
+            buf.resize(n.div_ceil(8), 0);
+            let dst = &mut bytemuck::cast_slice_mut::<u64, u8>(buf)[..n];
+            decompress_ranges(&chunk, &[(lo, lo + n)], dst, 1).map_err(|e| {
+                let name = if i == ncols { "_valid_rows" } else { scan.columns[i].name };
+                Error::column(name, format!("chunk {ci}, rows {row0}..{}: {e}", row0 + rows as u64))
+            })?;
+            decoded.fetch_add(1, Ordering::Relaxed);
+            done[i] = true;
+            Ok(())
+        };
+        for &i in &scan.inputs {
+            decode(i, bufs)?;
+        }
+        if scan.valid.is_some() {
+            decode(ncols, bufs)?;
+        }
+        {
+            let views: Vec<ColumnBlock<'_>> = scan
+                .inputs
+                .iter()
+                .map(|&i| {
+                    let c = &scan.columns[i];
+                    ColumnBlock {
+                        kind: c.kind,
+                        bytes: &bytemuck::cast_slice::<u64, u8>(&bufs[i])[..rows * c.kind.itemsize()],
+                    }
+                })
+                .collect();
+            filter.eval(&views, rows, mask).map_err(Error::Eval)?;
+        }
+        if mask.len() != rows {
+            return Err(Error::Eval(format!("the condition gave {} values for a block of {rows} rows", mask.len())));
+        }
+        if scan.valid.is_some() {
+            let v = &bytemuck::cast_slice::<u64, u8>(&bufs[ncols])[..rows];
+            mask.iter_mut().zip(v).for_each(|(m, &ok)| *m &= ok != 0);
+        }
+        let count = mask.iter().filter(|&&m| m).count();
+        let mut out = BlockOut { count: count as u64, ..BlockOut::default() };
+        if count == 0 {
+            return Ok(out);
+        }
+        if scan.positions {
+            out.positions = mask.iter().enumerate().filter(|(_, &m)| m).map(|(r, _)| row0 + r as u64).collect();
+        }
+        for &o in &scan.outputs {
+            decode(o, bufs)?;
+            let size = scan.columns[o].kind.itemsize();
+            let src = bytemuck::cast_slice::<u64, u8>(&bufs[o]);
+            let mut vals = Vec::with_capacity(count * size);
+            for (r, _) in mask.iter().enumerate().filter(|(_, &m)| m) {
+                vals.extend_from_slice(&src[r * size..(r + 1) * size]);
+            }
+            out.values.push(vals);
+        }
+        Ok(out)
+    })
 }
 
 /// Every column (and the validity column) 1-d, on one grid, at least `nrows` long.
