@@ -1,31 +1,12 @@
 //! A condition written as text, compiled by the expression engine (`oxblosc-expr`) against
 //! the table's column types, as a [`BlockFilter`] for [`crate::scan`].
 
-pub use oxblosc_expr::DType;
+pub use crate::kind::DType;
 use oxblosc_expr::{parse, ColumnMut, ColumnRef, ExprError, Program, ValueRange};
 
 use crate::kind::Kind;
 use crate::scan::{BlockFilter, ColumnBlock};
 use crate::stats::Range;
-
-/// The expression engine's type of a column kind (`None`: cannot take part in a condition).
-pub fn dtype_of(kind: Kind) -> Option<DType> {
-    Some(match kind {
-        Kind::Bool => DType::Bool,
-        Kind::I8 => DType::I8,
-        Kind::I16 => DType::I16,
-        Kind::I32 => DType::I32,
-        Kind::I64 => DType::I64,
-        Kind::U8 => DType::U8,
-        Kind::U16 => DType::U16,
-        Kind::U32 => DType::U32,
-        Kind::U64 => DType::U64,
-        Kind::F32 => DType::F32,
-        Kind::F64 => DType::F64,
-        Kind::Bytes(n) => DType::Bytes(n),
-        Kind::Opaque(_) => return None,
-    })
-}
 
 /// A compiled boolean condition over named columns.
 pub struct Condition {
@@ -36,7 +17,7 @@ impl Condition {
     /// Parse and type `text` against `columns` (name, kind); the result must be boolean.
     /// Columns of kinds a condition cannot use are unknown names to it.
     pub fn compile(text: &str, columns: &[(&str, Kind)]) -> Result<Condition, Box<ExprError>> {
-        let schema: Vec<(&str, DType)> = columns.iter().filter_map(|&(n, k)| dtype_of(k).map(|d| (n, d))).collect();
+        let schema: Vec<(&str, DType)> = columns.iter().filter_map(|&(n, k)| k.dtype().map(|d| (n, d))).collect();
         let expr = parse(text).map_err(Box::new)?;
         let prog = expr.compile_columns(&schema).map_err(Box::new)?;
         Ok(Condition { prog })
@@ -62,7 +43,9 @@ impl BlockFilter for Condition {
         let refs = inputs
             .iter()
             .map(|b| {
-                let dt = dtype_of(b.kind)
+                let dt = b
+                    .kind
+                    .dtype()
                     .ok_or_else(|| format!("a column of {:?} cannot take part in a condition", b.kind))?;
                 ColumnRef::from_bytes(dt, b.bytes).map_err(|e| e.to_string())
             })

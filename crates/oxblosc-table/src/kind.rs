@@ -1,96 +1,70 @@
 //! Column element kinds: which NumPy dtypes a query can compute with.
 //!
-//! Columns hold NumPy dtypes (the b2nd metalayer's dtype string). Numbers, booleans and
-//! datetime64/timedelta64 (64-bit integers underneath) take part in expressions and carry
-//! block statistics; fixed-width bytes/strings are only stored and gathered.
+//! Columns hold NumPy dtypes (the b2nd metalayer's dtype string). Those the expression
+//! engine knows (numbers, bool, fixed-width bytes; datetime64/timedelta64 as the 64-bit
+//! integers they are) take part in conditions, and the numeric ones carry block statistics;
+//! anything else (UCS4 strings, big-endian numbers, ...) is only stored and gathered.
+
+pub use oxblosc_expr::DType;
 
 /// The element kind of a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
-    Bool,
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U16,
-    U32,
-    U64,
-    F32,
-    F64,
-    /// Fixed-width bytes (NumPy `S<n>`): compared with string literals, no statistics.
-    Bytes(usize),
-    /// Stored and gathered only (fixed-width bytes, strings, anything else): `itemsize` bytes.
+    /// A type conditions compute with.
+    Typed(DType),
+    /// Stored and gathered only: `itemsize` bytes.
     Opaque(usize),
 }
 
 impl Kind {
     /// The kind of a NumPy dtype string as b2nd stores it (`'<f8'`, `'|b1'`, `'<M8[s]'`,
-    /// `'|S5'`, `'<U3'`). Big-endian numbers are opaque (never computed on).
+    /// `'|S5'`, `'<U3'`) for items of `itemsize` bytes.
     pub fn from_numpy(dtype: &str, itemsize: usize) -> Kind {
-        let (order, rest) = match dtype.chars().next() {
-            Some(c @ ('<' | '>' | '|' | '=')) => (c, &dtype[1..]),
-            _ => ('=', dtype),
-        };
-        let little = order != '>' || itemsize == 1;
-        let code = rest.chars().next().unwrap_or(' ');
-        let size: Option<usize> = rest[code.len_utf8()..].split('[').next().and_then(|s| s.parse().ok());
-        let k = match (code, size) {
-            ('b', Some(1)) | ('?', _) => Kind::Bool,
-            ('i', Some(1)) => Kind::I8,
-            ('i', Some(2)) => Kind::I16,
-            ('i', Some(4)) => Kind::I32,
-            ('i', Some(8)) | ('M', Some(8)) | ('m', Some(8)) => Kind::I64,
-            ('u', Some(1)) => Kind::U8,
-            ('u', Some(2)) => Kind::U16,
-            ('u', Some(4)) => Kind::U32,
-            ('u', Some(8)) => Kind::U64,
-            ('f', Some(4)) => Kind::F32,
-            ('f', Some(8)) => Kind::F64,
-            ('S', Some(n)) if n == itemsize => Kind::Bytes(n),
+        let t = dtype.trim_start_matches(['<', '|', '=']);
+        let time = (t.starts_with("M8") || t.starts_with("m8")) && !dtype.starts_with('>');
+        let d = if time { Some(DType::I64) } else { DType::from_numpy_str(dtype) };
+        match d {
+            Some(d) if d.itemsize() == itemsize => Kind::Typed(d),
             _ => Kind::Opaque(itemsize),
-        };
-        if !little || k.itemsize() != itemsize {
-            Kind::Opaque(itemsize)
-        } else {
-            k
         }
     }
 
     /// Bytes per element.
     pub fn itemsize(self) -> usize {
         match self {
-            Kind::Bool | Kind::I8 | Kind::U8 => 1,
-            Kind::I16 | Kind::U16 => 2,
-            Kind::I32 | Kind::U32 | Kind::F32 => 4,
-            Kind::I64 | Kind::U64 | Kind::F64 => 8,
-            Kind::Bytes(n) | Kind::Opaque(n) => n,
+            Kind::Typed(d) => d.itemsize(),
+            Kind::Opaque(n) => n,
         }
     }
 
-    /// Whether queries compute with it (and it carries statistics).
-    pub fn is_numeric(self) -> bool {
-        !matches!(self, Kind::Bytes(_) | Kind::Opaque(_))
+    /// The engine's type, when conditions can use the column.
+    pub fn dtype(self) -> Option<DType> {
+        match self {
+            Kind::Typed(d) => Some(d),
+            Kind::Opaque(_) => None,
+        }
     }
 
-    pub fn is_float(self) -> bool {
-        matches!(self, Kind::F32 | Kind::F64)
+    /// Whether the column carries statistics (numbers and bool).
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Kind::Typed(d) if !matches!(d, DType::Bytes(_)))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Kind;
+    use super::{DType, Kind};
 
     #[test]
     fn numpy_strings() {
-        assert_eq!(Kind::from_numpy("<f8", 8), Kind::F64);
-        assert_eq!(Kind::from_numpy("|b1", 1), Kind::Bool);
-        assert_eq!(Kind::from_numpy("<M8[s]", 8), Kind::I64);
-        assert_eq!(Kind::from_numpy("|u1", 1), Kind::U8);
-        assert_eq!(Kind::from_numpy("|S5", 5), Kind::Bytes(5));
+        assert_eq!(Kind::from_numpy("<f8", 8), Kind::Typed(DType::F64));
+        assert_eq!(Kind::from_numpy("|b1", 1), Kind::Typed(DType::Bool));
+        assert_eq!(Kind::from_numpy("<M8[s]", 8), Kind::Typed(DType::I64));
+        assert_eq!(Kind::from_numpy("|u1", 1), Kind::Typed(DType::U8));
+        assert_eq!(Kind::from_numpy("|S5", 5), Kind::Typed(DType::Bytes(5)));
         assert_eq!(Kind::from_numpy("<U3", 12), Kind::Opaque(12));
         assert_eq!(Kind::from_numpy(">i4", 4), Kind::Opaque(4));
         assert_eq!(Kind::from_numpy("<i4", 8), Kind::Opaque(8));
+        assert!(!Kind::from_numpy("|S5", 5).is_numeric() && Kind::from_numpy("<i2", 2).is_numeric());
     }
 }

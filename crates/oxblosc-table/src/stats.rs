@@ -6,7 +6,7 @@
 //! every value is NaN (min/max are then meaningless), bit 1 that some value is.
 //! Records merge exactly, so appending to a partial block never re-reads it.
 
-use crate::kind::Kind;
+use crate::kind::{DType, Kind};
 
 /// Every value of the block is NaN.
 pub const ALL_NAN: u8 = 1;
@@ -31,20 +31,12 @@ pub fn record_len(kind: Kind) -> Option<usize> {
 
 /// The NumPy dtype string of the records (as python-blosc2 writes it in the b2nd metalayer).
 pub fn record_dtype(kind: Kind) -> Option<String> {
-    let t = match kind {
-        Kind::Bool => "?",
-        Kind::I8 => "i1",
-        Kind::I16 => "<i2",
-        Kind::I32 => "<i4",
-        Kind::I64 => "<i8",
-        Kind::U8 => "u1",
-        Kind::U16 => "<u2",
-        Kind::U32 => "<u4",
-        Kind::U64 => "<u8",
-        Kind::F32 => "<f4",
-        Kind::F64 => "<f8",
-        Kind::Bytes(_) | Kind::Opaque(_) => return None,
-    };
+    if !kind.is_numeric() {
+        return None;
+    }
+    let t = kind.dtype()?.numpy_str();
+    let t = t.trim_start_matches('|');
+    let t = if t == "b1" { "?" } else { t };
     Some(format!("[('min', '{t}'), ('max', '{t}'), ('flags', 'u1')]"))
 }
 
@@ -187,18 +179,18 @@ fn range_of<T: Elem>(rec: &[u8]) -> Range {
 macro_rules! dispatch {
     ($kind:expr, $f:ident ( $($arg:expr),* )) => {
         match $kind {
-            Kind::Bool => $f::<bool>($($arg),*),
-            Kind::I8 => $f::<i8>($($arg),*),
-            Kind::I16 => $f::<i16>($($arg),*),
-            Kind::I32 => $f::<i32>($($arg),*),
-            Kind::I64 => $f::<i64>($($arg),*),
-            Kind::U8 => $f::<u8>($($arg),*),
-            Kind::U16 => $f::<u16>($($arg),*),
-            Kind::U32 => $f::<u32>($($arg),*),
-            Kind::U64 => $f::<u64>($($arg),*),
-            Kind::F32 => $f::<f32>($($arg),*),
-            Kind::F64 => $f::<f64>($($arg),*),
-            Kind::Bytes(_) | Kind::Opaque(_) => unreachable!("checked by the caller"),
+            Kind::Typed(DType::Bool) => $f::<bool>($($arg),*),
+            Kind::Typed(DType::I8) => $f::<i8>($($arg),*),
+            Kind::Typed(DType::I16) => $f::<i16>($($arg),*),
+            Kind::Typed(DType::I32) => $f::<i32>($($arg),*),
+            Kind::Typed(DType::I64) => $f::<i64>($($arg),*),
+            Kind::Typed(DType::U8) => $f::<u8>($($arg),*),
+            Kind::Typed(DType::U16) => $f::<u16>($($arg),*),
+            Kind::Typed(DType::U32) => $f::<u32>($($arg),*),
+            Kind::Typed(DType::U64) => $f::<u64>($($arg),*),
+            Kind::Typed(DType::F32) => $f::<f32>($($arg),*),
+            Kind::Typed(DType::F64) => $f::<f64>($($arg),*),
+            Kind::Typed(DType::Bytes(_)) | Kind::Opaque(_) => unreachable!("checked by the caller"),
         }
     };
 }
@@ -247,27 +239,29 @@ mod tests {
     #[test]
     fn blocks_nan_and_merge() {
         let data = f64s(&[3.0, f64::NAN, f64::NAN, f64::NAN, -1.0, 7.5]);
-        let recs = summarize(Kind::F64, &data, 2);
+        let recs = summarize(Kind::Typed(DType::F64), &data, 2);
         assert_eq!(recs.len(), 3 * 17);
-        let r: Vec<Range> = recs.chunks(17).map(|c| range(Kind::F64, c).unwrap()).collect();
+        let r: Vec<Range> = recs.chunks(17).map(|c| range(Kind::Typed(DType::F64), c).unwrap()).collect();
         assert_eq!((r[0].lo, r[0].hi, r[0].nan, r[0].all_nan), (3.0, 3.0, true, false));
         assert!(r[1].all_nan && r[1].nan);
         assert_eq!((r[2].lo, r[2].hi, r[2].nan), (-1.0, 7.5, false));
-        let m = merge(Kind::F64, &recs[17..34], &recs[34..]);
-        let m = range(Kind::F64, &m).unwrap();
+        let m = merge(Kind::Typed(DType::F64), &recs[17..34], &recs[34..]);
+        let m = range(Kind::Typed(DType::F64), &m).unwrap();
         assert_eq!((m.lo, m.hi, m.nan, m.all_nan), (-1.0, 7.5, true, false));
-        let whole = summarize(Kind::F64, &data, 6);
-        let folded = merge(Kind::F64, &merge(Kind::F64, &recs[..17], &recs[17..34]), &recs[34..]);
+        let whole = summarize(Kind::Typed(DType::F64), &data, 6);
+        let folded =
+            merge(Kind::Typed(DType::F64), &merge(Kind::Typed(DType::F64), &recs[..17], &recs[17..34]), &recs[34..]);
         assert_eq!(whole, folded);
     }
 
     #[test]
     fn big_integers_widen_outward() {
         let v = (1i64 << 60) + 1;
-        let recs = summarize(Kind::I64, &v.to_le_bytes(), 4);
-        let r = range(Kind::I64, &recs).unwrap();
+        let recs = summarize(Kind::Typed(DType::I64), &v.to_le_bytes(), 4);
+        let r = range(Kind::Typed(DType::I64), &recs).unwrap();
         assert!(r.lo <= v as f64 && r.hi >= v as f64 && r.lo < r.hi);
         assert!(summarize(Kind::Opaque(3), b"abcdef", 1).is_empty());
-        assert_eq!(record_dtype(Kind::I32).unwrap(), "[('min', '<i4'), ('max', '<i4'), ('flags', 'u1')]");
+        assert_eq!(record_dtype(Kind::Typed(DType::I32)).unwrap(), "[('min', '<i4'), ('max', '<i4'), ('flags', 'u1')]");
+        assert_eq!(record_dtype(Kind::Typed(DType::Bool)).unwrap(), "[('min', '?'), ('max', '?'), ('flags', 'u1')]");
     }
 }

@@ -5,6 +5,7 @@ use oxblosc_chunk::{CParams, DParams};
 use oxblosc_frame::SChunk;
 use oxblosc_nd::{Geometry, NdArray};
 use oxblosc_table::filter::Condition;
+use oxblosc_table::kind::DType;
 use oxblosc_table::{run, stats, Column, Kind, Scan};
 
 fn array(data: &[u8], ts: usize, dtype: &str, chunk: u64, block: u64) -> NdArray {
@@ -37,8 +38,8 @@ fn fixture(n: usize, chunk: u64, block: u64) -> Fixture {
     let xb = bytes(&x, |v| v.to_le_bytes().to_vec());
     let vb: Vec<u8> = valid.iter().map(|&b| b as u8).collect();
     Fixture {
-        kstats: stats::summarize(Kind::I64, &kb, block as usize),
-        xstats: stats::summarize(Kind::F32, &xb, block as usize),
+        kstats: stats::summarize(Kind::Typed(DType::I64), &kb, block as usize),
+        xstats: stats::summarize(Kind::Typed(DType::F32), &xb, block as usize),
         ka: array(&kb, 8, "<i8", chunk, block),
         xa: array(&xb, 4, "<f4", chunk, block),
         va: array(&vb, 1, "|b1", chunk, block),
@@ -50,10 +51,10 @@ fn fixture(n: usize, chunk: u64, block: u64) -> Fixture {
 
 fn query(f: &Fixture, text: &str, skip: bool, nthreads: usize) -> oxblosc_table::Found {
     let columns = vec![
-        Column { name: "k", arr: &f.ka, kind: Kind::I64, stats: Some(&f.kstats) },
-        Column { name: "x", arr: &f.xa, kind: Kind::F32, stats: Some(&f.xstats) },
+        Column { name: "k", arr: &f.ka, kind: Kind::Typed(DType::I64), stats: Some(&f.kstats) },
+        Column { name: "x", arr: &f.xa, kind: Kind::Typed(DType::F32), stats: Some(&f.xstats) },
     ];
-    let cond = Condition::compile(text, &[("k", Kind::I64), ("x", Kind::F32)]).unwrap();
+    let cond = Condition::compile(text, &[("k", Kind::Typed(DType::I64)), ("x", Kind::Typed(DType::F32))]).unwrap();
     let inputs = cond.inputs().iter().map(|n| if n == "k" { 0 } else { 1 }).collect();
     let scan = Scan {
         columns,
@@ -107,8 +108,8 @@ fn layout_errors_name_the_column() {
     for (arr, msg) in [(&short, "holds 10 rows"), (&other_grid, "differ")] {
         let scan = Scan {
             columns: vec![
-                Column { name: "k", arr: &f.ka, kind: Kind::I64, stats: None },
-                Column { name: "y", arr, kind: Kind::F32, stats: None },
+                Column { name: "k", arr: &f.ka, kind: Kind::Typed(DType::I64), stats: None },
+                Column { name: "y", arr, kind: Kind::Typed(DType::F32), stats: None },
             ],
             inputs: vec![0],
             outputs: vec![1],
@@ -118,7 +119,7 @@ fn layout_errors_name_the_column() {
             skip: true,
             positions: false,
         };
-        let cond = Condition::compile("k > 5", &[("k", Kind::I64)]).unwrap();
+        let cond = Condition::compile("k > 5", &[("k", Kind::Typed(DType::I64))]).unwrap();
         let e = run(&scan, &cond).unwrap_err().to_string();
         assert!(e.contains("\"y\"") && e.contains(msg), "{e}");
     }
