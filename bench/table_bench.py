@@ -206,27 +206,37 @@ def main() -> None:
     p.add_argument("--tmpdir", type=Path, default=Path(tempfile.gettempdir()) / "oxblosc-table-bench")
     p.add_argument("--no-save", action="store_true")
     p.add_argument("--worker")
+    p.add_argument("--make-data", action="store_true")
     p.add_argument("--workdir", type=Path)
     p.add_argument("--queries-file", type=Path)
     args = p.parse_args()
     nrows = args.rows or (1_000_000 if args.quick else 100_000_000 if args.full else 10_000_000)
+    if args.make_data:
+        import numpy as np
+
+        _, TQ = shared()
+        cols = TQ.make_columns(nrows)
+        for n, _ in TQ.COLUMNS:
+            np.save(args.workdir / f"col-{n}.npy", cols[n])
+        queries = TQ.make_queries(cols)
+        (args.workdir / "queries.json").write_text(json.dumps(queries))
+        (args.workdir / "selectivity.json").write_text(json.dumps([TQ.selectivity(cols, q) for q in queries]))
+        return
     if args.worker:
         queries = json.loads(args.queries_file.read_text())
         print(json.dumps(worker(args.worker, args.workdir, queries, args.reps, nrows, args.nthreads)))
         return
-    import numpy as np
     from _benchutil import log, machine_info, write_block
 
     C, TQ = shared()
     args.tmpdir.mkdir(parents=True, exist_ok=True)
-    cols = TQ.make_columns(nrows)
-    for n, _ in TQ.COLUMNS:
-        np.save(args.tmpdir / f"col-{n}.npy", cols[n])
-    queries = TQ.make_queries(cols)
-    sel = [TQ.selectivity(cols, q) for q in queries]
-    del cols
+    # The data is made in a child process: a worker's peak RSS (wait4) starts from this
+    # process's resident size at fork, which must stay small.
+    subprocess.run(
+        [sys.executable, __file__, "--make-data", "--workdir", str(args.tmpdir), "--rows", str(nrows)], check=True
+    )
     qfile = args.tmpdir / "queries.json"
-    qfile.write_text(json.dumps(queries))
+    queries, sel = json.loads(qfile.read_text()), json.loads((args.tmpdir / "selectivity.json").read_text())
     log(f"{nrows} rows; selectivities " + ", ".join(f"{s * 100:.2f}%" for s in sel))
     runs: dict = {s: [] for s in args.systems}
     for r in range(args.rounds):
