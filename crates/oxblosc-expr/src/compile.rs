@@ -239,9 +239,12 @@ impl Expr {
                         None => {
                             let e = self.err_at(i, ErrorKind::UnknownName, format!("unknown name '{n}'")).column(n);
                             return Err(if FUNCTIONS.contains(&n.as_str()) {
-                                ExprError::new(ErrorKind::UnknownName, format!("'{n}' is a function: call it as {n}(...)"))
-                                    .at(&self.text, self.spans[i].0, self.spans[i].1)
-                                    .column(n)
+                                ExprError::new(
+                                    ErrorKind::UnknownName,
+                                    format!("'{n}' is a function: call it as {n}(...)"),
+                                )
+                                .at(&self.text, self.spans[i].0, self.spans[i].1)
+                                .column(n)
                             } else {
                                 e
                             });
@@ -398,9 +401,8 @@ impl Builder<'_> {
             None => unreachable!("callers fold all-literal operands"),
         };
         for &s in &strong[1..] {
-            t = promote(t, s).ok_or_else(|| {
-                self.err(node, ErrorKind::Type, format!("{what}: no common type for {t} and {s}"))
-            })?;
+            t = promote(t, s)
+                .ok_or_else(|| self.err(node, ErrorKind::Type, format!("{what}: no common type for {t} and {s}")))?;
         }
         for v in vals {
             if let Val::Weak(w) = v {

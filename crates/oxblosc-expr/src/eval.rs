@@ -120,16 +120,46 @@ impl Ctx<'_> {
 macro_rules! with_num {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            DType::I8 => { type $T = i8; $body }
-            DType::I16 => { type $T = i16; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::U8 => { type $T = u8; $body }
-            DType::U16 => { type $T = u16; $body }
-            DType::U32 => { type $T = u32; $body }
-            DType::U64 => { type $T = u64; $body }
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
             other => unreachable!("numeric op on {other}"),
         }
     };
@@ -147,15 +177,42 @@ macro_rules! with_any {
 macro_rules! with_bits {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            DType::Bool => { type $T = bool; $body }
-            DType::I8 => { type $T = i8; $body }
-            DType::I16 => { type $T = i16; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::U8 => { type $T = u8; $body }
-            DType::U16 => { type $T = u16; $body }
-            DType::U32 => { type $T = u32; $body }
-            DType::U64 => { type $T = u64; $body }
+            DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
             other => unreachable!("bit op on {other}"),
         }
     };
@@ -164,8 +221,14 @@ macro_rules! with_bits {
 macro_rules! with_float {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
             other => unreachable!("float op on {other}"),
         }
     };
@@ -303,7 +366,12 @@ impl Program {
         if inputs.len() != self.inputs.len() {
             return Err(ExprError::new(
                 ErrorKind::Input,
-                format!("expected {} input column(s) ({}), got {}", self.inputs.len(), self.inputs.join(", "), inputs.len()),
+                format!(
+                    "expected {} input column(s) ({}), got {}",
+                    self.inputs.len(),
+                    self.inputs.join(", "),
+                    inputs.len()
+                ),
             ));
         }
         for ((col, name), &dt) in inputs.iter().zip(&self.inputs).zip(&self.input_dtypes) {
@@ -341,7 +409,12 @@ impl Program {
     }
 
     /// [`Program::eval_into`] with an explicit scratch (allocation-free once warmed up).
-    pub fn eval_with(&self, scratch: &mut Scratch, inputs: &[ColumnRef<'_>], mut out: ColumnMut<'_>) -> Result<(), ExprError> {
+    pub fn eval_with(
+        &self,
+        scratch: &mut Scratch,
+        inputs: &[ColumnRef<'_>],
+        mut out: ColumnMut<'_>,
+    ) -> Result<(), ExprError> {
         let n = self.check(inputs, &out)?;
         scratch.prepare(self);
         let direct = self.insts.last().is_some_and(|i| i.out == self.root);
@@ -376,7 +449,8 @@ impl Program {
     /// Evaluate into a new column (`len` rows: needed when every input is broadcast or there
     /// are none; otherwise the inputs' length).
     pub fn eval(&self, inputs: &[ColumnRef<'_>], out: &mut Column) -> Result<(), ExprError> {
-        let n = inputs.iter().map(|c| c.len()).find(|&l| l != 1).or(inputs.first().map(|c| c.len())).unwrap_or(out.len());
+        let n =
+            inputs.iter().map(|c| c.len()).find(|&l| l != 1).or(inputs.first().map(|c| c.len())).unwrap_or(out.len());
         out.reset(self.dtype(), n);
         self.eval_into(inputs, out.as_mut())
     }

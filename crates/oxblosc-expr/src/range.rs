@@ -24,12 +24,17 @@ impl ValueRange {
 
     /// Integers in `min..=max`.
     pub fn int(min: i64, max: i64) -> Self {
-        ValueRange { lo: down(min as f64), hi: up(max as f64), nan: false }
+        let exact = |v: i64| v.unsigned_abs() <= 1 << 53;
+        let lo = if exact(min) { min as f64 } else { down(min as f64) };
+        let hi = if exact(max) { max as f64 } else { up(max as f64) };
+        ValueRange { lo, hi, nan: false }
     }
 
     /// Unsigned integers in `min..=max`.
     pub fn uint(min: u64, max: u64) -> Self {
-        ValueRange { lo: down(min as f64), hi: up(max as f64), nan: false }
+        let lo = if min <= 1 << 53 { min as f64 } else { down(min as f64) };
+        let hi = if max <= 1 << 53 { max as f64 } else { up(max as f64) };
+        ValueRange { lo, hi, nan: false }
     }
 
     /// Floats whose non-NaN values lie in `min..=max` (pass NaN, NaN when all are NaN), and
@@ -43,11 +48,7 @@ impl ValueRange {
 
     /// Bools: whether some value is false, whether some is true.
     pub fn bool(any_false: bool, any_true: bool) -> Self {
-        ValueRange {
-            lo: if any_false { 0.0 } else { 1.0 },
-            hi: if any_true { 1.0 } else { 0.0 },
-            nan: false,
-        }
+        ValueRange { lo: if any_false { 0.0 } else { 1.0 }, hi: if any_true { 1.0 } else { 0.0 }, nan: false }
     }
 
     /// From typed min/max scalars (as block statistics store them).
@@ -181,14 +182,10 @@ impl Program {
                     v
                 }
                 Src::Const(Scalar::Bool(b)) => ValueRange::bool(!b, *b),
-                Src::Const(s) => {
-                    let x = s.as_f64();
-                    if x.is_nan() {
-                        ValueRange::float(f64::NAN, f64::NAN, true)
-                    } else {
-                        ValueRange { lo: down(x), hi: up(x), nan: false }
-                    }
-                }
+                Src::Const(Scalar::I64(v)) => ValueRange::int(*v, *v),
+                Src::Const(Scalar::U64(v)) => ValueRange::uint(*v, *v),
+                // Float constants hold the exact value of their type (f32 values are exact in f64).
+                Src::Const(Scalar::F64(x)) => ValueRange::float(*x, *x, x.is_nan()),
                 _ => ValueRange::of_type(reg.dtype),
             })
             .collect();
