@@ -46,7 +46,8 @@ pub fn expr_evaluate<'py>(
         let Some(obj) = operands.get_item(name)? else { continue };
         let arr = np.call_method1("asarray", (obj,))?;
         let dstr: String = arr.getattr("dtype")?.getattr("str")?.extract()?;
-        let dt = DType::from_numpy_str(&dstr).ok_or_else(|| {
+        // Big-endian operands are converted to native order by `numpy.require` below.
+        let dt = DType::from_numpy_str(&dstr.replace('>', "<")).ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "operand '{name}' has dtype {dstr}: supported are bool, int8-64, uint8-64, float32, float64 and S<n> bytes"
             ))
