@@ -9,7 +9,8 @@ use crate::column::{Column, ColumnMut, ColumnRef};
 use crate::compile::{Inst, Op, Program, Src};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ErrorKind, ExprError};
-use crate::kernels::{cmp_padded, compare, map1, map2, select, Bits, CastFrom, Elem, Float, Num, Opnd};
+use crate::compile::Cmp;
+use crate::kernels::{cmp_padded, compare, float_fn, map1, map2, select, Bits, CastFrom, Elem, Float, Num, Opnd};
 
 /// Rows per sub-block (every temporary holds this many).
 pub const SUB: usize = 4096;
@@ -316,9 +317,9 @@ fn exec(inst: &Inst, ctx: &Ctx<'_>, out: &mut ColumnMut<'_>) -> Result<(), ExprE
         Op::Or => bin!(with_bits, |x: T, y: T| x.or(y)),
         Op::Xor => bin!(with_bits, |x: T, y: T| x.xor(y)),
         Op::Cmp(op) => {
-            with_any!(dt(a), T => map2(ctx.get::<T>(a), ctx.get::<T>(b), bool::of_mut(out).unwrap(), compare::<T>(op)))
+            with_any!(dt(a), T => compare(op, ctx.get::<T>(a), ctx.get::<T>(b), bool::of_mut(out).unwrap()))
         }
-        Op::F1(f) => un!(with_float, |x: T| x.f1(f)),
+        Op::F1(f) => with_float!(dt(a), T => float_fn(f, ctx.get::<T>(a), T::of_mut(out).unwrap())),
         Op::IsNan => with_float!(dt(a), T => map1(ctx.get::<T>(a), bool::of_mut(out).unwrap(), |x: T| x.is_nan())),
         Op::IsInf => with_float!(dt(a), T => map1(ctx.get::<T>(a), bool::of_mut(out).unwrap(), |x: T| x.is_inf())),
         Op::IsFinite => {
@@ -331,12 +332,19 @@ fn exec(inst: &Inst, ctx: &Ctx<'_>, out: &mut ColumnMut<'_>) -> Result<(), ExprE
         Op::BytesCmp(op) => {
             let (wa, xa, ca) = ctx.bytes(a);
             let (wb, xb, cb) = ctx.bytes(b);
-            let f = compare::<std::cmp::Ordering>(op);
             let o = bool::of_mut(out).unwrap();
             for (i, o) in o.iter_mut().enumerate() {
                 let ra = if ca { xa } else { &xa[i * wa..(i + 1) * wa] };
                 let rb = if cb { xb } else { &xb[i * wb..(i + 1) * wb] };
-                *o = f(cmp_padded(ra, rb), std::cmp::Ordering::Equal);
+                let ord = cmp_padded(ra, rb);
+                *o = match op {
+                    Cmp::Lt => ord.is_lt(),
+                    Cmp::Le => ord.is_le(),
+                    Cmp::Gt => ord.is_gt(),
+                    Cmp::Ge => ord.is_ge(),
+                    Cmp::Eq => ord.is_eq(),
+                    Cmp::Ne => ord.is_ne(),
+                };
             }
         }
     }
