@@ -6,10 +6,10 @@ use std::cell::RefCell;
 use std::sync::Mutex;
 
 use crate::column::{Column, ColumnMut, ColumnRef};
+use crate::compile::Cmp;
 use crate::compile::{Inst, Op, Program, Src};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ErrorKind, ExprError};
-use crate::compile::Cmp;
 use crate::kernels::{cmp_padded, compare, float_fn, map1, map2, select, Bits, CastFrom, Elem, Float, Num, Opnd};
 
 /// Rows per sub-block (every temporary holds this many).

@@ -100,7 +100,10 @@ pub(crate) fn float_fn<T: Float>(f: F1, a: Opnd<'_, T>, o: &mut [T]) {
             match f { $(F1::$v => map1(a, o, |x: T| x.f1(F1::$v)),)* }
         };
     }
-    each!(Sqrt, Exp, Expm1, Log, Log10, Log1p, Log2, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh, Floor, Ceil, Trunc)
+    each!(
+        Sqrt, Exp, Expm1, Log, Log10, Log1p, Log2, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh,
+        Atanh, Floor, Ceil, Trunc
+    )
 }
 
 /// Element types: how to find their slice in a column and convert scalars.

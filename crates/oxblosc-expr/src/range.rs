@@ -5,6 +5,7 @@
 //! occur. Each instruction maps intervals conservatively (anything unclear widens to "all
 //! values"), so `may_match` is false only when no row of the block can satisfy the condition.
 
+use crate::column::ColumnRef;
 use crate::compile::{Cmp, Op, Program, Src, F1};
 use crate::dtype::{DType, Kind, Scalar};
 
@@ -58,6 +59,43 @@ impl ValueRange {
             (Scalar::I64(a), Scalar::I64(b)) => ValueRange::int(a, b),
             (Scalar::U64(a), Scalar::U64(b)) => ValueRange::uint(a, b),
             (a, b) => ValueRange::float(a.as_f64(), b.as_f64(), has_nan),
+        }
+    }
+
+    /// The range of the values in `col` (its min/max and NaN flag; `unknown` for bytes).
+    /// An empty column gives an empty range (nothing can match).
+    pub fn of_column(col: ColumnRef<'_>) -> Self {
+        fn ints<T: Copy + Ord>(v: &[T], f: impl Fn(T, T) -> ValueRange) -> ValueRange {
+            match (v.iter().min(), v.iter().max()) {
+                (Some(&lo), Some(&hi)) => f(lo, hi),
+                _ => ValueRange { lo: f64::INFINITY, hi: f64::NEG_INFINITY, nan: false },
+            }
+        }
+        fn floats(v: impl Iterator<Item = f64>) -> ValueRange {
+            let (mut lo, mut hi, mut nan) = (f64::INFINITY, f64::NEG_INFINITY, false);
+            for x in v {
+                if x.is_nan() {
+                    nan = true;
+                } else {
+                    lo = lo.min(x);
+                    hi = hi.max(x);
+                }
+            }
+            ValueRange { lo, hi, nan }
+        }
+        match col {
+            ColumnRef::Bool(v) => ValueRange::bool(v.iter().any(|b| !b), v.iter().any(|&b| b)),
+            ColumnRef::I8(v) => ints(v, |a, b| ValueRange::int(a as i64, b as i64)),
+            ColumnRef::I16(v) => ints(v, |a, b| ValueRange::int(a as i64, b as i64)),
+            ColumnRef::I32(v) => ints(v, |a, b| ValueRange::int(a as i64, b as i64)),
+            ColumnRef::I64(v) => ints(v, ValueRange::int),
+            ColumnRef::U8(v) => ints(v, |a, b| ValueRange::uint(a as u64, b as u64)),
+            ColumnRef::U16(v) => ints(v, |a, b| ValueRange::uint(a as u64, b as u64)),
+            ColumnRef::U32(v) => ints(v, |a, b| ValueRange::uint(a as u64, b as u64)),
+            ColumnRef::U64(v) => ints(v, ValueRange::uint),
+            ColumnRef::F32(v) => floats(v.iter().map(|&x| x as f64)),
+            ColumnRef::F64(v) => floats(v.iter().copied()),
+            ColumnRef::Bytes { .. } => ValueRange::unknown(),
         }
     }
 
