@@ -15,6 +15,7 @@ fn run(target: &str, data: &[u8]) {
         "nd_slices" => oxblosc_fuzz::fuzz_nd_slices(data),
         "bloscpack" => oxblosc_fuzz::fuzz_bloscpack(data),
         "hdf5_decode" => oxblosc_fuzz::fuzz_hdf5_decode(data),
+        "expr_parse" => oxblosc_fuzz::fuzz_expr_parse(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
 }
@@ -59,6 +60,7 @@ fn regressions() {
         "nd_slices",
         "bloscpack",
         "hdf5_decode",
+        "expr_parse",
     ] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();

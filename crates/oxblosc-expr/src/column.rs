@@ -179,7 +179,9 @@ impl<'a> ColumnMut<'a> {
         }
         macro_rules! cast {
             ($v:ident) => {
-                crate::cast::cast_slice_mut(bytes).map(ColumnMut::$v).ok_or_else(|| bad("buffer not aligned for the type"))
+                crate::cast::cast_slice_mut(bytes)
+                    .map(ColumnMut::$v)
+                    .ok_or_else(|| bad("buffer not aligned for the type"))
             };
         }
         match dtype {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::dtype::{promote, DType, Kind, Scalar, Weak};
 use crate::error::{ErrorKind, ExprError};
+use crate::eval::cast_scalar;
 use crate::parse::{BinOp, Expr, Node, UnOp};
 
 /// Comparison operators.
@@ -239,9 +240,12 @@ impl Expr {
                         None => {
                             let e = self.err_at(i, ErrorKind::UnknownName, format!("unknown name '{n}'")).column(n);
                             return Err(if FUNCTIONS.contains(&n.as_str()) {
-                                ExprError::new(ErrorKind::UnknownName, format!("'{n}' is a function: call it as {n}(...)"))
-                                    .at(&self.text, self.spans[i].0, self.spans[i].1)
-                                    .column(n)
+                                ExprError::new(
+                                    ErrorKind::UnknownName,
+                                    format!("'{n}' is a function: call it as {n}(...)"),
+                                )
+                                .at(&self.text, self.spans[i].0, self.spans[i].1)
+                                .column(n)
                             } else {
                                 e
                             });
@@ -328,7 +332,7 @@ impl Builder<'_> {
         }
         if let Src::Const(s) = self.prog.regs[r].src {
             // Fold casts of constants (the same conversions the kernels do).
-            let v = crate::eval::cast_scalar(s, to);
+            let v = cast_scalar(s, to);
             return self.reg(to, Src::Const(v));
         }
         if let Some(&c) = self.casts.get(&(r, to)) {
@@ -362,7 +366,7 @@ impl Builder<'_> {
             (Weak::Float(f), Kind::Float) => Scalar::F64(f),
             (Weak::Float(_), _) => unreachable!("a float literal never takes an integer type"),
         };
-        let s = crate::eval::cast_scalar(s, dt);
+        let s = cast_scalar(s, dt);
         Ok(self.reg(dt, Src::Const(s)))
     }
 
@@ -398,9 +402,8 @@ impl Builder<'_> {
             None => unreachable!("callers fold all-literal operands"),
         };
         for &s in &strong[1..] {
-            t = promote(t, s).ok_or_else(|| {
-                self.err(node, ErrorKind::Type, format!("{what}: no common type for {t} and {s}"))
-            })?;
+            t = promote(t, s)
+                .ok_or_else(|| self.err(node, ErrorKind::Type, format!("{what}: no common type for {t} and {s}")))?;
         }
         for v in vals {
             if let Val::Weak(w) = v {
@@ -502,9 +505,12 @@ impl Builder<'_> {
             BinOp::Div => (Op::Div, if t.is_float() { t } else { DType::F64 }),
             BinOp::FloorDiv | BinOp::Mod | BinOp::Pow => {
                 let t = if t == DType::Bool { DType::I8 } else { t };
-                if op == BinOp::Pow && matches!(b, Val::Weak(Weak::Int(2))) {
-                    let x = self.as_reg(kids[0], &a, t)?;
-                    return Ok(Val::Reg(self.emit(Op::Square, &[x], t)));
+                if op == BinOp::Pow {
+                    if let (Val::Reg(_), Val::Weak(w)) = (&a, &b) {
+                        if let Some(v) = self.pow_fast_path(kids, &a, *w, t)? {
+                            return Ok(Val::Reg(v));
+                        }
+                    }
                 }
                 (
                     match op {
@@ -539,6 +545,33 @@ impl Builder<'_> {
         };
         let (x, y) = (self.as_reg(kids[0], &a, t)?, self.as_reg(kids[1], &b, t)?);
         Ok(Val::Reg(self.emit(op_code, &[x, y], t)))
+    }
+
+    /// NumPy's `array ** python_scalar` fast paths (2: square, 0.5: sqrt, -1: reciprocal,
+    /// 1: copy), which differ from `pow` for -0.0 and -inf; and integers to a negative
+    /// literal power are refused up front, as NumPy does even for empty arrays.
+    fn pow_fast_path(&mut self, kids: [usize; 2], a: &Val, w: Weak, t: DType) -> Result<Option<usize>, ExprError> {
+        let e = match w {
+            Weak::Int(v) => v as f64,
+            Weak::Float(f) => f,
+            Weak::Bool(b) => b as u8 as f64,
+        };
+        if t.is_int() && e < 0.0 {
+            return Err(self.err(kids[1], ErrorKind::Eval, "Integers to negative integer powers are not allowed"));
+        }
+        let x = self.as_reg(kids[0], a, t)?;
+        Ok(if e == 2.0 {
+            Some(self.emit(Op::Square, &[x], t))
+        } else if e == 1.0 {
+            Some(x)
+        } else if e == 0.5 && t.is_float() {
+            Some(self.emit(Op::F1(F1::Sqrt), &[x], t))
+        } else if e == -1.0 && t.is_float() {
+            let one = self.reg(t, Src::Const(Scalar::F64(1.0)));
+            Some(self.emit(Op::Div, &[one, x], t))
+        } else {
+            None
+        })
     }
 
     fn column_err(&self, node: usize, r: usize, _kids: [usize; 2], msg: String) -> ExprError {
@@ -666,7 +699,12 @@ impl Builder<'_> {
             if t.kind() == Kind::Bytes {
                 return Err(ferr(self, "where() on bytes columns is not supported".into()));
             }
-            let (x, y) = (self.as_reg(kids[1], a, t)?, self.as_reg(kids[2], b, t)?);
+            // np.where casts an out-of-range int literal (wrapping, with a warning).
+            let mut branch = |k: usize, v: &Val| match v {
+                Val::Weak(Weak::Int(i)) if t.is_int() => Ok(self.reg(t, Src::Const(cast_scalar(int_scalar(t, *i), t)))),
+                other => self.as_reg(kids[k], other, t),
+            };
+            let (x, y) = (branch(1, a)?, branch(2, b)?);
             return Ok(Val::Reg(self.emit(Op::Where, &[c, x, y], t)));
         }
         let t = self.common(node, name, &[&args[0], &args[1]]).map_err(|e| e.function(name))?;
@@ -676,6 +714,8 @@ impl Builder<'_> {
         let (op, t) = match name {
             "arctan2" => (Op::Atan2, t.float_of().expect("numeric")),
             "fmod" => (Op::Fmod, if t == DType::Bool { DType::I8 } else { t }),
+            "minimum" if t == DType::Bool => (Op::And, t),
+            "maximum" if t == DType::Bool => (Op::Or, t),
             "minimum" => (Op::Min, t),
             _ => (Op::Max, t),
         };
@@ -813,6 +853,7 @@ fn fold_binary(op: BinOp, x: Weak, y: Weak) -> Result<Weak, String> {
                 let r = a % b;
                 fit(Some(if r != 0 && (r < 0) != (b < 0) { r + b } else { r }))
             }
+            BinOp::Pow if b < 0 && a == 0 => zero_div(),
             BinOp::Pow if b < 0 => Ok(Weak::Float((a as f64).powf(b as f64))),
             BinOp::Pow => fit(u32::try_from(b).ok().and_then(|e| a.checked_pow(e))),
             BinOp::BitAnd => fit(Some(a & b)),
@@ -831,6 +872,9 @@ fn fold_binary(op: BinOp, x: Weak, y: Weak) -> Result<Weak, String> {
                 BinOp::FloorDiv => py_floordiv_f64(a, b),
                 BinOp::Mod => py_mod_f64(a, b),
                 BinOp::Pow => {
+                    if a == 0.0 && b < 0.0 {
+                        return zero_div();
+                    }
                     if a < 0.0 && b.fract() != 0.0 {
                         return Err("negative literal to a fractional power (complex result)".into());
                     }

@@ -78,8 +78,18 @@ impl DType {
     /// NumPy's short name (`"float32"`, `"bool"`, `"S8"`).
     pub fn name(self) -> String {
         match self {
+            DType::Bool => "bool".into(),
+            DType::I8 => "int8".into(),
+            DType::I16 => "int16".into(),
+            DType::I32 => "int32".into(),
+            DType::I64 => "int64".into(),
+            DType::U8 => "uint8".into(),
+            DType::U16 => "uint16".into(),
+            DType::U32 => "uint32".into(),
+            DType::U64 => "uint64".into(),
+            DType::F32 => "float32".into(),
+            DType::F64 => "float64".into(),
             DType::Bytes(n) => format!("S{n}"),
-            other => other.numpy_str().trim_start_matches(['<', '|']).to_string(),
         }
     }
 

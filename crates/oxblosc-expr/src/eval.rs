@@ -6,10 +6,11 @@ use std::cell::RefCell;
 use std::sync::Mutex;
 
 use crate::column::{Column, ColumnMut, ColumnRef};
+use crate::compile::Cmp;
 use crate::compile::{Inst, Op, Program, Src};
 use crate::dtype::{DType, Scalar};
 use crate::error::{ErrorKind, ExprError};
-use crate::kernels::{cmp_padded, compare, map1, map2, select, Bits, CastFrom, Elem, Float, Num, Opnd};
+use crate::kernels::{cmp_padded, compare, float_fn, map1, map2, select, Bits, CastFrom, Elem, Float, Num, Opnd};
 
 /// Rows per sub-block (every temporary holds this many).
 pub const SUB: usize = 4096;
@@ -120,16 +121,46 @@ impl Ctx<'_> {
 macro_rules! with_num {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            DType::I8 => { type $T = i8; $body }
-            DType::I16 => { type $T = i16; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::U8 => { type $T = u8; $body }
-            DType::U16 => { type $T = u16; $body }
-            DType::U32 => { type $T = u32; $body }
-            DType::U64 => { type $T = u64; $body }
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
             other => unreachable!("numeric op on {other}"),
         }
     };
@@ -147,15 +178,42 @@ macro_rules! with_any {
 macro_rules! with_bits {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            DType::Bool => { type $T = bool; $body }
-            DType::I8 => { type $T = i8; $body }
-            DType::I16 => { type $T = i16; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::U8 => { type $T = u8; $body }
-            DType::U16 => { type $T = u16; $body }
-            DType::U32 => { type $T = u32; $body }
-            DType::U64 => { type $T = u64; $body }
+            DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
+                $body
+            }
             other => unreachable!("bit op on {other}"),
         }
     };
@@ -164,8 +222,14 @@ macro_rules! with_bits {
 macro_rules! with_float {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
             other => unreachable!("float op on {other}"),
         }
     };
@@ -253,9 +317,9 @@ fn exec(inst: &Inst, ctx: &Ctx<'_>, out: &mut ColumnMut<'_>) -> Result<(), ExprE
         Op::Or => bin!(with_bits, |x: T, y: T| x.or(y)),
         Op::Xor => bin!(with_bits, |x: T, y: T| x.xor(y)),
         Op::Cmp(op) => {
-            with_any!(dt(a), T => map2(ctx.get::<T>(a), ctx.get::<T>(b), bool::of_mut(out).unwrap(), compare::<T>(op)))
+            with_any!(dt(a), T => compare(op, ctx.get::<T>(a), ctx.get::<T>(b), bool::of_mut(out).unwrap()))
         }
-        Op::F1(f) => un!(with_float, |x: T| x.f1(f)),
+        Op::F1(f) => with_float!(dt(a), T => float_fn(f, ctx.get::<T>(a), T::of_mut(out).unwrap())),
         Op::IsNan => with_float!(dt(a), T => map1(ctx.get::<T>(a), bool::of_mut(out).unwrap(), |x: T| x.is_nan())),
         Op::IsInf => with_float!(dt(a), T => map1(ctx.get::<T>(a), bool::of_mut(out).unwrap(), |x: T| x.is_inf())),
         Op::IsFinite => {
@@ -268,12 +332,19 @@ fn exec(inst: &Inst, ctx: &Ctx<'_>, out: &mut ColumnMut<'_>) -> Result<(), ExprE
         Op::BytesCmp(op) => {
             let (wa, xa, ca) = ctx.bytes(a);
             let (wb, xb, cb) = ctx.bytes(b);
-            let f = compare::<std::cmp::Ordering>(op);
             let o = bool::of_mut(out).unwrap();
             for (i, o) in o.iter_mut().enumerate() {
                 let ra = if ca { xa } else { &xa[i * wa..(i + 1) * wa] };
                 let rb = if cb { xb } else { &xb[i * wb..(i + 1) * wb] };
-                *o = f(cmp_padded(ra, rb), std::cmp::Ordering::Equal);
+                let ord = cmp_padded(ra, rb);
+                *o = match op {
+                    Cmp::Lt => ord.is_lt(),
+                    Cmp::Le => ord.is_le(),
+                    Cmp::Gt => ord.is_gt(),
+                    Cmp::Ge => ord.is_ge(),
+                    Cmp::Eq => ord.is_eq(),
+                    Cmp::Ne => ord.is_ne(),
+                };
             }
         }
     }
@@ -303,7 +374,12 @@ impl Program {
         if inputs.len() != self.inputs.len() {
             return Err(ExprError::new(
                 ErrorKind::Input,
-                format!("expected {} input column(s) ({}), got {}", self.inputs.len(), self.inputs.join(", "), inputs.len()),
+                format!(
+                    "expected {} input column(s) ({}), got {}",
+                    self.inputs.len(),
+                    self.inputs.join(", "),
+                    inputs.len()
+                ),
             ));
         }
         for ((col, name), &dt) in inputs.iter().zip(&self.inputs).zip(&self.input_dtypes) {
@@ -341,7 +417,12 @@ impl Program {
     }
 
     /// [`Program::eval_into`] with an explicit scratch (allocation-free once warmed up).
-    pub fn eval_with(&self, scratch: &mut Scratch, inputs: &[ColumnRef<'_>], mut out: ColumnMut<'_>) -> Result<(), ExprError> {
+    pub fn eval_with(
+        &self,
+        scratch: &mut Scratch,
+        inputs: &[ColumnRef<'_>],
+        mut out: ColumnMut<'_>,
+    ) -> Result<(), ExprError> {
         let n = self.check(inputs, &out)?;
         scratch.prepare(self);
         let direct = self.insts.last().is_some_and(|i| i.out == self.root);
@@ -376,7 +457,8 @@ impl Program {
     /// Evaluate into a new column (`len` rows: needed when every input is broadcast or there
     /// are none; otherwise the inputs' length).
     pub fn eval(&self, inputs: &[ColumnRef<'_>], out: &mut Column) -> Result<(), ExprError> {
-        let n = inputs.iter().map(|c| c.len()).find(|&l| l != 1).or(inputs.first().map(|c| c.len())).unwrap_or(out.len());
+        let n =
+            inputs.iter().map(|c| c.len()).find(|&l| l != 1).or(inputs.first().map(|c| c.len())).unwrap_or(out.len());
         out.reset(self.dtype(), n);
         self.eval_into(inputs, out.as_mut())
     }

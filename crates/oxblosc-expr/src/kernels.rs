@@ -79,16 +79,31 @@ pub(crate) fn select<T: Copy>(c: Opnd<'_, bool>, a: Opnd<'_, T>, b: Opnd<'_, T>,
     }
 }
 
+/// `a <op> b` row by row; the operator is chosen once, outside the loop.
 #[inline(always)]
-pub(crate) fn compare<T: PartialOrd>(op: Cmp) -> impl Fn(T, T) -> bool {
-    move |a, b| match op {
-        Cmp::Lt => a < b,
-        Cmp::Le => a <= b,
-        Cmp::Gt => a > b,
-        Cmp::Ge => a >= b,
-        Cmp::Eq => a == b,
-        Cmp::Ne => a != b,
+pub(crate) fn compare<T: PartialOrd + Copy>(op: Cmp, a: Opnd<'_, T>, b: Opnd<'_, T>, o: &mut [bool]) {
+    match op {
+        Cmp::Lt => map2(a, b, o, |x, y| x < y),
+        Cmp::Le => map2(a, b, o, |x, y| x <= y),
+        Cmp::Gt => map2(a, b, o, |x, y| x > y),
+        Cmp::Ge => map2(a, b, o, |x, y| x >= y),
+        Cmp::Eq => map2(a, b, o, |x, y| x == y),
+        Cmp::Ne => map2(a, b, o, |x, y| x != y),
     }
+}
+
+/// A float function over a block; the function is chosen once, outside the loop.
+#[inline(always)]
+pub(crate) fn float_fn<T: Float>(f: F1, a: Opnd<'_, T>, o: &mut [T]) {
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match f { $(F1::$v => map1(a, o, |x: T| x.f1(F1::$v)),)* }
+        };
+    }
+    each!(
+        Sqrt, Exp, Expm1, Log, Log10, Log1p, Log2, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh,
+        Atanh, Floor, Ceil, Trunc
+    )
 }
 
 /// Element types: how to find their slice in a column and convert scalars.

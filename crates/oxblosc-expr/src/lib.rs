@@ -51,9 +51,7 @@ pub use compile::{Program, FUNCTIONS};
 pub use dtype::{promote, DType, Kind, Scalar, Weak};
 pub use error::{ErrorKind, ExprError};
 pub use eval::{Scratch, PAR_ROWS, SUB};
-pub use parse::{
-    parse, BinOp, Expr, Node, UnOp, MAX_DEPTH, MAX_NODES, MAX_NUMBER_LEN, MAX_STRING_LEN, MAX_TEXT_LEN,
-};
+pub use parse::{parse, BinOp, Expr, Node, UnOp, MAX_DEPTH, MAX_NODES, MAX_NUMBER_LEN, MAX_STRING_LEN, MAX_TEXT_LEN};
 pub use range::ValueRange;
 
 /// Parse, compile against the given columns and evaluate with `nthreads` threads: the

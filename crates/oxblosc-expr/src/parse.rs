@@ -551,11 +551,8 @@ impl Parser<'_> {
                 let inner = self.expr(0)?;
                 if self.peek() != &Tok::RParen {
                     let (ts, te) = self.span();
-                    let msg = if self.peek() == &Tok::End {
-                        "missing ')'".to_string()
-                    } else {
-                        "expected ')'".to_string()
-                    };
+                    let msg =
+                        if self.peek() == &Tok::End { "missing ')'".to_string() } else { "expected ')'".to_string() };
                     return Err(self.err(ErrorKind::Syntax, msg, ts, te).at_open(self.text, s));
                 }
                 let (_, _, end) = self.next();

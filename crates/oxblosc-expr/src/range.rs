@@ -5,6 +5,7 @@
 //! occur. Each instruction maps intervals conservatively (anything unclear widens to "all
 //! values"), so `may_match` is false only when no row of the block can satisfy the condition.
 
+use crate::column::ColumnRef;
 use crate::compile::{Cmp, Op, Program, Src, F1};
 use crate::dtype::{DType, Kind, Scalar};
 
@@ -24,12 +25,17 @@ impl ValueRange {
 
     /// Integers in `min..=max`.
     pub fn int(min: i64, max: i64) -> Self {
-        ValueRange { lo: down(min as f64), hi: up(max as f64), nan: false }
+        let exact = |v: i64| v.unsigned_abs() <= 1 << 53;
+        let lo = if exact(min) { min as f64 } else { down(min as f64) };
+        let hi = if exact(max) { max as f64 } else { up(max as f64) };
+        ValueRange { lo, hi, nan: false }
     }
 
     /// Unsigned integers in `min..=max`.
     pub fn uint(min: u64, max: u64) -> Self {
-        ValueRange { lo: down(min as f64), hi: up(max as f64), nan: false }
+        let lo = if min <= 1 << 53 { min as f64 } else { down(min as f64) };
+        let hi = if max <= 1 << 53 { max as f64 } else { up(max as f64) };
+        ValueRange { lo, hi, nan: false }
     }
 
     /// Floats whose non-NaN values lie in `min..=max` (pass NaN, NaN when all are NaN), and
@@ -43,11 +49,7 @@ impl ValueRange {
 
     /// Bools: whether some value is false, whether some is true.
     pub fn bool(any_false: bool, any_true: bool) -> Self {
-        ValueRange {
-            lo: if any_false { 0.0 } else { 1.0 },
-            hi: if any_true { 1.0 } else { 0.0 },
-            nan: false,
-        }
+        ValueRange { lo: if any_false { 0.0 } else { 1.0 }, hi: if any_true { 1.0 } else { 0.0 }, nan: false }
     }
 
     /// From typed min/max scalars (as block statistics store them).
@@ -57,6 +59,43 @@ impl ValueRange {
             (Scalar::I64(a), Scalar::I64(b)) => ValueRange::int(a, b),
             (Scalar::U64(a), Scalar::U64(b)) => ValueRange::uint(a, b),
             (a, b) => ValueRange::float(a.as_f64(), b.as_f64(), has_nan),
+        }
+    }
+
+    /// The range of the values in `col` (its min/max and NaN flag; `unknown` for bytes).
+    /// An empty column gives an empty range (nothing can match).
+    pub fn of_column(col: ColumnRef<'_>) -> Self {
+        fn ints<T: Copy + Ord>(v: &[T], f: impl Fn(T, T) -> ValueRange) -> ValueRange {
+            match (v.iter().min(), v.iter().max()) {
+                (Some(&lo), Some(&hi)) => f(lo, hi),
+                _ => ValueRange { lo: f64::INFINITY, hi: f64::NEG_INFINITY, nan: false },
+            }
+        }
+        fn floats(v: impl Iterator<Item = f64>) -> ValueRange {
+            let (mut lo, mut hi, mut nan) = (f64::INFINITY, f64::NEG_INFINITY, false);
+            for x in v {
+                if x.is_nan() {
+                    nan = true;
+                } else {
+                    lo = lo.min(x);
+                    hi = hi.max(x);
+                }
+            }
+            ValueRange { lo, hi, nan }
+        }
+        match col {
+            ColumnRef::Bool(v) => ValueRange::bool(v.iter().any(|b| !b), v.iter().any(|&b| b)),
+            ColumnRef::I8(v) => ints(v, |a, b| ValueRange::int(a as i64, b as i64)),
+            ColumnRef::I16(v) => ints(v, |a, b| ValueRange::int(a as i64, b as i64)),
+            ColumnRef::I32(v) => ints(v, |a, b| ValueRange::int(a as i64, b as i64)),
+            ColumnRef::I64(v) => ints(v, ValueRange::int),
+            ColumnRef::U8(v) => ints(v, |a, b| ValueRange::uint(a as u64, b as u64)),
+            ColumnRef::U16(v) => ints(v, |a, b| ValueRange::uint(a as u64, b as u64)),
+            ColumnRef::U32(v) => ints(v, |a, b| ValueRange::uint(a as u64, b as u64)),
+            ColumnRef::U64(v) => ints(v, ValueRange::uint),
+            ColumnRef::F32(v) => floats(v.iter().map(|&x| x as f64)),
+            ColumnRef::F64(v) => floats(v.iter().copied()),
+            ColumnRef::Bytes { .. } => ValueRange::unknown(),
         }
     }
 
@@ -181,14 +220,10 @@ impl Program {
                     v
                 }
                 Src::Const(Scalar::Bool(b)) => ValueRange::bool(!b, *b),
-                Src::Const(s) => {
-                    let x = s.as_f64();
-                    if x.is_nan() {
-                        ValueRange::float(f64::NAN, f64::NAN, true)
-                    } else {
-                        ValueRange { lo: down(x), hi: up(x), nan: false }
-                    }
-                }
+                Src::Const(Scalar::I64(v)) => ValueRange::int(*v, *v),
+                Src::Const(Scalar::U64(v)) => ValueRange::uint(*v, *v),
+                // Float constants hold the exact value of their type (f32 values are exact in f64).
+                Src::Const(Scalar::F64(x)) => ValueRange::float(*x, *x, x.is_nan()),
                 _ => ValueRange::of_type(reg.dtype),
             })
             .collect();

@@ -7,6 +7,7 @@
 
 mod buffer;
 mod cparams;
+mod expr;
 mod geometry;
 mod hdf5;
 mod ndarray;
@@ -305,6 +306,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::table_stats_merge, m)?)?;
     m.add_function(wrap_pyfunction!(table::table_compile, m)?)?;
     m.add_function(wrap_pyfunction!(table::table_query, m)?)?;
+    m.add_function(wrap_pyfunction!(expr::expr_evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(expr::expr_names, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;

@@ -2,7 +2,6 @@
 //! formats that users convert from ([`bloscpack`]) and HDF5 chunks written by the Blosc
 //! filters ([`hdf5`]).
 pub use oxblosc_chunk as chunk;
-/// The expression engine (table queries, lazy array expressions).
 pub use oxblosc_expr as expr;
 pub use oxblosc_frame as frame;
 pub use oxblosc_nd as nd;
