@@ -223,6 +223,13 @@ def test_ours_read_by_python_blosc2(tmp_path, suffix):
     assert len(b) == 5000 and b.col_names == list(d)
     for k, v in d.items():
         np.testing.assert_array_equal(b[k][:], v)
+    # our block statistics are python-blosc2's SUMMARY indexes: listed, current, right values
+    assert {ix.col_name for ix in b.indexes if ix.kind == "summary" and not ix.stale} == {"i", "u", "f", "g", "k", "b"}
+    if suffix == ".b2d":
+        rec = blosc2.open(os.path.join(path, "_indexes/g/summary.block.b2nd"))[:]
+        blocks = [d["g"][lo : lo + 256] for lo in range(0, 5000, 256)]
+        np.testing.assert_array_equal(rec["max"], [np.nanmax(x) for x in blocks])
+        np.testing.assert_array_equal(rec["flags"] & 2 != 0, [np.isnan(x).any() for x in blocks])
     m = (d["i"] > 10) & (d["k"] < 3000)
     assert len(b.where("(i > 10) & (k < 3000)")) == m.sum()
     np.testing.assert_array_equal(b.where("(i > 10) & (k < 3000)")["g"][:], d["g"][m])
