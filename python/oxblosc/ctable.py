@@ -90,6 +90,7 @@ class CTable:
         chunks: int | None = None,
         blocks: int | None = None,
         nthreads: int | None = None,
+        _mmap_mode: str | None = None,
     ) -> None:
         self.urlpath = None if urlpath is None else os.fspath(urlpath)
         self.mode = mode
@@ -104,7 +105,7 @@ class CTable:
         if data is None and mode in ("r", "a"):
             if self.urlpath is None or not os.path.exists(self.urlpath):
                 raise FileNotFoundError(f"no table at {self.urlpath!r}")
-            self._adopt(L.read(self.urlpath, mode))
+            self._adopt(L.read(self.urlpath, mode, _mmap_mode))
             return
         if data is None:
             raise ValueError("data is needed to create a table (pass mode='r' to open one)")
@@ -185,11 +186,15 @@ class CTable:
     # ------------------------------------------------------------------ opening, saving
 
     @classmethod
-    def open(cls, urlpath: str | os.PathLike, mode: str = "r") -> CTable:
-        """Open a table directory or ``.b2z`` file written by oxblosc or python-blosc2."""
+    def open(cls, urlpath: str | os.PathLike, mode: str = "r", mmap_mode: str | None = None) -> CTable:
+        """Open a table directory or ``.b2z`` file written by oxblosc or python-blosc2.
+        ``mmap_mode="r"`` maps a read-only directory's files (queries borrow chunks from the
+        map instead of reading them; the mapped pages count in the process's resident set)."""
         if mode not in ("r", "a"):
             raise ValueError(f"mode must be 'r' or 'a', got {mode!r}")
-        return cls(None, urlpath, mode=mode)
+        if mmap_mode not in (None, "r") or (mmap_mode and mode != "r"):
+            raise ValueError(f"mmap_mode must be None or 'r' (with mode='r'), got {mmap_mode!r}")
+        return cls(None, urlpath, mode=mode, _mmap_mode=mmap_mode)
 
     def save(self, urlpath: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write the (live rows of the) table to ``urlpath``: a ``.b2z`` file or a directory."""

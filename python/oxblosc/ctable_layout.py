@@ -125,21 +125,22 @@ def is_table(path: str) -> bool:
     return False
 
 
-def _members(path: str, mode: str):
+def _members(path: str, mode: str, mmap_mode: str | None = None):
     """A function opening member ``rel`` of the directory or zip at ``path``."""
     if os.path.isdir(path):
-        # Read-only tables map their files: a query then borrows chunks instead of reading them.
-        extra = {"mmap_mode": "r"} if mode == "r" else {}
+        # Mapped files let a query borrow chunks instead of reading them (faster; the mapped
+        # pages count in the resident set).
+        extra = {"mmap_mode": mmap_mode} if mmap_mode else {}
 
         def member_file(rel: str):
             full = os.path.join(path, rel)
             return _open(full, mode=mode, **extra) if os.path.exists(full) else None
 
         return member_file
-    if mode != "r":
-        raise ValueError(f"{path}: a .b2z table opens read-only (mode='r'); save() writes a new one")
-    z = zipfile.ZipFile(path)
-    infos = {i.filename: i for i in z.infolist()}
+    if mode != "r" or mmap_mode:
+        raise ValueError(f"{path}: a .b2z table opens read-only (mode='r', no mmap_mode); save() writes a new one")
+    with zipfile.ZipFile(path) as z:
+        infos = {i.filename: i for i in z.infolist()}
 
     def member(rel: str):
         info = infos.get(rel)
@@ -155,9 +156,9 @@ def _members(path: str, mode: str):
     return member
 
 
-def read(path: str, mode: str = "r") -> Stored:
+def read(path: str, mode: str = "r", mmap_mode: str | None = None) -> Stored:
     """Open the table stored at ``path`` (directory or zip), checking what it holds."""
-    member = _members(path, mode)
+    member = _members(path, mode, mmap_mode)
     meta = member(META)
     if meta is None:
         raise ValueError(f"{path}: not a table ({META} is missing)")

@@ -177,6 +177,8 @@ def test_stats_after_appends(tmp_path):
     assert_rows(r.to_numpy()[:1000], structured(d))
     assert r._stats == fresh._stats
     assert len(r.where("k > 990")) == 9
+    mapped = oxblosc.CTable.open(path, mmap_mode="r")  # chunks borrowed from the map
+    assert len(mapped.where("k > 990")) == 9 and mapped.to_numpy().tobytes() == r.to_numpy().tobytes()
     with pytest.raises(ValueError, match="read-only"):
         r.extend(structured(d)[:1])
     a = oxblosc.CTable.open(path, mode="a")
