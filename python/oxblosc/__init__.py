@@ -115,6 +115,8 @@ __all__ = [
     "get_clib",
     "set_blocksize",
     "array",
+    "evaluate",
+    "expr_names",
     "broadcast_to",
     "compute_chunks_blocks",
     "from_cframe",

@@ -9,25 +9,43 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+import oxblosc
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import oxblosc
-
 DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8"]
 COLS = ["a", "b", "c"]
 BINOPS = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
-    "&": operator.and_, "|": operator.or_, "^": operator.xor,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "==": operator.eq, "!=": operator.ne,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
 }
 # Exact functions only (transcendental ones are checked with a tolerance below).
-FUNCS1 = {"abs": np.abs, "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
-          "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
+FUNCS1 = {
+    "abs": np.abs,
+    "sqrt": np.sqrt,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+}
 FUNCS2 = {"minimum": np.minimum, "maximum": np.maximum, "fmod": np.fmod}
 
 
@@ -120,8 +138,9 @@ def tables(draw):
             elems = st.floats(width=dt.itemsize * 8, allow_nan=True, allow_infinity=True)
         elif dt.kind in "iu":
             info = np.iinfo(dt)
-            elems = st.one_of(st.integers(-5, 5).filter(lambda v, lo=info.min: v >= lo),
-                              st.integers(int(info.min), int(info.max)))
+            elems = st.one_of(
+                st.integers(-5, 5).filter(lambda v, lo=info.min: v >= lo), st.integers(int(info.min), int(info.max))
+            )
         env[name] = draw(hnp.arrays(dt, n, elements=elems))
     return env
 
@@ -159,8 +178,29 @@ def test_random_expressions_match_numpy(tree, env):
     same(ours, want)
 
 
-@pytest.mark.parametrize("fn", ["exp", "expm1", "log", "log10", "log1p", "log2", "sin", "cos", "tan", "arcsin",
-                                "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        "exp",
+        "expm1",
+        "log",
+        "log10",
+        "log1p",
+        "log2",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "arcsinh",
+        "arccosh",
+        "arctanh",
+    ],
+)
 @pytest.mark.parametrize("dt", ["f4", "f8", "i2", "i8"])
 def test_float_functions_close_to_numpy(fn, dt):
     rng = np.random.default_rng(1)
@@ -180,13 +220,19 @@ def test_bench_queries_and_blocks():
     """The six queries of the table benchmark, over several sub-blocks and threads."""
     rng = np.random.default_rng(0)
     n = 300_001
-    cols = {k: (rng.standard_normal(n) * 10 + 50).astype("f4") for k in
-            ["lat", "lon", "wind", "pressure", "temperature", "humidity", "precip"]}
+    cols = {
+        k: (rng.standard_normal(n) * 10 + 50).astype("f4")
+        for k in ["lat", "lon", "wind", "pressure", "temperature", "humidity", "precip"]
+    }
     cols["time"] = (np.arange(n) // 1000).astype("i4")
-    for q in ["(wind > 60.5) & (pressure < 40.25)", "temperature > 70",
-              "(lat > 45) & (lat < 55) & (lon > 40) & (lon < 60) & (temperature > 65)",
-              "(time >= 100) & (time < 130) & (humidity > 70)",
-              "(pressure < 30) | (wind > 75)", "(wind * wind + 0.5 * precip) > 4000"]:
+    for q in [
+        "(wind > 60.5) & (pressure < 40.25)",
+        "temperature > 70",
+        "(lat > 45) & (lat < 55) & (lon > 40) & (lon < 60) & (temperature > 65)",
+        "(time >= 100) & (time < 130) & (humidity > 70)",
+        "(pressure < 30) | (wind > 75)",
+        "(wind * wind + 0.5 * precip) > 4000",
+    ]:
         want = eval_numpy_query(q, cols)
         for nthreads in (1, 3):
             ours = oxblosc.evaluate(q, cols, nthreads=nthreads)
@@ -199,10 +245,14 @@ def eval_numpy_query(q, c):
     table = {
         "(wind > 60.5) & (pressure < 40.25)": lambda: (c["wind"] > 60.5) & (c["pressure"] < 40.25),
         "temperature > 70": lambda: c["temperature"] > 70,
-        "(lat > 45) & (lat < 55) & (lon > 40) & (lon < 60) & (temperature > 65)":
-            lambda: (c["lat"] > 45) & (c["lat"] < 55) & (c["lon"] > 40) & (c["lon"] < 60) & (c["temperature"] > 65),
-        "(time >= 100) & (time < 130) & (humidity > 70)":
-            lambda: (c["time"] >= 100) & (c["time"] < 130) & (c["humidity"] > 70),
+        "(lat > 45) & (lat < 55) & (lon > 40) & (lon < 60) & (temperature > 65)": lambda: (c["lat"] > 45)
+        & (c["lat"] < 55)
+        & (c["lon"] > 40)
+        & (c["lon"] < 60)
+        & (c["temperature"] > 65),
+        "(time >= 100) & (time < 130) & (humidity > 70)": lambda: (c["time"] >= 100)
+        & (c["time"] < 130)
+        & (c["humidity"] > 70),
         "(pressure < 30) | (wind > 75)": lambda: (c["pressure"] < 30) | (c["wind"] > 75),
         "(wind * wind + 0.5 * precip) > 4000": lambda: (c["wind"] * c["wind"] + 0.5 * c["precip"]) > 4000,
     }
