@@ -29,9 +29,8 @@ def main() -> None:
     sys.path.insert(0, args.shared)
     import numexpr as ne
     import numpy as np
-    import table_query as tq
-
     import oxblosc
+    import table_query as tq
 
     ne.set_num_threads(args.nthreads)
     cols = tq.make_columns(args.rows)

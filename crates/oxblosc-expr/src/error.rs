@@ -21,8 +21,12 @@ pub enum ErrorKind {
 }
 
 /// An error naming the position in the expression text and the column/function involved.
+/// (Boxed: results stay one pointer wide.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExprError {
+pub struct ExprError(Box<Inner>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Inner {
     kind: ErrorKind,
     message: String,
     offset: Option<usize>,
@@ -33,14 +37,21 @@ pub struct ExprError {
 
 impl ExprError {
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ExprError { kind, message: message.into(), offset: None, excerpt: None, column: None, function: None }
+        ExprError(Box::new(Inner {
+            kind,
+            message: message.into(),
+            offset: None,
+            excerpt: None,
+            column: None,
+            function: None,
+        }))
     }
 
     /// Attach the position `start..end` of `text` (shown with a caret line by `Display`).
     pub(crate) fn at(mut self, text: &str, start: usize, end: usize) -> Self {
         let start = start.min(text.len());
         let end = end.clamp(start, text.len());
-        self.offset = Some(start);
+        self.0.offset = Some(start);
         // A window of at most ~70 characters around the position, on char boundaries.
         let mut lo = start.saturating_sub(35);
         while !text.is_char_boundary(lo) {
@@ -55,62 +66,64 @@ impl ExprError {
         let caret_len = text[start..end.min(hi)].chars().count().max(1);
         let prefix = if lo > 0 { "..." } else { "" };
         let suffix = if hi < text.len() { "..." } else { "" };
-        self.excerpt = Some((format!("{prefix}{window}{suffix}"), caret_at + prefix.len(), caret_len));
+        self.0.excerpt = Some((format!("{prefix}{window}{suffix}"), caret_at + prefix.len(), caret_len));
         self
     }
 
     pub(crate) fn column(mut self, name: &str) -> Self {
-        self.column = Some(name.to_string());
+        self.0.column = Some(name.to_string());
         self
     }
 
     pub(crate) fn function(mut self, name: &str) -> Self {
-        self.function = Some(name.to_string());
+        self.0.function = Some(name.to_string());
         self
     }
 
     /// For an unknown name: add "did you mean ...?" with the closest of `candidates`.
     pub fn with_suggestion<'a>(mut self, candidates: impl IntoIterator<Item = &'a str>) -> Self {
-        if let (ErrorKind::UnknownName, Some(name)) = (&self.kind, self.column.as_ref().or(self.function.as_ref())) {
+        if let (ErrorKind::UnknownName, Some(name)) =
+            (&self.0.kind, self.0.column.as_ref().or(self.0.function.as_ref()))
+        {
             if let Some(best) = closest(name, candidates) {
-                self.message.push_str(&format!("; did you mean '{best}'?"));
+                self.0.message.push_str(&format!("; did you mean '{best}'?"));
             }
         }
         self
     }
 
     pub fn kind(&self) -> &ErrorKind {
-        &self.kind
+        &self.0.kind
     }
 
     /// The message without the position.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// Byte offset in the expression text, when the error has a position.
     pub fn offset(&self) -> Option<usize> {
-        self.offset
+        self.0.offset
     }
 
     /// The column (or unknown name) involved, if any.
     pub fn column_name(&self) -> Option<&str> {
-        self.column.as_deref()
+        self.0.column.as_deref()
     }
 
     /// The function involved, if any.
     pub fn function_name(&self) -> Option<&str> {
-        self.function.as_deref()
+        self.0.function.as_deref()
     }
 }
 
 impl fmt::Display for ExprError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        if let Some(off) = self.offset {
+        f.write_str(&self.0.message)?;
+        if let Some(off) = self.0.offset {
             write!(f, " (at byte {off})")?;
         }
-        if let Some((line, at, len)) = &self.excerpt {
+        if let Some((line, at, len)) = &self.0.excerpt {
             write!(f, "\n    {line}\n    {}{}", " ".repeat(*at), "^".repeat(*len))?;
         }
         Ok(())
