@@ -44,14 +44,12 @@ trait Elem: Copy + PartialOrd {
     const SIZE: usize;
     fn read(b: &[u8]) -> Self;
     fn write(self, out: &mut Vec<u8>);
-    fn is_nan(self) -> bool {
-        false
-    }
+    fn is_nan(self) -> bool;
     /// (lower, upper) f64 bounds enclosing the value.
     fn widen(self) -> (f64, f64);
 }
 
-macro_rules! int_elem {
+macro_rules! num_elem {
     ($($t:ty),*) => {$(
         impl Elem for $t {
             const SIZE: usize = std::mem::size_of::<$t>();
@@ -62,39 +60,29 @@ macro_rules! int_elem {
                 out.extend_from_slice(&self.to_le_bytes());
             }
             #[allow(clippy::unnecessary_cast)]
+            fn is_nan(self) -> bool {
+                (self as f64).is_nan()
+            }
+            #[allow(clippy::unnecessary_cast)]
             fn widen(self) -> (f64, f64) {
                 let f = self as f64;
                 // Integers past 2^53 round: step at least one ulp outward so the bound holds.
-                if f.abs() < 9.0e15 { (f, f) } else { (f - f.abs() * f64::EPSILON, f + f.abs() * f64::EPSILON) }
+                if !f.is_finite() || f.abs() < 9.0e15 {
+                    (f, f)
+                } else {
+                    (f - f.abs() * f64::EPSILON, f + f.abs() * f64::EPSILON)
+                }
             }
         }
     )*};
 }
-int_elem!(i8, i16, i32, i64, u8, u16, u32, u64);
-
-macro_rules! float_elem {
-    ($($t:ty),*) => {$(
-        impl Elem for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn read(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b[..Self::SIZE].try_into().expect("sized"))
-            }
-            fn write(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn is_nan(self) -> bool {
-                <$t>::is_nan(self)
-            }
-            fn widen(self) -> (f64, f64) {
-                (self as f64, self as f64)
-            }
-        }
-    )*};
-}
-float_elem!(f32, f64);
+num_elem!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 
 impl Elem for bool {
     const SIZE: usize = 1;
+    fn is_nan(self) -> bool {
+        false
+    }
     fn read(b: &[u8]) -> Self {
         b[0] != 0
     }
@@ -252,6 +240,13 @@ mod tests {
         let folded =
             merge(Kind::Typed(DType::F64), &merge(Kind::Typed(DType::F64), &recs[..17], &recs[17..34]), &recs[34..]);
         assert_eq!(whole, folded);
+    }
+
+    #[test]
+    fn infinities_stay_bounds() {
+        let recs = summarize(Kind::Typed(DType::F64), &f64s(&[f64::NEG_INFINITY, 1.0, f64::INFINITY]), 3);
+        let r = range(Kind::Typed(DType::F64), &recs).unwrap();
+        assert_eq!((r.lo, r.hi, r.nan, r.all_nan), (f64::NEG_INFINITY, f64::INFINITY, false, false));
     }
 
     #[test]
