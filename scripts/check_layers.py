@@ -9,6 +9,7 @@ import sys
 
 LAYER = {
     "oxblosc-chunk": 1,
+    "oxblosc-expr": 1,
     "oxblosc-frame": 2,
     "oxblosc-nd": 3,
     "oxblosc-table": 4,

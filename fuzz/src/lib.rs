@@ -16,10 +16,12 @@ use oxblosc_chunk::{
 use oxblosc_frame::{SChunk, SpecialValue};
 
 pub mod bloscpack;
+pub mod expr;
 pub mod hdf5;
 pub mod nd;
 pub mod plugins;
 pub use bloscpack::fuzz_bloscpack;
+pub use expr::fuzz_expr_parse;
 pub use hdf5::{fuzz_hdf5_decode, fuzz_hdf5_lazy, hdf5_lazy};
 pub use nd::{fuzz_nd_open, fuzz_nd_slices};
 pub use plugins::fuzz_nd_filters;
@@ -559,6 +561,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     }
     out.extend(nd::seeds());
     out.extend(bloscpack::seeds());
+    out.extend(expr::seeds());
     out
 }
 

@@ -56,7 +56,9 @@ from .core import (
     set_nthreads,
     special_chunk,
 )
+from .ctable import Column, CTable
 from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
+from .expr import evaluate, expr_names
 from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .ndarray import (
     NDArray,
@@ -122,6 +124,8 @@ __all__ = [
     "get_clib",
     "set_blocksize",
     "array",
+    "evaluate",
+    "expr_names",
     "broadcast_to",
     "compute_chunks_blocks",
     "from_cframe",
@@ -165,6 +169,8 @@ __all__ = [
     "ChunkError",
     "FrameChangedError",
     "CParams",
+    "CTable",
+    "Column",
     "Codec",
     "DParams",
     "Filter",

@@ -29,8 +29,9 @@ from .schunk import (
 )
 
 
-def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs: Any) -> SChunk | NDArray:  # noqa: A001
-    """Open a frame file or sparse frame directory written by oxblosc or python-blosc2.
+def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs: Any) -> Any:  # noqa: A001
+    """Open a frame file or sparse frame directory written by oxblosc or python-blosc2
+    (a table directory or ``.b2z`` file opens as a ``CTable``).
 
     ``mode`` is "r" (read-only, the default as in python-blosc2 4.x), "a" (every change is
     written back) or "w": as in python-blosc2, an array (b2nd frame) is opened writable with
@@ -71,6 +72,12 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     offset = _checked("offset", offset, 0, 2**63 - 1)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
+    from . import ctable_layout  # tables (directory or .b2z, ours or python-blosc2's)
+
+    if offset == 0 and not kwargs and ctable_layout.is_table(path):
+        from .ctable import CTable
+
+        return CTable.open(path, mode="a" if mode == "a" else "r")
     contiguous = not os.path.isdir(path)
     copy_on_write = mmap_mode == "c"
     native = _open_native(path, offset, mode != "r" and not copy_on_write, locking, mmap_mode == "r")

@@ -7,6 +7,7 @@
 
 mod buffer;
 mod cparams;
+mod expr;
 mod geometry;
 mod hdf5;
 mod ndarray;
@@ -16,6 +17,7 @@ mod schunk;
 mod shared;
 mod streamer;
 mod tune;
+mod table;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
@@ -304,6 +306,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;
     m.add_function(wrap_pyfunction!(geometry::auto_chunks_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_stats_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_compile, m)?)?;
+    m.add_function(wrap_pyfunction!(table::table_query, m)?)?;
+    m.add_function(wrap_pyfunction!(expr::expr_evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(expr::expr_names, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_lazy, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_suggest_chunks, m)?)?;

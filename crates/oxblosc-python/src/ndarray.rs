@@ -48,6 +48,11 @@ impl NativeNDArray {
         NativeNDArray { inner: Shared::new(inner), path }
     }
 
+    /// The engine array behind its lock (table queries read several at once).
+    pub(crate) fn shared(&self) -> &Shared<NdArray> {
+        &self.inner
+    }
+
     fn schunk_err(&self, py: Python<'_>, e: frame::Error) -> PyErr {
         match (&self.path, e) {
             (Some(p), e @ (frame::Error::Chunk { .. } | frame::Error::BadChunk { .. })) => frame_err(py, e.in_file(p)),

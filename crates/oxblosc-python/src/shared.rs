@@ -8,7 +8,7 @@
 //! the lock's holder may need, so the two locks cannot deadlock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -52,6 +52,12 @@ impl<T: Send + Sync> Shared<T> {
             let _inside = Inside::new(&self.readers, &self.peak);
             f(&g)
         })
+    }
+
+    /// The shared lock itself, for a caller already inside `allow_threads` that reads several
+    /// objects at once (a table's columns); never call it with the GIL held.
+    pub(crate) fn read_guard(&self) -> RwLockReadGuard<'_, T> {
+        self.lock.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Run `f` on the object under the exclusive lock, with the GIL released.

@@ -2,8 +2,10 @@
 //! formats that users convert from ([`bloscpack`]) and HDF5 chunks written by the Blosc
 //! filters ([`hdf5`]).
 pub use oxblosc_chunk as chunk;
+pub use oxblosc_expr as expr;
 pub use oxblosc_frame as frame;
 pub use oxblosc_nd as nd;
+pub use oxblosc_table as table;
 
 pub mod bloscpack;
 pub mod hdf5;

@@ -1,0 +1,108 @@
+//! The expression engine for Python: `expr_evaluate(text, {name: array}, nthreads)` and
+//! `expr_names(text)`. Operands are NumPy arrays (or anything `numpy.asarray` takes); the
+//! text is parsed and typed by `oxblosc::expr`, never by Python.
+
+use oxblosc::expr::{parse, ColumnMut, ColumnRef, DType, ErrorKind, ExprError};
+use pyo3::exceptions::{PyNameError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::buffer::ByteView;
+
+fn expr_err(e: ExprError) -> PyErr {
+    let msg = e.to_string();
+    match e.kind() {
+        ErrorKind::UnknownName => PyNameError::new_err(msg),
+        ErrorKind::Type => PyTypeError::new_err(msg),
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+/// The names an expression reads as columns, in order of first use (`SyntaxError`s are
+/// `ValueError`s naming the position).
+#[pyfunction]
+pub fn expr_names(text: &str) -> PyResult<Vec<String>> {
+    let e = parse(text).map_err(expr_err)?;
+    Ok(e.names().into_iter().map(String::from).collect())
+}
+
+/// Evaluate `text` over `operands` (a dict of arrays of one shape; 0-d arrays and Python
+/// scalars broadcast) into a new NumPy array, with `nthreads` threads and the GIL released.
+#[pyfunction]
+#[pyo3(signature = (text, operands, nthreads=None))]
+pub fn expr_evaluate<'py>(
+    py: Python<'py>,
+    text: &str,
+    operands: &Bound<'py, PyDict>,
+    nthreads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let expr = parse(text).map_err(expr_err)?;
+    let np = py.import("numpy")?;
+    let mut names: Vec<String> = Vec::new();
+    let mut arrays: Vec<Bound<'py, PyAny>> = Vec::new();
+    let mut dtypes: Vec<DType> = Vec::new();
+    let mut shape: Option<Bound<'py, PyAny>> = None;
+    for name in expr.names() {
+        let Some(obj) = operands.get_item(name)? else { continue };
+        let arr = np.call_method1("asarray", (obj,))?;
+        let dstr: String = arr.getattr("dtype")?.getattr("str")?.extract()?;
+        // Big-endian operands are converted to native order by `numpy.require` below.
+        let dt = DType::from_numpy_str(&dstr.replace('>', "<")).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "operand '{name}' has dtype {dstr}: supported are bool, int8-64, uint8-64, float32, float64 and S<n> bytes"
+            ))
+        })?;
+        let native = np.call_method1("dtype", (dt.numpy_str(),))?;
+        let arr = np.call_method1("require", (arr, native, "CA"))?;
+        let ndim: usize = arr.getattr("ndim")?.extract()?;
+        if ndim > 0 {
+            let s = arr.getattr("shape")?;
+            match &shape {
+                Some(prev) if !prev.eq(&s)? => {
+                    return Err(PyValueError::new_err(format!(
+                        "operand '{name}' has shape {s}, another operand {prev}: shapes must match (or be scalars)"
+                    )))
+                }
+                Some(_) => {}
+                None => shape = Some(s),
+            }
+        }
+        names.push(name.to_string());
+        arrays.push(arr);
+        dtypes.push(dt);
+    }
+    let prog = expr.compile(|n| names.iter().position(|m| m == n).map(|i| dtypes[i])).map_err(|e| {
+        let keys: Vec<String> = operands.keys().iter().filter_map(|k| k.extract::<String>().ok()).collect();
+        expr_err(e.with_suggestion(keys.iter().map(String::as_str)))
+    })?;
+    let shape = match shape {
+        Some(s) => s,
+        None => PyTuple::empty(py).into_any(),
+    };
+    let out = np.call_method1("empty", (&shape, prog.dtype().numpy_str()))?;
+    let views: Vec<ByteView> = prog
+        .inputs()
+        .iter()
+        .map(|n| {
+            let i = names.iter().position(|m| m == n).expect("compiled from these names");
+            ByteView::readable(&arrays[i])
+        })
+        .collect::<PyResult<_>>()?;
+    let mut out_view = ByteView::writable(&out)?;
+    let nthreads = nthreads.unwrap_or_else(oxblosc::chunk::config::default_nthreads).max(1);
+    let in_dtypes: Vec<DType> = prog.input_dtypes().to_vec();
+    let result_dtype = prog.dtype();
+    py.allow_threads(|| -> Result<(), ExprError> {
+        let cols: Vec<ColumnRef<'_>> = views
+            .iter()
+            .zip(&in_dtypes)
+            .map(|(v, &dt)| ColumnRef::from_bytes(dt, v.as_slice()))
+            .collect::<Result<_, _>>()?;
+        let out_col = ColumnMut::from_bytes(result_dtype, out_view.as_mut_slice())?;
+        prog.eval_par(&cols, out_col, nthreads)
+    })
+    .map_err(expr_err)?;
+    drop(views);
+    drop(out_view);
+    Ok(out)
+}
