@@ -16,8 +16,8 @@ mod plugins;
 mod schunk;
 mod shared;
 mod streamer;
-mod tune;
 mod table;
+mod tune;
 
 use oxblosc::chunk::{self, DParams, Error, SpecialKind};
 use oxblosc::frame;
