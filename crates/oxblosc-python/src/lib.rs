@@ -9,6 +9,7 @@ mod buffer;
 mod cparams;
 mod geometry;
 mod hdf5;
+mod hdf5_write;
 mod ndarray;
 mod pack;
 mod schunk;
@@ -301,6 +302,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(geometry::auto_chunks_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_at, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_write::hdf5_encode_chunk, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

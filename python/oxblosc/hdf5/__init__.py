@@ -35,6 +35,8 @@ __all__ = [
     "Blosc",
     "Blosc2",
     "Dataset",
+    "Table",
+    "create_table",
     "open",
     "plugin_file",
     "register",
@@ -221,3 +223,4 @@ class Blosc(_Base):
 
 
 from .dataset import Dataset, open  # noqa: E402 - after the filter options it may register
+from .table import Table, create_table  # noqa: E402

@@ -239,13 +239,16 @@ def _as_int(k) -> int | None:
         return None
 
 
-def open(path, name: str, nthreads: int | None = None) -> Dataset:  # noqa: A001 - mirrors oxblosc.open
-    """Open dataset ``name`` of the HDF5 file ``path`` read-only; ``close()`` closes the file."""
+def open(path, name: str, nthreads: int | None = None):  # noqa: A001 - mirrors oxblosc.open
+    """Open dataset ``name`` of the HDF5 file ``path`` read-only (a :class:`Dataset`, or a
+    :class:`~.table.Table` for a PyTables table); ``close()`` closes the file."""
     import h5py
 
     f = h5py.File(path, "r")
     try:
-        ds = Dataset(f[name], nthreads=nthreads)
+        from .table import Table, is_table  # a PyTables Table node: rows, columns, chunks of rows
+
+        ds = Table(f[name], nthreads=nthreads) if is_table(f[name]) else Dataset(f[name], nthreads=nthreads)
     except BaseException:
         f.close()
         raise
