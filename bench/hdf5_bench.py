@@ -107,10 +107,20 @@ def child(a) -> dict:
         res = pytables_op(op, kind, path, data, shape, chunks, nthreads)
     else:
         res = h5py_op(tool, op, kind, path, data, shape, chunks, nthreads)
-    res["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    res["rss_mb"] = peak_rss_mb()
     if op == "write":
         res["size_mb"] = path.stat().st_size / 1e6
     return res
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM: unlike getrusage's maxrss, not inherited from
+    the parent through fork + exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def timed(fn):
@@ -284,8 +294,9 @@ def run_child(spec: dict) -> dict:
 def scenario(a) -> None:
     from _benchutil import log, machine_info, write_block
 
-    nrows = 1_000_000 if a.quick else 100_000_000 if a.full else 10_000_000
+    nrows = a.rows or (1_000_000 if a.quick else 100_000_000 if a.full else 10_000_000)
     fshape = (64, 512, 256) if a.quick else (1024, 512, 256) if a.full else (256, 512, 256)
+    fshape = (a.planes, *fshape[1:]) if a.planes else fshape
     threads = [1, 2]
     results: dict[tuple, dict[str, list]] = {}
     load0 = os.getloadavg()[0]
@@ -297,9 +308,9 @@ def scenario(a) -> None:
         np.save(sources["field"], field(fshape))
         shapes = {"table": (nrows,), "field": fshape}
         configs = []
-        for kind in ("table", "field"):
+        for kind in a.kinds:
             for chunks in ("auto", "big"):
-                for tool in TOOLS:
+                for tool in a.tools:
                     for th in threads if tool in THREADED else [1]:
                         configs.append((kind, chunks, tool, th))
         for rnd in range(a.reps):
@@ -405,9 +416,9 @@ def ratio_lines(results) -> str:
 
 def tool_versions() -> str:
     code = (
-        "import h5py, hdf5plugin, b2h5py, blosc2;"
+        "import h5py, hdf5plugin, blosc2; from importlib.metadata import version as v;"
         "print(f'h5py {h5py.__version__} (HDF5 {h5py.version.hdf5_version}), hdf5plugin {hdf5plugin.version}, "
-        "b2h5py {b2h5py.__version__}, python-blosc2 {blosc2.__version__}')"
+        "b2h5py {v(\"b2h5py\")}, python-blosc2 {blosc2.__version__}')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip()
     pt = subprocess.run(
@@ -518,6 +529,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1 M rows and one field chunk (about two minutes)")
     ap.add_argument("--full", action="store_true", help="100 M rows, the seed's size")
+    ap.add_argument("--rows", type=int, default=None, help="table rows (overrides the mode's)")
+    ap.add_argument("--planes", type=int, default=None, help="field planes of 512 x 256 (overrides the mode's)")
+    ap.add_argument("--tools", nargs="+", default=TOOLS, choices=TOOLS, metavar="TOOL", help="a subset of the tools")
+    ap.add_argument("--kinds", nargs="+", default=["table", "field"], choices=["table", "field"])
     ap.add_argument("--slices", action="store_true", help="the earlier small-slice table only")
     ap.add_argument("--reps", type=int, default=None, help="rounds (default 3; --slices: 15 reads)")
     ap.add_argument("--write-docs", action="store_true", help="replace the block in docs/benchmarks.md")

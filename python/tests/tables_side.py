@@ -109,7 +109,10 @@ def write(path: str) -> dict:
             for complib in ("blosc2:zstd", "zlib"):
                 t = f.create_table("/", f"rule_{len(rules)}", dt, filters=tables.Filters(5, complib), expectedrows=expected)
                 rules.append([dt.itemsize, expected, complib.startswith("blosc2"), int(t.chunkshape[0])])
-    return {"chunkshapes": chunkshapes, "rules": rules}
+    from tables.leaf import get_cpu_info  # what PyTables' L3 rule saw (py-cpuinfo, cached)
+
+    info = get_cpu_info()
+    return {"chunkshapes": chunkshapes, "rules": rules, "caches": [info.get("l2_cache_size"), info.get("l3_cache_size")]}
 
 
 def check(path: str) -> dict:

@@ -136,6 +136,7 @@ def test_pytables_opens_queries_and_appends_what_we_write(tmp_path):
         sizes[name] = n
     with h5py.File(path, "r") as f:
         assert f["auto"].chunks == (pytables_chunkrows(DTYPE.itemsize, 10_000, True),)
+        assert f["auto"].chunks[0] >= 13981  # at least PyTables' base for Blosc2 (1 MiB)
         assert f["/"].attrs["CLASS"] == b"GROUP" and f["grp/sub"].attrs["CLASS"] == b"GROUP"
         assert f["b2_default"].id.get_create_plist().get_filter(0)[0] == 32026
     out = pytables("check", path)
@@ -167,8 +168,13 @@ def test_direct_chunks_are_the_bytes_the_filter_writes(tmp_path):
 
 
 def test_chunk_rule_is_pytables(pt_file):
+    caches = tuple(pt_file[1]["caches"])  # py-cpuinfo's, as PyTables saw them
     for rowsize, expected, blosc2, rows in pt_file[1]["rules"]:
-        assert pytables_chunkrows(rowsize, expected, blosc2) == rows, (rowsize, expected, blosc2)
+        assert pytables_chunkrows(rowsize, expected, blosc2, caches) == rows, (rowsize, expected, blosc2)
+    # The L3 step: an L3 above the L2 is the chunk size (for Blosc2 only).
+    assert pytables_chunkrows(32, 10**8, True, (1 << 20, 32 << 20)) == (32 << 20) // 32
+    assert pytables_chunkrows(32, 10**8, False, (1 << 20, 32 << 20)) == 16384
+    assert pytables_chunkrows(32, 10**12, True, (1 << 20, 4 << 30)) == (2**31 - 32) // 32
 
 
 def test_write_errors_leave_the_table_as_it_was(tmp_path):

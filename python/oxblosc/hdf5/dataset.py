@@ -180,6 +180,9 @@ class Dataset:
         inner = 1 if many else self.nthreads
         fid, typesize, dtype, where, path = self._filter, self._typesize, self._dtype, self._where, self._path
         dims = list(chunks)
+        # Rows of a compound type are copied as bytes (NumPy copies structured items field by field).
+        raw = dtype if dtype.names is None else np.dtype((np.void, dtype.itemsize))
+        out_raw = out.view(raw)
 
         def run(job):
             addr, size, stored, sel, dest = job
@@ -190,7 +193,7 @@ class Dataset:
                     data, n = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner)
             except ValueError as e:
                 raise type(e)(f"{where}: {e}") from None
-            out[dest] = np.frombuffer(data, dtype).reshape([b - a for a, b in sel])
+            out_raw[dest] = np.frombuffer(data, raw).reshape([b - a for a, b in sel])
             return n
 
         if many:

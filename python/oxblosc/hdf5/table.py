@@ -382,36 +382,24 @@ def _as_rows(rows, dtype: np.dtype) -> np.ndarray:
 # ---------------------------------------------------------------------- creating
 
 
-def pytables_chunkrows(rowsize: int, expectedrows: int, blosc2: bool) -> int:
-    """Rows per chunk as PyTables chooses them (``Leaf._calc_chunkshape``): 64 KiB times 2 per
-    decade of expected megabytes; for Blosc2 16 times that, or the L3 cache size when the CPU
-    reports an L3 larger than its L2 (capped at Blosc2's 2 GiB chunk limit)."""
+def pytables_chunkrows(rowsize: int, expectedrows: int, blosc2: bool, caches: tuple | None = None) -> int:
+    """Rows per chunk by PyTables' rule (``Leaf._calc_chunkshape``): 64 KiB times 2 per decade
+    of expected megabytes; for Blosc2 16 times that, or the L3 size when the CPU has an L3
+    larger than its L2 (capped at Blosc2's 2 GiB chunk limit).
+
+    ``caches`` is ``(L2, L3)`` in bytes; by default the kernel's (sysfs). PyTables asks
+    py-cpuinfo, which takes a second and on some machines (VMs) reports an L3 below the L2
+    (then the L3 step is skipped) or a whole socket's L3: pass its values to match it exactly.
+    """
     mb = min(max(expectedrows * rowsize // (1 << 20), 1), 10**7)
     chunksize = (64 << 10) * 2 ** int(math.log10(mb))
     if blosc2:
         chunksize *= 16
-        l2, l3 = _cache_sizes()
+        l2, l3 = caches if caches is not None else (_sysfs_cache(2), _sysfs_cache(3))
         if isinstance(l3, int) and isinstance(l2, int) and l3 > l2:
             chunksize = l3
         chunksize = min(chunksize, 2**31 - 32)
     return max(1, chunksize // rowsize)
-
-
-_CACHES: tuple | None = None
-
-
-def _cache_sizes() -> tuple:
-    """(L2, L3) in bytes as PyTables sees them (py-cpuinfo, when installed), else from sysfs."""
-    global _CACHES
-    if _CACHES is None:
-        try:
-            import cpuinfo
-
-            info = cpuinfo.get_cpu_info()
-            _CACHES = (info.get("l2_cache_size"), info.get("l3_cache_size"))
-        except Exception:  # noqa: BLE001 - no py-cpuinfo, or it failed: read the kernel's view
-            _CACHES = (_sysfs_cache(2), _sysfs_cache(3))
-    return _CACHES
 
 
 def _sysfs_cache(level: int) -> int | None:
