@@ -34,7 +34,9 @@ DTYPE = np.dtype(
         ("t", "<i4"),
     ]
 )
-ERA5 = np.dtype([("lat", "<i4"), ("lon", "<i4"), ("time", "<i4")] + [(k, "<f4") for k in ("precip", "solar", "air", "snow", "wind")])
+ERA5 = np.dtype(
+    [("lat", "<i4"), ("lon", "<i4"), ("time", "<i4")] + [(k, "<f4") for k in ("precip", "solar", "air", "snow", "wind")]
+)
 APPENDED = 250
 # (name, nrows, chunk rows, PyTables filter, written through the plain filter) for `write`.
 PT_CASES = [
@@ -91,7 +93,9 @@ def write(path: str) -> dict:
         for name, n, crows, filt, plain in PT_CASES:
             filters = tables.Filters(complib=filt[0], complevel=filt[1], shuffle=filt[2]) if filt else None
             where, leaf = ("/" + name).rsplit("/", 1)
-            t = f.create_table(where or "/", leaf, DTYPE, f"title of {name}", filters, chunkshape=(crows,), createparents=True)
+            t = f.create_table(
+                where or "/", leaf, DTYPE, f"title of {name}", filters, chunkshape=(crows,), createparents=True
+            )
             if plain:
                 os.environ["BLOSC2_FILTER"] = "1"  # PyTables checks it on every write
             # Appends of odd sizes: partial chunks and whole aligned ones.
@@ -107,12 +111,18 @@ def write(path: str) -> dict:
         rules = []
         for dt, expected in ((DTYPE, 1000), (DTYPE, 10**6), (ERA5, 10**8), (ERA5, 3 * 10**9)):
             for complib in ("blosc2:zstd", "zlib"):
-                t = f.create_table("/", f"rule_{len(rules)}", dt, filters=tables.Filters(5, complib), expectedrows=expected)
+                t = f.create_table(
+                    "/", f"rule_{len(rules)}", dt, filters=tables.Filters(5, complib), expectedrows=expected
+                )
                 rules.append([dt.itemsize, expected, complib.startswith("blosc2"), int(t.chunkshape[0])])
     from tables.leaf import get_cpu_info  # what PyTables' L3 rule saw (py-cpuinfo, cached)
 
     info = get_cpu_info()
-    return {"chunkshapes": chunkshapes, "rules": rules, "caches": [info.get("l2_cache_size"), info.get("l3_cache_size")]}
+    return {
+        "chunkshapes": chunkshapes,
+        "rules": rules,
+        "caches": [info.get("l2_cache_size"), info.get("l3_cache_size")],
+    }
 
 
 def check(path: str) -> dict:

@@ -26,7 +26,9 @@ SIDE = Path(__file__).with_name("tables_side.py")
 
 def pytables(mode: str, path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("HDF5_PLUGIN_PATH", "BLOSC2_FILTER")}
-    r = subprocess.run([sys.executable, str(SIDE), mode, str(path)], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(SIDE), mode, str(path)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -96,7 +98,9 @@ def test_small_read_of_a_big_chunk_decodes_few_blocks(tmp_path):
     path = tmp_path / "big.h5"
     n = 40_000
     data = rows_for("big", n)
-    with oh5.create_table(path, "/t", data, chunkshape=17_000, filters=oh5.Blosc2("lz4", 5, blocksize=32 * DTYPE.itemsize * 8)) as t:
+    with oh5.create_table(
+        path, "/t", data, chunkshape=17_000, filters=oh5.Blosc2("lz4", 5, blocksize=32 * DTYPE.itemsize * 8)
+    ) as t:
         pass
     with oh5.open(path, "/t") as t:
         assert compare(t[20_000:20_010], data[20_000:20_010])
@@ -111,7 +115,12 @@ def our_cases():
     return [
         ("b2_default", 1037, {"chunkshape": 100}, []),
         ("b2_lz4_bit", 1037, {"chunkshape": 128, "filters": oh5.Blosc2("lz4", 5, filters="bitshuffle")}, [3, 200]),
-        ("b2_pipeline", 950, {"chunkshape": 100, "filters": oh5.Blosc2("zstd", 1, filters=["shuffle"])}, [0, 1, 99, 100]),
+        (
+            "b2_pipeline",
+            950,
+            {"chunkshape": 100, "filters": oh5.Blosc2("zstd", 1, filters=["shuffle"])},
+            [0, 1, 99, 100],
+        ),
         ("b1_lz4", 700, {"chunkshape": 64, "filters": oh5.Blosc("lz4", 5)}, [64]),
         ("zlib", 500, {"chunkshape": 64, "filters": "zlib"}, [10]),
         ("none", 300, {"chunkshape": 64, "filters": None}, []),
@@ -158,7 +167,9 @@ def test_direct_chunks_are_the_bytes_the_filter_writes(tmp_path):
         with h5py.File(path, "w") as f:
             t = oh5.create_table(f, "direct", chunkshape=100, filters=filters, dtype=DTYPE, nthreads=3)
             t.append(data)
-            p = f.create_dataset("pipe", shape=(0,), maxshape=(None,), dtype=f["direct"].dtype, chunks=(100,), **filters)
+            p = f.create_dataset(
+                "pipe", shape=(0,), maxshape=(None,), dtype=f["direct"].dtype, chunks=(100,), **filters
+            )
             p.resize((1000,))
             p[:] = data.view(f["direct"].dtype)
             assert f["direct"].id.get_num_chunks() == p.id.get_num_chunks() == 10

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import operator
 import os
+from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
@@ -303,10 +304,15 @@ class Table:
 
         dsid = self._d.id
         width = max(1, self._nthreads) if many else 1
+        pending: deque = deque()  # encoding ahead of the writes, at most 2 per thread (bounded memory)
         with ThreadPoolExecutor(width) as pool:
-            for k0 in range(0, nchunks, width):  # a batch at a time: bounded memory
-                for k, (mask, enc) in zip(range(k0, nchunks), pool.map(encode, range(k0, min(nchunks, k0 + width)))):
-                    dsid.write_direct_chunk((start + k * c,), enc, mask)
+            for k in range(nchunks + 2 * width):
+                if k < nchunks:
+                    pending.append((k, pool.submit(encode, k)))
+                if pending and (k >= nchunks or len(pending) > 2 * width):
+                    done, fut = pending.popleft()
+                    mask, enc = fut.result()
+                    dsid.write_direct_chunk((start + done * c,), enc, mask)
 
     def flush(self) -> None:
         self._d.file.flush()
