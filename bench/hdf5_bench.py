@@ -32,7 +32,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ERA5 = np.dtype([("lat", "<i4"), ("lon", "<i4"), ("time", "<i4")] + [(k, "<f4") for k in ("precip", "solar", "air", "snow", "wind")])
+ERA5 = np.dtype(
+    [("lat", "<i4"), ("lon", "<i4"), ("time", "<i4")] + [(k, "<f4") for k in ("precip", "solar", "air", "snow", "wind")]
+)
 BIG_ROWS = (32 << 20) // ERA5.itemsize  # 32 MiB chunks of rows
 BIG_FIELD = (64, 512, 256)  # float32: 32 MiB
 TOOLS = [
@@ -45,7 +47,14 @@ TOOLS = [
     "oxblosc filter",
     "oxblosc optimized",
 ]
-THREADED = {"hdf5plugin Blosc", "hdf5plugin Blosc2", "PyTables Blosc2 opt", "b2h5py", "oxblosc filter", "oxblosc optimized"}
+THREADED = {
+    "hdf5plugin Blosc",
+    "hdf5plugin Blosc2",
+    "PyTables Blosc2 opt",
+    "b2h5py",
+    "oxblosc filter",
+    "oxblosc optimized",
+}
 READS_FROM = {"b2h5py": "hdf5plugin Blosc2"}  # b2h5py only reads: hdf5plugin's file
 NSMALL = 40  # small reads per measurement (median)
 
@@ -101,6 +110,8 @@ def child(a) -> dict:
     src = Path(spec["src"])
     path = Path(spec["file"])
     data = np.load(src) if op == "write" else None
+    if op == "write":
+        path.unlink(missing_ok=True)  # every round writes a new file
     shape = tuple(spec["shape"])
     res = {}
     if tool == "PyTables Blosc2 opt":
@@ -241,7 +252,9 @@ def ours_write(kind, path, data, chunks, nthreads) -> dict:
     if kind == "table":
 
         def write():
-            with oh5.create_table(path, "/t", data, chunkshape=None if chunks == "auto" else BIG_ROWS, nthreads=nthreads) as t:
+            with oh5.create_table(
+                path, "/t", data, chunkshape=None if chunks == "auto" else BIG_ROWS, nthreads=nthreads
+            ) as t:
                 return t.chunkshape
 
         dt, cs = timed(write)
@@ -255,7 +268,9 @@ def ours_write(kind, path, data, chunks, nthreads) -> dict:
 
         with h5py.File(path, "w") as f:
             cs = True if chunks == "auto" else BIG_FIELD
-            d = f.create_dataset("t", shape=data.shape, dtype=data.dtype, chunks=cs, **oh5.Blosc2("zstd", 5, filters="shuffle"))
+            d = f.create_dataset(
+                "t", shape=data.shape, dtype=data.dtype, chunks=cs, **oh5.Blosc2("zstd", 5, filters="shuffle")
+            )
             cd = list(d.id.get_create_plist().get_filter(0)[2])
             c = d.chunks
             starts = list(product(*(range(0, n, k) for n, k in zip(data.shape, c, strict=True))))
@@ -266,7 +281,9 @@ def ours_write(kind, path, data, chunks, nthreads) -> dict:
                     full = np.zeros(c, data.dtype)
                     full[tuple(slice(0, n) for n in block.shape)] = block
                     block = full
-                return _native.hdf5_encode_chunk(32026, cd, np.ascontiguousarray(block), 1 if len(starts) > 1 else nthreads)
+                return _native.hdf5_encode_chunk(
+                    32026, cd, np.ascontiguousarray(block), 1 if len(starts) > 1 else nthreads
+                )
 
             with ThreadPoolExecutor(nthreads) as pool:
                 for s, b in zip(starts, pool.map(enc, starts), strict=True):
@@ -319,7 +336,12 @@ def scenario(a) -> None:
                     if op == "write" and tool in READS_FROM:
                         continue
                     owner = READS_FROM.get(tool, tool)
-                    fname = tmp / f"{kind}-{chunks}-{owner}-{th if op != 'write' or owner in THREADED else 1}.h5".replace(" ", "_")
+                    fname = (
+                        tmp
+                        / f"{kind}-{chunks}-{owner}-{th if op != 'write' or owner in THREADED else 1}.h5".replace(
+                            " ", "_"
+                        )
+                    )
                     if op != "write" and not fname.exists():
                         fname = tmp / f"{kind}-{chunks}-{owner}-1.h5".replace(" ", "_")
                     spec = {
@@ -338,7 +360,10 @@ def scenario(a) -> None:
                     rec.setdefault(op + "_rss", []).append(r["rss_mb"])
                     if op == "write":
                         rec["size_mb"], rec["chunkshape"] = r["size_mb"], r["chunkshape"]
-                    log(f"round {rnd} {op:5} {kind:5} {chunks:4} {tool:20} t{th}: {r['time'] * 1e3:9.2f} ms  rss {r['rss_mb']:.0f} MB")
+                    log(
+                        f"round {rnd} {op:5} {kind:5} {chunks:4} {tool:20} t{th}: "
+                        f"{r['time'] * 1e3:9.2f} ms  rss {r['rss_mb']:.0f} MB"
+                    )
         for (kind, chunks, tool, th), rec in results.items():
             if "write" not in rec:  # b2h5py: the file hdf5plugin wrote
                 src = results[(kind, chunks, READS_FROM[tool], th)]
@@ -346,8 +371,9 @@ def scenario(a) -> None:
     m = machine_info()
     load1 = os.getloadavg()[0]
     versions = tool_versions()
+    mode = " --quick" if a.quick else " --full" if a.full else ""
     head = (
-        f"Command: `make develop-release && python bench/hdf5_bench.py{' --quick' if a.quick else ' --full' if a.full else ''}"
+        f"Command: `make develop-release && python bench/hdf5_bench.py{mode}"
         f" --reps {a.reps}`. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
         f"{load0:.1f} at the start, {load1:.1f} at the end (the machine is shared with other agents' builds and "
         f"tests: absolute times are noisy, the ratios of interleaved runs less so).  \n"
@@ -367,7 +393,12 @@ def scenario(a) -> None:
     if a.plot:
         plot(results, Path(a.plot), nrows, fshape)
     if a.write_docs:
-        write_block(HERE.parent / "docs" / "benchmarks.md", "hdf5-seed", "HDF5: the seed's scenario (tables and a 3-D field)", block)
+        write_block(
+            HERE.parent / "docs" / "benchmarks.md",
+            "hdf5-seed",
+            "HDF5: the seed's scenario (tables and a 3-D field)",
+            block,
+        )
 
 
 def med(rec, key):
@@ -376,7 +407,8 @@ def med(rec, key):
 
 def summary_table(results) -> str:
     lines = [
-        "| data | chunks | tool | threads | chunk shape | size MB | write s | full read s | small read ms | peak RSS write / read MB |",
+        "| data | chunks | tool | threads | chunk shape | size MB | write s | full read s | small read ms "
+        "| peak RSS write / read MB |",
         "|---|---|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for (kind, chunks, tool, th), rec in results.items():
@@ -418,7 +450,7 @@ def tool_versions() -> str:
     code = (
         "import h5py, hdf5plugin, blosc2; from importlib.metadata import version as v;"
         "print(f'h5py {h5py.__version__} (HDF5 {h5py.version.hdf5_version}), hdf5plugin {hdf5plugin.version}, "
-        "b2h5py {v(\"b2h5py\")}, python-blosc2 {blosc2.__version__}')"
+        'b2h5py {v("b2h5py")}, python-blosc2 {blosc2.__version__}\')'
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip()
     pt = subprocess.run(
@@ -455,7 +487,8 @@ def plot(results, png: Path, nrows, fshape) -> None:
             if op == "small":
                 ax.set_xscale("log")
     fig.suptitle(
-        f"HDF5, 32 MiB chunks, 2 threads where the tool threads (ERA5-like table {nrows:,} rows; field {fshape})", fontsize=10
+        f"HDF5, 32 MiB chunks, 2 threads where the tool threads (ERA5-like table {nrows:,} rows; field {fshape})",
+        fontsize=10,
     )
     fig.tight_layout()
     fig.savefig(png)
@@ -503,8 +536,8 @@ def slices_main(a) -> None:
                     b0 = ours.blocks_decoded
                     t_ours, t_h5 = [], []
                     for _ in range(a.reps):  # interleaved
-                        t_ours.append(timed(lambda key=key: ours[key])[0])
-                        t_h5.append(timed(lambda key=key: d[key])[0])
+                        t_ours.append(timed(lambda key=key, ours=ours: ours[key])[0])
+                        t_h5.append(timed(lambda key=key, d=d: d[key])[0])
                     blocks = (ours.blocks_decoded - b0) / a.reps
                     mo, mh = statistics.median(t_ours), statistics.median(t_h5)
                     rows.append((name, what, mh * 1e3, mo * 1e3, mh / mo, blocks))

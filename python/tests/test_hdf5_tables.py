@@ -205,6 +205,8 @@ def test_write_errors_leave_the_table_as_it_was(tmp_path):
             oh5.create_table(f, "t", dtype=DTYPE)
         with pytest.raises(ValueError, match="structured dtype"):
             oh5.create_table(f, "u", dtype="f8")
+        with pytest.raises(ValueError, match="nested columns"):
+            oh5.create_table(f, "u", dtype=[("a", "i4"), ("n", [("x", "f4")])])
     with oh5.open(path, "/t") as t:
         assert compare(t[:], rows_for("e", 150))
 

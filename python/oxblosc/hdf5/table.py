@@ -458,6 +458,9 @@ def create_table(
     dtype = np.dtype(dtype)
     if dtype.names is None:
         raise ValueError(f"a table row is a structured dtype with named columns, not {dtype}")
+    nested = [n for n in dtype.names if (dtype.fields[n][0].subdtype or (dtype.fields[n][0],))[0].names]
+    if nested:
+        raise ValueError(f"nested columns ({', '.join(nested)}) are read but not written yet; flatten them")
     rows = _as_rows(data, dtype) if data is not None else np.empty(0, dtype)
     owned = None
     if isinstance(where, str | os.PathLike):
