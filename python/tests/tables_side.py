@@ -37,6 +37,7 @@ DTYPE = np.dtype(
 ERA5 = np.dtype(
     [("lat", "<i4"), ("lon", "<i4"), ("time", "<i4")] + [(k, "<f4") for k in ("precip", "solar", "air", "snow", "wind")]
 )
+NESTED = np.dtype([("a", "<i4"), ("n", [("x", "<f4"), ("y", "S3")])])
 APPENDED = 250
 # (name, nrows, chunk rows, PyTables filter, written through the plain filter) for `write`.
 PT_CASES = [
@@ -81,6 +82,12 @@ def rows_for(name: str, n: int, start: int = 0, dtype: np.dtype = DTYPE) -> np.n
     return out
 
 
+def nested_rows(n: int) -> np.ndarray:
+    out = np.zeros(n, NESTED)
+    out["a"], out["n"]["x"], out["n"]["y"] = np.arange(n), np.arange(n) / 4, [b"%03d" % i for i in range(n)]
+    return out
+
+
 def compare(got: np.ndarray, want: np.ndarray) -> bool:
     return got.shape == want.shape and all(np.array_equal(got[f], want[f]) for f in want.dtype.names)
 
@@ -107,6 +114,11 @@ def write(path: str) -> dict:
             t.flush()
             os.environ.pop("BLOSC2_FILTER", None)
             chunkshapes[name] = int(t.chunkshape[0])
+        # A nested column and a big-endian table (read by us, not written).
+        t = f.create_table("/", "nested", NESTED, chunkshape=(30,))
+        t.append(nested_rows(100))
+        t = f.create_table("/", "big_endian", ERA5, chunkshape=(64,), byteorder="big")
+        t.append(rows_for("big_endian", 150, 0, ERA5))
         # PyTables' automatic chunk shapes, to check our rule against.
         rules = []
         for dt, expected in ((DTYPE, 1000), (DTYPE, 10**6), (ERA5, 10**8), (ERA5, 3 * 10**9)):

@@ -19,7 +19,7 @@ pytest.importorskip("tables")  # only its presence: PyTables runs in tables_side
 import oxblosc.hdf5 as oh5  # noqa: E402
 from oxblosc.hdf5.table import pytables_chunkrows  # noqa: E402
 
-from .tables_side import APPENDED, DTYPE, PT_CASES, compare, rows_for  # noqa: E402
+from .tables_side import APPENDED, DTYPE, ERA5, PT_CASES, compare, nested_rows, rows_for  # noqa: E402
 
 SIDE = Path(__file__).with_name("tables_side.py")
 
@@ -86,6 +86,13 @@ def test_reads_tables_pytables_wrote(pt_file):
             assert (t.blocks_decoded > 0) == (kind in ("blosc2", "blosc") and n > 0), name
             seen.add(t.filter_id)
     assert seen == {32026, 32001, None}
+    with oh5.open(path, "/nested") as t:
+        want = nested_rows(100)
+        assert t.colnames == ["a", "n"] and t[:].dtype == want.dtype and (t[:] == want).all()
+        assert (t.col("n") == want["n"]).all() and t[37] == want[37]
+    with oh5.open(path, "/big_endian") as t:
+        want = rows_for("big_endian", 150, 0, ERA5)
+        assert t.dtype["lat"].byteorder == ">" and compare(t[:], want) and compare(t[60:70], want[60:70])
     # A plain dataset still opens as a Dataset.
     with h5py.File(path, "a") as f:
         f.create_dataset("plain", data=np.arange(10))
