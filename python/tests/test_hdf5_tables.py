@@ -241,3 +241,18 @@ def test_whole_chunks_bypass_the_filter_pipeline(tmp_path, monkeypatch):
         t.append(data[200:])
     with oh5.open(path, "/t") as t:
         assert compare(t[:], data)
+
+
+def test_incompressible_blosc_chunks_are_stored_raw(tmp_path):
+    # Blosc (32001) refuses to store a chunk it cannot shrink; as HDF5 does with an optional
+    # filter, the direct write then stores the rows raw with the filter's mask bit set.
+    path = tmp_path / "raw.h5"
+    rows = np.zeros(300, [("a", "<u8"), ("b", "<u8")])
+    rng = np.random.default_rng(5)
+    rows["a"], rows["b"] = rng.integers(0, 2**63, 300), rng.integers(0, 2**63, 300)
+    oh5.create_table(path, "/t", rows, chunkshape=100, filters=oh5.Blosc("lz4", 5)).close()
+    with h5py.File(path, "r") as f:
+        assert [f["t"].id.get_chunk_info(i).filter_mask for i in range(3)] == [1, 1, 1]
+        assert (f["t"][:] == rows).all()
+    with oh5.open(path, "/t") as t:
+        assert (t[:] == rows).all() and (t[150:160] == rows[150:160]).all()
