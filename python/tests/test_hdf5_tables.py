@@ -1,4 +1,4 @@
-"""PyTables tables both ways, on real files: PyTables (in its own process, tables_side.py)
+"""PyTables tables both ways, on real files: PyTables (in its own process, pytables_side.py)
 writes tables that oxblosc.hdf5.Table reads block by block; oxblosc writes tables that
 PyTables opens, queries in-kernel and appends to, and we read PyTables' appended rows."""
 
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 h5py = pytest.importorskip("h5py")
-pytest.importorskip("tables")  # only its presence: PyTables runs in tables_side.py's process
+pytest.importorskip("tables")  # only its presence: PyTables runs in pytables_side.py's process
 
 import oxblosc.hdf5 as oh5  # noqa: E402
 from oxblosc.hdf5.table import pytables_chunkrows  # noqa: E402
 
-from .tables_side import APPENDED, DTYPE, ERA5, PT_CASES, compare, nested_rows, rows_for  # noqa: E402
+from .pytables_side import APPENDED, DTYPE, ERA5, PT_CASES, compare, nested_rows, rows_for  # noqa: E402
 
-SIDE = Path(__file__).with_name("tables_side.py")
+SIDE = Path(__file__).with_name("pytables_side.py")
 
 
 def pytables(mode: str, path) -> dict:

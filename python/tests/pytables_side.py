@@ -1,8 +1,8 @@
 """PyTables' side of the table tests, run as a script in its own process (PyTables bundles its
 own HDF5: it never shares a process with h5py).
 
-``python tables_side.py write FILE`` writes every case with PyTables and prints
-``{"chunkshapes": {...}, "rules": [...]}``; ``python tables_side.py check FILE`` opens a file
+``python pytables_side.py write FILE`` writes every case with PyTables and prints
+``{"chunkshapes": {...}, "rules": [...]}``; ``python pytables_side.py check FILE`` opens a file
 oxblosc wrote, compares every table with the rows regenerated here, runs in-kernel queries,
 appends ``APPENDED`` rows to each table and prints ``{"bad": [...], "queried": n}``.
 """
