@@ -41,6 +41,8 @@ __all__ = [
     "ChunkSuggestion",
     "Dataset",
     "create_dataset",
+    "Table",
+    "create_table",
     "open",
     "plugin_file",
     "register",
@@ -229,3 +231,4 @@ class Blosc(_Base):
 
 from .create import ChunkSuggestion, create_dataset, suggest_chunks  # noqa: E402
 from .dataset import Dataset, open  # noqa: E402 - after the filter options it may register
+from .table import Table, create_table  # noqa: E402

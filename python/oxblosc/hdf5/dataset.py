@@ -210,6 +210,9 @@ class Dataset:
         inner = 1 if many else self.nthreads
         fid, typesize, dtype, where, path = self._filter, self._typesize, self._dtype, self._where, self._path
         dims = list(chunks)
+        # Rows of a compound type are copied as bytes (NumPy copies structured items field by field).
+        raw = dtype if dtype.names is None else np.dtype((np.void, dtype.itemsize))
+        out_raw = out.view(raw)
 
         file_id = self._file_id
 
@@ -224,7 +227,7 @@ class Dataset:
                     (data, n), nread = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner), len(stored)
             except (ValueError, OSError) as e:
                 raise type(e)(f"{where}, chunk at {start} (stored at byte {addr}, {size} bytes): {e}") from None
-            out[dest] = np.frombuffer(data, dtype).reshape([b - a for a, b in sel])
+            out_raw[dest] = np.frombuffer(data, raw).reshape([b - a for a, b in sel])
             return n, nread
 
         if many:
@@ -350,13 +353,16 @@ def _as_int(k) -> int | None:
         return None
 
 
-def open(path, name: str, nthreads: int | None = None) -> Dataset:  # noqa: A001 - mirrors oxblosc.open
-    """Open dataset ``name`` of the HDF5 file ``path`` read-only; ``close()`` closes the file."""
+def open(path, name: str, nthreads: int | None = None):  # noqa: A001 - mirrors oxblosc.open
+    """Open dataset ``name`` of the HDF5 file ``path`` read-only (a :class:`Dataset`, or a
+    :class:`~.table.Table` for a PyTables table); ``close()`` closes the file."""
     import h5py
 
     f = h5py.File(path, "r")
     try:
-        ds = Dataset(f[name], nthreads=nthreads)
+        from .table import Table, is_table  # a PyTables Table node: rows, columns, chunks of rows
+
+        ds = Table(f[name], nthreads=nthreads) if is_table(f[name]) else Dataset(f[name], nthreads=nthreads)
     except BaseException:
         f.close()
         raise

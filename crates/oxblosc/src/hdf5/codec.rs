@@ -48,8 +48,17 @@ pub fn block_shape(chunk: &[u64], target_items: u64) -> Vec<u64> {
 
 /// Encode one HDF5 chunk (`data`, the full chunk) for filter 32026.
 pub fn encode_blosc2(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
+    encode_blosc2_threads(cd, data, 0)
+}
+
+/// [`encode_blosc2`] compressing the blocks on `nthreads` threads (0: the engine's default):
+/// the same bytes (blocks are independent), for direct chunk writes that bypass the pipeline.
+pub fn encode_blosc2_threads(cd: &[u32], data: &[u8], nthreads: usize) -> Result<Vec<u8>> {
     let p = blosc2_params(cd)?;
-    let cp = cparams(&p);
+    let mut cp = cparams(&p);
+    if nthreads > 0 {
+        cp.nthreads = nthreads;
+    }
     let err = |e: &dyn std::fmt::Display| format!("Blosc2 filter: cannot compress a {}-byte chunk: {e}", data.len());
     let nd_dims = p.chunk_dims.as_ref().filter(|d| {
         (2..=MAX_RANK).contains(&d.len()) && d.iter().product::<u64>() * p.typesize as u64 == data.len() as u64
