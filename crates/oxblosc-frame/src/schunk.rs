@@ -16,6 +16,7 @@
 //! appends (checked for BloscLZ, LZ4 and Zstd in tests/interop.rs).
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::sync::{Arc, OnceLock};
 
 use oxblosc_chunk::{CParams, ChunkContext, ChunkHeader, DParams, SpecialKind};
@@ -28,6 +29,15 @@ use crate::slots::{Slot, Slots};
 use crate::storage::Backing;
 use crate::writer::{Change as StorageChange, ChunkList, Committed, Entry, Frame, Rewritten, Writer};
 use crate::{Error, Result};
+
+/// Largest read buffer a thread keeps for its next [`SChunk::with_chunk`].
+const KEEP_READ_BUF: usize = 64 << 20;
+
+thread_local! {
+    /// This thread's buffer for stored chunks read by [`SChunk::with_chunk`] (taken out while
+    /// in use, so a nested call simply gets a fresh one).
+    static READ_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
 
 /// Largest chunk (bytes) the chunk format allows, header included.
 pub(crate) const MAX_CHUNK_LEN: u64 = i32::MAX as u64;
@@ -404,20 +414,53 @@ impl SChunk {
 
     fn read_stored(&self, i: usize, pos: u64) -> Result<Cow<'_, [u8]>> {
         match &self.backing {
-            Backing::Sparse { dir, .. } => {
-                let v = self.backing.read_chunk_file(dir, pos, MAX_CHUNK_LEN)?;
-                check_chunk_len(i, pos, &v, v.len() as u64)?;
+            Backing::Sparse { .. } | Backing::File { .. } => {
+                let mut v = Vec::new();
+                self.read_stored_into(i, pos, &mut v)?;
                 Ok(Cow::Owned(v))
             }
-            b => {
-                let end = self.section_end();
-                let head =
-                    b.read_at(pos, 16.min(end.saturating_sub(pos)), "chunk header").map_err(|e| at_chunk(e, i))?;
-                let cbytes = check_chunk_len(i, pos, &head, end.saturating_sub(pos))?;
-                let c = b.read_at(pos, cbytes as u64, "chunk").map_err(|e| at_chunk(e, i))?;
-                Ok(c)
-            }
+            b => b.read_at(pos, self.stored_len(i, pos)?, "chunk").map_err(|e| at_chunk(e, i)),
         }
+    }
+
+    /// Stored chunk `i` at `pos` into `buf` (replacing its contents).
+    fn read_stored_into(&self, i: usize, pos: u64, buf: &mut Vec<u8>) -> Result<()> {
+        match &self.backing {
+            Backing::Sparse { dir, .. } => {
+                self.backing.read_chunk_file_into(dir, pos, MAX_CHUNK_LEN, buf)?;
+                check_chunk_len(i, pos, buf, buf.len() as u64).map(drop)
+            }
+            b => b.read_into(pos, self.stored_len(i, pos)?, "chunk", buf).map_err(|e| at_chunk(e, i)),
+        }
+    }
+
+    /// Run `f` on chunk `i` as stored, checksum-checked like [`SChunk::get_chunk`]. Chunks
+    /// stored in a file or a sparse directory are read into a buffer this thread reuses
+    /// across calls (up to [`KEEP_READ_BUF`]): a fresh multi-megabyte buffer per chunk costs
+    /// more in page faults than the read itself.
+    pub fn with_chunk<R, E: From<Error>>(
+        &self,
+        i: usize,
+        f: impl FnOnce(&[u8]) -> std::result::Result<R, E>,
+    ) -> std::result::Result<R, E> {
+        self.check_index(i)?;
+        let pos = match (self.slots.get(i), &self.backing) {
+            (Slot::Stored(pos), Backing::File { .. } | Backing::Sparse { .. }) => pos,
+            _ => return f(&self.get_chunk(i)?),
+        };
+        let mut buf = READ_BUF.with(Cell::take);
+        let read = self
+            .read_stored_into(i, pos, &mut buf)
+            .map_err(|e| self.in_backing_file(e))
+            .and_then(|()| self.verify_read(i, &buf));
+        let out = match read {
+            Ok(()) => f(&buf),
+            Err(e) => Err(e.into()),
+        };
+        if buf.capacity() <= KEEP_READ_BUF {
+            READ_BUF.with(|c| c.set(buf));
+        }
+        out
     }
 
     /// The stored chunk at the highest position (index, position), if any.
@@ -529,18 +572,20 @@ impl SChunk {
 
     /// Decompress chunk `i`.
     pub fn decompress_chunk(&self, i: usize) -> Result<Vec<u8>> {
-        let c = self.get_chunk(i)?;
-        oxblosc_chunk::decompress_with(&c, &self.dparams, &self.ctx)
-            .map_err(chunk_err(i))
-            .map_err(|e| self.in_backing_file(e))
+        self.with_chunk(i, |c| {
+            oxblosc_chunk::decompress_with(c, &self.dparams, &self.ctx)
+                .map_err(chunk_err(i))
+                .map_err(|e| self.in_backing_file(e))
+        })
     }
 
     /// Decompress chunk `i` into `dst`; returns its nbytes.
     pub fn decompress_chunk_into(&self, i: usize, dst: &mut [u8]) -> Result<usize> {
-        let c = self.get_chunk(i)?;
-        oxblosc_chunk::decompress_into_with(&c, dst, &self.dparams, &self.ctx)
-            .map_err(chunk_err(i))
-            .map_err(|e| self.in_backing_file(e))
+        self.with_chunk(i, |c| {
+            oxblosc_chunk::decompress_into_with(c, dst, &self.dparams, &self.ctx)
+                .map_err(chunk_err(i))
+                .map_err(|e| self.in_backing_file(e))
+        })
     }
 
     /// Decompressed chunks in order.
@@ -611,28 +656,30 @@ impl SChunk {
             }
             let end = ce.min(b1);
             let dst = &mut out[(b - b0) as usize..(end - b0) as usize];
-            let c = self.get_chunk(i)?;
-            let h = ChunkHeader::parse(&c).map_err(chunk_err(i))?;
-            if h.nbytes as u64 != ce - cs {
-                return Err(self.in_backing_file(Error::BadChunk {
-                    chunk: i,
-                    offset: 0,
-                    reason: format!("holds {} bytes, the frame's chunk size says {}", h.nbytes, ce - cs),
-                }));
-            }
-            if b == cs && end == ce {
-                oxblosc_chunk::decompress_into_with(&c, dst, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
-            } else {
-                let hts = u64::from(h.typesize.max(1));
-                let (lo, len) = (b - cs, end - b);
-                if h.is_vlblocks() || lo % hts != 0 || len % hts != 0 {
-                    let all = oxblosc_chunk::decompress_with(&c, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
-                    dst.copy_from_slice(&all[lo as usize..(lo + len) as usize]);
-                } else {
-                    let (start, n) = ((lo / hts) as usize, (len / hts) as usize);
-                    oxblosc_chunk::getitem_with(&c, start, n, dst, &self.ctx).map_err(chunk_err(i))?;
+            self.with_chunk(i, |c| -> Result<()> {
+                let h = ChunkHeader::parse(c).map_err(chunk_err(i))?;
+                if h.nbytes as u64 != ce - cs {
+                    return Err(self.in_backing_file(Error::BadChunk {
+                        chunk: i,
+                        offset: 0,
+                        reason: format!("holds {} bytes, the frame's chunk size says {}", h.nbytes, ce - cs),
+                    }));
                 }
-            }
+                if b == cs && end == ce {
+                    oxblosc_chunk::decompress_into_with(c, dst, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
+                } else {
+                    let hts = u64::from(h.typesize.max(1));
+                    let (lo, len) = (b - cs, end - b);
+                    if h.is_vlblocks() || lo % hts != 0 || len % hts != 0 {
+                        let all = oxblosc_chunk::decompress_with(c, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
+                        dst.copy_from_slice(&all[lo as usize..(lo + len) as usize]);
+                    } else {
+                        let (start, n) = ((lo / hts) as usize, (len / hts) as usize);
+                        oxblosc_chunk::getitem_with(c, start, n, dst, &self.ctx).map_err(chunk_err(i))?;
+                    }
+                }
+                Ok(())
+            })?;
             b = end;
         }
         Ok(())

@@ -52,9 +52,7 @@ impl Source<'_> {
 
     /// `n` bytes at `pos`, or a Truncated error naming `what`.
     pub(crate) fn read(&self, pos: u64, n: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
-        if !matches!(pos.checked_add(n), Some(end) if end <= self.len()) {
-            return Err(Error::Truncated { what, offset: pos, need: n, have: self.len().saturating_sub(pos) });
-        }
+        check_range(pos, n, self.len(), what)?;
         match self {
             Source::Bytes(b) => Ok(Cow::Borrowed(&b[pos as usize..(pos + n) as usize])),
             Source::File(f, _) => {
@@ -63,6 +61,14 @@ impl Source<'_> {
                 Ok(Cow::Owned(v))
             }
         }
+    }
+}
+
+/// `n` bytes at `pos` lie inside `len` bytes, else a Truncated error naming `what`.
+fn check_range(pos: u64, n: u64, len: u64, what: &'static str) -> Result<()> {
+    match pos.checked_add(n) {
+        Some(end) if end <= len => Ok(()),
+        _ => Err(Error::Truncated { what, offset: pos, need: n, have: len.saturating_sub(pos) }),
     }
 }
 
@@ -98,10 +104,10 @@ impl Backing {
         match self {
             Backing::Buffer(b) => borrow(b, pos, n, what),
             Backing::Map { map, .. } => borrow(map, pos, n, what),
-            Backing::File { file, .. } => {
-                let _g = self.read_guard()?;
-                let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
-                Source::File(file, len).read(pos, n, what).map(|c| Cow::Owned(c.into_owned()))
+            Backing::File { .. } => {
+                let mut v = Vec::new();
+                self.read_into(pos, n, what, &mut v)?;
+                Ok(Cow::Owned(v))
             }
             Backing::None | Backing::Sparse { .. } => {
                 Err(Error::param("storage", "no contiguous frame behind this super-chunk"))
@@ -109,8 +115,26 @@ impl Backing {
         }
     }
 
-    /// Read a whole chunk file of a sparse frame (bounded by `max` bytes).
-    pub(crate) fn read_chunk_file(&self, dir: &Path, id: u64, max: u64) -> Result<Vec<u8>> {
+    /// [`Backing::read_at`] into `buf` (replacing its contents): a caller that reuses one
+    /// buffer for many chunk reads of a file avoids faulting in fresh pages for each.
+    pub(crate) fn read_into(&self, pos: u64, n: u64, what: &'static str, buf: &mut Vec<u8>) -> Result<()> {
+        let Backing::File { file, .. } = self else {
+            let c = self.read_at(pos, n, what)?;
+            buf.clear();
+            buf.extend_from_slice(&c);
+            return Ok(());
+        };
+        let _g = self.read_guard()?;
+        let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
+        check_range(pos, n, len, what)?;
+        buf.clear();
+        buf.resize(n as usize, 0);
+        read_exact_at(file, buf, pos).map_err(|e| Error::io(Some(pos), e))
+    }
+
+    /// Read a whole chunk file of a sparse frame (bounded by `max` bytes) into `buf`
+    /// (replacing its contents).
+    pub(crate) fn read_chunk_file_into(&self, dir: &Path, id: u64, max: u64, buf: &mut Vec<u8>) -> Result<()> {
         let _g = self.read_guard()?;
         let p = dir.join(chunk_file_name(id));
         let f = File::open(&p).map_err(|e| Error::io(None, e).in_file(&p))?;
@@ -118,8 +142,8 @@ impl Backing {
         if len > max {
             return Err(Error::field("chunk file size", 0, format!("{len} bytes exceeds the chunk limit")).in_file(&p));
         }
-        let mut v = vec![0u8; len as usize];
-        read_exact_at(&f, &mut v, 0).map_err(|e| Error::io(Some(0), e).in_file(&p))?;
-        Ok(v)
+        buf.clear();
+        buf.resize(len as usize, 0);
+        read_exact_at(&f, buf, 0).map_err(|e| Error::io(Some(0), e).in_file(&p))
     }
 }

@@ -341,3 +341,59 @@ fn closing_an_old_handle_leaves_a_recreated_file_alone() {
     assert_eq!(all_data(&open(&p, Mode::Read).unwrap()), ints(5000..7000));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Stored chunks of files and sparse directories are read through a per-thread buffer that
+/// `with_chunk` reuses: chunks of different sizes in any order, nested calls, several threads
+/// and a failed read in between all give each chunk's own bytes.
+#[test]
+fn reads_through_the_reused_buffer_give_each_chunks_own_bytes() {
+    let dir = tmpdir("readbuf");
+    for contiguous in [true, false] {
+        let path = dir.join(if contiguous { "f.b2frame" } else { "d.b2frame" });
+        let sizes = [50_000, 300, 120_000, 7, 64_000];
+        let parts: Vec<Vec<u8>> =
+            sizes.iter().enumerate().map(|(k, &n)| ints(k as i32 * 1000..k as i32 * 1000 + n)).collect();
+        {
+            let mut s = SChunk::create(&path, contiguous, cp(5, 4), DParams::default()).unwrap();
+            for p in &parts {
+                s.append_data(p).unwrap();
+            }
+        }
+        let s = open(&path, Mode::Read).unwrap();
+        let stored: Vec<Vec<u8>> = (0..parts.len()).map(|i| s.get_chunk(i).unwrap().into_owned()).collect();
+        for &i in &[2usize, 1, 3, 0, 4, 2, 3] {
+            assert_eq!(s.decompress_chunk(i).unwrap(), parts[i], "chunk {i}");
+            let got = s.with_chunk(i, |c| Ok::<_, oxblosc_frame::Error>(c.to_vec())).unwrap();
+            assert_eq!(got, stored[i], "stored bytes of chunk {i}");
+        }
+        // Nested: the inner read must not clobber the outer chunk's bytes.
+        let (outer, inner) = s
+            .with_chunk(2, |a| {
+                let b = s.with_chunk(0, |b| Ok::<_, oxblosc_frame::Error>(b.to_vec()))?;
+                Ok::<_, oxblosc_frame::Error>((a.to_vec(), b))
+            })
+            .unwrap();
+        assert_eq!((outer, inner), (stored[2].clone(), stored[0].clone()));
+        // Threads read their own buffers.
+        std::thread::scope(|sc| {
+            for t in 0..3 {
+                let (s, parts) = (&s, &parts);
+                sc.spawn(move || {
+                    for r in 0..20 {
+                        let i = (t + r) % parts.len();
+                        assert_eq!(s.decompress_chunk(i).unwrap(), parts[i]);
+                    }
+                });
+            }
+        });
+        // An error inside the callback comes back as is; the next read is unaffected.
+        let e = s.with_chunk(1, |_| Err::<(), _>(oxblosc_frame::Error::Stale)).unwrap_err();
+        assert!(e.is_stale());
+        assert!(s.with_chunk(99, |_| Ok::<_, oxblosc_frame::Error>(())).is_err());
+        assert_eq!(s.decompress_chunk(4).unwrap(), parts[4]);
+        let mut all = vec![0u8; parts.iter().map(Vec::len).sum()];
+        s.get_slice_into(0, all.len() as u64 / 4, &mut all).unwrap();
+        assert_eq!(all, parts.concat());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

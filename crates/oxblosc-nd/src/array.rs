@@ -400,7 +400,22 @@ impl NdArray {
     /// Chunk `n` checked against the geometry (its uncompressed size).
     fn checked_chunk(&self, n: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
         let c = self.schunk.get_chunk(n as usize)?;
-        let h = ChunkHeader::parse(&c).map_err(|source| oxblosc_frame::Error::Chunk {
+        self.check_chunk(n, &c)?;
+        Ok(c)
+    }
+
+    /// Run `f` on chunk `n` checked against the geometry, read through the frame's reused
+    /// per-thread buffer ([`SChunk::with_chunk`]).
+    fn with_checked_chunk<R>(&self, n: u64, f: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
+        self.schunk.with_chunk(n as usize, |c| {
+            self.check_chunk(n, c)?;
+            f(c)
+        })
+    }
+
+    /// Chunk `n`'s header says it holds a whole chunk of the geometry.
+    fn check_chunk(&self, n: u64, c: &[u8]) -> Result<()> {
+        let h = ChunkHeader::parse(c).map_err(|source| oxblosc_frame::Error::Chunk {
             chunk: oxblosc_frame::ChunkId::Data(n as usize),
             source,
         })?;
@@ -410,7 +425,7 @@ impl NdArray {
                 reason: format!("holds {} bytes, the geometry needs {}", h.nbytes, self.geom.chunk_bytes()),
             });
         }
-        Ok(c)
+        Ok(())
     }
 
     /// Decode what the selection needs of chunk `n` into `buf` (reused, resized as needed).
@@ -422,30 +437,31 @@ impl NdArray {
         nthreads: usize,
         mut buf: Vec<u8>,
     ) -> Result<Fetched> {
-        let c = self.checked_chunk(n)?;
-        let err = |source| oxblosc_frame::Error::Chunk { chunk: oxblosc_frame::ChunkId::Data(n as usize), source };
-        let h = ChunkHeader::parse(&c).map_err(err)?;
-        let special = h.special().map_err(err)?;
-        if matches!(special, SpecialKind::Zeros | SpecialKind::Uninit) {
-            return Ok(Fetched::Zeros(buf));
-        }
-        let blocks = plan.blocks_of(&self.geom, parts);
-        let bb = self.geom.block_bytes();
-        let counted = if special == SpecialKind::None { 1 } else { 0 };
-        // Decoding overwrites every byte it is given: no need to clear a reused buffer.
-        if blocks.len() * 2 > self.geom.blocks_per_chunk {
-            buf.resize(self.geom.chunk_bytes(), 0);
-            let ctx = self.schunk.chunk_context();
-            oxblosc_chunk::decompress_into_with(&c, &mut buf, &DParams { nthreads }, ctx).map_err(err)?;
-            self.decoded_blocks.fetch_add(counted * self.geom.blocks_per_chunk as u64, Ordering::Relaxed);
-            return Ok(Fetched::Whole(buf));
-        }
-        let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
-        buf.resize(blocks.len() * bb, 0);
-        oxblosc_chunk::decompress_ranges_with(&c, &ranges, &mut buf, nthreads, self.schunk.chunk_context())
-            .map_err(err)?;
-        self.decoded_blocks.fetch_add(counted * blocks.len() as u64, Ordering::Relaxed);
-        Ok(Fetched::Listed(buf))
+        self.with_checked_chunk(n, |c| {
+            let err = |source| oxblosc_frame::Error::Chunk { chunk: oxblosc_frame::ChunkId::Data(n as usize), source };
+            let h = ChunkHeader::parse(c).map_err(err)?;
+            let special = h.special().map_err(err)?;
+            if matches!(special, SpecialKind::Zeros | SpecialKind::Uninit) {
+                return Ok(Fetched::Zeros(buf));
+            }
+            let blocks = plan.blocks_of(&self.geom, parts);
+            let bb = self.geom.block_bytes();
+            let counted = if special == SpecialKind::None { 1 } else { 0 };
+            // Decoding overwrites every byte it is given: no need to clear a reused buffer.
+            if blocks.len() * 2 > self.geom.blocks_per_chunk {
+                buf.resize(self.geom.chunk_bytes(), 0);
+                let ctx = self.schunk.chunk_context();
+                oxblosc_chunk::decompress_into_with(c, &mut buf, &DParams { nthreads }, ctx).map_err(err)?;
+                self.decoded_blocks.fetch_add(counted * self.geom.blocks_per_chunk as u64, Ordering::Relaxed);
+                return Ok(Fetched::Whole(buf));
+            }
+            let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
+            buf.resize(blocks.len() * bb, 0);
+            oxblosc_chunk::decompress_ranges_with(c, &ranges, &mut buf, nthreads, self.schunk.chunk_context())
+                .map_err(err)?;
+            self.decoded_blocks.fetch_add(counted * blocks.len() as u64, Ordering::Relaxed);
+            Ok(Fetched::Listed(buf))
+        })
     }
 
     /// Copy a fetched chunk's selected items into `out`; returns the buffer for reuse.
