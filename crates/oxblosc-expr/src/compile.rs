@@ -472,6 +472,9 @@ impl Builder<'_> {
                 let (x, y) = if matches!(a, Val::Reg(_)) { (*r, c) } else { (c, *r) };
                 return Ok(Val::Reg(self.emit(Op::BytesCmp(cmp), &[x, y], DType::Bool)));
             }
+            (Val::Str(_), _) | (_, Val::Str(_)) => {
+                return Err(self.err(node, ErrorKind::Type, format!("'{sym}' between a number and a string")))
+            }
             _ => {}
         }
         let t = self.common(node, sym, &[&a, &b]).map_err(|e| self.name_first_column(e, &a, &b))?;
