@@ -364,7 +364,9 @@ impl Builder<'_> {
             }
             (Weak::Int(v), Kind::Bool) => Scalar::Bool(v != 0),
             (Weak::Float(f), Kind::Float) => Scalar::F64(f),
-            (Weak::Float(_), _) => unreachable!("a float literal never takes an integer type"),
+            (Weak::Float(_), _) => {
+                return Err(self.err(node, ErrorKind::Type, format!("a float literal cannot be used as {dt}")))
+            }
         };
         let s = cast_scalar(s, dt);
         Ok(self.reg(dt, Src::Const(s)))
@@ -471,6 +473,9 @@ impl Builder<'_> {
                 let c = self.reg(DType::Bytes(s.len().max(1)), Src::ConstBytes(s.clone()));
                 let (x, y) = if matches!(a, Val::Reg(_)) { (*r, c) } else { (c, *r) };
                 return Ok(Val::Reg(self.emit(Op::BytesCmp(cmp), &[x, y], DType::Bool)));
+            }
+            (Val::Str(_), _) | (_, Val::Str(_)) => {
+                return Err(self.err(node, ErrorKind::Type, format!("'{sym}' between a number and a string")))
             }
             _ => {}
         }

@@ -94,6 +94,10 @@ fn wrong_types_name_the_column() {
     assert_eq!(e.column_name(), Some("name"), "{e}");
     let e = compile_err("temperature == 'abc'");
     assert_eq!(e.column_name(), Some("temperature"), "{e}");
+    // Found by the fuzzer: a literal against a string literal reached an internal assertion.
+    for text in ["0 >= b'zz'", "'a' + 1.5", "True == 'x'", "where(flag, 'a', 1)", "sqrt('a')"] {
+        assert_eq!(compile_err(text).kind(), &ErrorKind::Type, "{text}");
+    }
     let e = compile_err("where(flag, 1)");
     assert!(e.to_string().contains("takes 3 argument"), "{e}");
     assert_eq!(e.function_name(), Some("where"));
