@@ -15,7 +15,6 @@ import time
 
 import blosc2
 import numpy as np
-
 import oxblosc
 
 
@@ -59,8 +58,8 @@ def main() -> None:
             oxblosc.asarray(data.reshape(shape), urlpath=ox_nd, mode="w", cparams=cp_ox)
             blosc2.asarray(data.reshape(shape), urlpath=b2_nd, mode="w", cparams=cp_b2)
             cases = {
-                "SChunk[:]": (lambda: oxblosc.open(ox_path)[:], lambda: blosc2.open(b2_path)[:]),
-                "NDArray[:]": (lambda: oxblosc.open(ox_nd)[:], lambda: blosc2.open(b2_nd)[:]),
+                "SChunk[:]": (lambda p=ox_path: oxblosc.open(p)[:], lambda p=b2_path: blosc2.open(p)[:]),
+                "NDArray[:]": (lambda p=ox_nd: oxblosc.open(p)[:], lambda p=b2_nd: blosc2.open(p)[:]),
             }
             for name, (f_ox, f_b2) in cases.items():
                 ox, b2 = [], []
