@@ -16,6 +16,10 @@ strings/bytes, timestamps). Computed, materialized, DSL or source-bound columns,
 columns and nested schemas are refused with a ``ValueError`` naming what was found; their
 code is never run. Statistics are used only when the catalog says they are current and
 their shape matches the column; see ``CTable`` for what is (not) verified.
+
+Appends to a directory go through ``uncommitted``/``replace_valid``/``write_meta`` so that a
+failure at any point leaves a table both libraries read with the old or the new rows (order
+and limits: docs/architecture.md, tables).
 """
 
 from __future__ import annotations
