@@ -81,8 +81,8 @@ def make(path: str, n: int = 100) -> oxblosc.CTable:
 @pytest.mark.parametrize("after", [0, 1, 3, 4])
 @pytest.mark.parametrize("rollback_fails", [False, True])
 def test_exception_after_some_columns(tmp_path, monkeypatch, after, rollback_fails):
-    """The (after+1)-th array append raises (4 columns, then the validity column); when
-    ``rollback_fails`` the columns cannot be resized back either, as after a crash."""
+    """The (after+1)-th array append raises (the validity column's growth, then the 4
+    columns); when ``rollback_fails`` nothing can be resized back either, as after a crash."""
     path = str(tmp_path / "t.b2d")
     make(path)
     t = oxblosc.CTable.open(path, mode="a")
@@ -117,14 +117,19 @@ def test_exception_after_some_columns(tmp_path, monkeypatch, after, rollback_fai
     assert check_table(path) == 100 + BATCH
 
 
-@pytest.mark.parametrize("step", ["uncommitted", "replace_valid"])
-def test_exception_at_commit(tmp_path, monkeypatch, step):
+@pytest.mark.parametrize(("step", "nth"), [("uncommitted", 1), ("replace_valid", 1), ("replace_valid", 2)])
+def test_exception_at_commit(tmp_path, monkeypatch, step, nth):
+    """The metadata write, the growth of ``_valid_rows`` (nth=1) or the commit (nth=2) fails."""
     path = str(tmp_path / "t.b2d")
     make(path)
     t = oxblosc.CTable.open(path, mode="a")
+    real, calls = getattr(ctable_layout, step), []
 
     def boom(*a, **k):
-        raise OSError("injected")
+        calls.append(1)
+        if len(calls) == nth:
+            raise OSError("injected")
+        return real(*a, **k)
 
     monkeypatch.setattr(ctable_layout, step, boom)
     with pytest.raises(OSError, match="injected"):
@@ -134,6 +139,27 @@ def test_exception_at_commit(tmp_path, monkeypatch, step):
     t.verify_stats()
     assert check_table(path, writable=False) == 100
     t.extend(rows(100, 100 + BATCH))
+    assert check_table(path) == 100 + BATCH
+
+
+def test_exception_after_commit(tmp_path, monkeypatch):
+    """The rows are committed, then writing the statistics fails: the append happened (the
+    handle and the files say so), the error is raised, statistics come back on reopen."""
+    path = str(tmp_path / "t.b2d")
+    make(path)
+    t = oxblosc.CTable.open(path, mode="a")
+
+    def boom(*a, **k):
+        raise OSError("injected: disk full")
+
+    monkeypatch.setattr(ctable_layout, "write_meta", boom)
+    with pytest.raises(OSError, match="injected"):
+        t.extend(rows(100, 100 + BATCH))
+    monkeypatch.undo()
+    assert len(t) == 100 + BATCH
+    t.verify_stats()
+    assert check_table(path, writable=False) == 100 + BATCH
+    assert oxblosc.CTable.open(path)._stats["k"] is None  # none listed: nobody skips on stale ones
     assert check_table(path) == 100 + BATCH
 
 
