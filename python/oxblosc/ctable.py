@@ -20,6 +20,7 @@ values can make a query skip matching rows. ``t.skip_blocks = False`` ignores th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from typing import Any
@@ -106,6 +107,8 @@ class CTable:
             if self.urlpath is None or not os.path.exists(self.urlpath):
                 raise FileNotFoundError(f"no table at {self.urlpath!r}")
             self._adopt(L.read(self.urlpath, mode, _mmap_mode))
+            if mode == "a" and self._rebuild_stats():
+                self._persist()
             return
         if data is None:
             raise ValueError("data is needed to create a table (pass mode='r' to open one)")
@@ -118,8 +121,8 @@ class CTable:
         self._names = [s["name"] for s in stored.specs]
         self._dtypes = {s["name"]: L.dtype_of(s) for s in stored.specs}
         self._cols, self._valid, self._stats = stored.cols, stored.valid, stored.stats
-        self._phys = self._valid.shape[0]
-        live = int(np.count_nonzero(self._valid[:])) if self._phys else 0
+        self._phys = self._valid.shape[0] if stored.phys < 0 else stored.phys
+        live = int(np.count_nonzero(self._valid[: self._phys])) if self._phys else 0
         self._all_valid = live == self._phys
         self._nrows = live
         self._live = None
@@ -160,6 +163,22 @@ class CTable:
         self._adopt(L.Stored(specs, arrays, valid, stats, n))
         self._persist(force_zip=True)
 
+    def _rebuild_stats(self) -> bool:
+        """Compute the statistics a writable table lacks (lost in an interrupted append, or
+        marked stale by python-blosc2), a chunk at a time. Whether any were rebuilt."""
+        done = False
+        for n in self._names:
+            arr = self._cols[n]
+            if self._stats.get(n) is not None or arr.dtype.kind not in "biuf" or not self._phys:
+                continue
+            step = arr.chunks[0]
+            parts = [
+                self._summarize(arr[i : min(i + step, self._phys)], arr.blocks[0]) for i in range(0, self._phys, step)
+            ]
+            self._stats[n] = b"".join(parts)
+            done = True
+        return done
+
     @staticmethod
     def _summarize(sv: np.ndarray, block_rows: int) -> bytes | None:
         if sv.dtype.kind not in "biuf":
@@ -167,7 +186,10 @@ class CTable:
         return _native.table_stats(sv.dtype.str, sv.dtype.itemsize, sv, block_rows)
 
     def _stored(self) -> L.Stored:
-        return L.Stored(self._specs, self._cols, self._valid, self._stats, self._nrows)
+        return L.Stored(self._specs, self._cols, self._valid, self._stats, self._nrows, self._phys)
+
+    def _arrays(self) -> list[NDArray]:
+        return [*self._cols.values(), self._valid]
 
     def _persist(self, force_zip: bool = False) -> None:
         """Write the metadata (directory) or the whole zip (``.b2z``, on create and close)."""
@@ -201,7 +223,7 @@ class CTable:
         path = os.fspath(urlpath)
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists (pass overwrite=True)")
-        if self._root is self and self._all_valid:
+        if self._root is self and self._all_valid and all(a.shape[0] == self._phys for a in self._arrays()):
             stored = self._stored()
             if path.endswith(".b2z"):
                 if os.path.exists(path):
@@ -270,23 +292,49 @@ class CTable:
         if k == 0:
             return
         old, brow = self._phys, self._cols[self._names[0]].blocks[0]
-        done = []
+        directory = self.urlpath is not None and not self.urlpath.endswith(".b2z")
+        stats = {}
         try:
+            # python-blosc2's own order: the validity column grows first with the new rows
+            # marked False (unused capacity to both libraries), the columns follow, the rows
+            # go live last. Each step on `_valid_rows` is a renamed copy; the metadata lists
+            # no row count and no statistics meanwhile.
+            for n in self._names:  # the tail of an earlier failed append
+                if self._cols[n].shape[0] != old:
+                    self._cols[n].resize((old,))
+            if directory:
+                L.uncommitted(self.urlpath, self._stored(), self._epoch)
+                self._valid = L.replace_valid(self.urlpath, self._valid, old, add=k)
             for n in self._names:
                 sv = vals[n].view(L.stored_dtype(vals[n].dtype)) if vals[n].dtype.kind == "M" else vals[n]
                 self._cols[n].append(sv)
-                done.append(self._cols[n])
-                self._stats[n] = self._extend_stats(n, sv, old, brow)
-            self._valid.append(np.ones(k, bool))
+                stats[n] = self._extend_stats(n, sv, old, brow)
+            if directory:  # the commit point
+                self._valid = L.replace_valid(self.urlpath, self._valid, old + k, live=slice(old, old + k))
+            else:
+                self._valid.append(np.ones(k, bool))
         except BaseException:
-            for a in done:  # best effort: every column back to the old length
-                a.resize((old,))
+            # Best effort: the columns back to the old length, then the validity column
+            # (never before: a column longer than it would be read whole by python-blosc2).
+            for n in self._names:
+                with contextlib.suppress(Exception):
+                    if self._cols[n].shape[0] != old:
+                        self._cols[n].resize((old,))
+            if directory and all(self._cols[n].shape[0] == old for n in self._names):
+                with contextlib.suppress(Exception):
+                    if self._valid.shape[0] != old:
+                        self._valid = L.replace_valid(self.urlpath, self._valid, old)
+                    self._persist()
             raise
+        self._stats.update(stats)
         self._phys += k
         self._nrows += k
         self._epoch += k
         self._live = None
-        self._persist()
+        if directory:
+            L.write_meta(self.urlpath, self._stored(), self._epoch, listed_none=True)
+        else:
+            self._persist()
 
     def _extend_stats(self, name: str, sv: np.ndarray, old: int, brow: int) -> bytes | None:
         recs = self._stats.get(name)
@@ -371,7 +419,7 @@ class CTable:
         if r._all_valid:
             return np.arange(r._phys, dtype=np.int64)
         if r._live is None:
-            r._live = np.flatnonzero(r._valid[:])
+            r._live = np.flatnonzero(r._valid[: r._phys])
         return r._live
 
     def _positions(self) -> np.ndarray:
@@ -553,7 +601,7 @@ class CTable:
             if recs is None:
                 continue
             arr = r._cols[n]
-            fresh = self._summarize(arr[:], arr.blocks[0])
+            fresh = self._summarize(arr[: r._phys], arr.blocks[0])
             if fresh != recs[: len(fresh)]:
                 rl = 2 * arr.dtype.itemsize + 1
                 bad = next(

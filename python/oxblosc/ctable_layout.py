@@ -16,10 +16,15 @@ strings/bytes, timestamps). Computed, materialized, DSL or source-bound columns,
 columns and nested schemas are refused with a ``ValueError`` naming what was found; their
 code is never run. Statistics are used only when the catalog says they are current and
 their shape matches the column; see ``CTable`` for what is (not) verified.
+
+Appends to a directory go through ``uncommitted``/``replace_valid``/``write_meta`` so that a
+failure at any point leaves a table both libraries read with the old or the new rows (order
+and limits: docs/architecture.md, tables).
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -107,6 +112,7 @@ class Stored:
     valid: NDArray
     stats: dict = field(default_factory=dict)
     n_rows: int = 0
+    phys: int = -1  # rows of the columns that are in the table (-1: the validity column's length)
 
 
 # ------------------------------------------------------------------------- reading
@@ -195,11 +201,25 @@ def read(path: str, mode: str = "r", mmap_mode: str | None = None) -> Stored:
                 f"{getattr(arr, 'shape', '')}, the schema says 1-d {want}"
             )
         cols[name] = arr
-    n = valid.shape[0]
-    for name, arr in cols.items():
-        if arr.shape[0] != n:
-            raise ValueError(f"{path}: column {name!r} holds {arr.shape[0]} rows, {VALID} {n}: the table is damaged")
-    stored = Stored(specs, cols, valid, dict.fromkeys(cols), int(schema.get("n_rows", -1)))
+    if mode != "r" and os.path.isdir(path):  # temporary files of a killed writer
+        for f in glob.glob(glob.escape(_tmp_prefix(path)) + "*"):
+            os.remove(f)
+    # An unfinished append leaves rows in `_valid_rows` marked False and columns between
+    # the old and the new length: the table is the rows all columns hold.
+    n = min(valid.shape[0], *(a.shape[0] for a in cols.values()))
+    if n < valid.shape[0] and valid[n:].any():
+        name = min(cols, key=lambda c: cols[c].shape[0])
+        raise ValueError(
+            f"{path}: column {name!r} holds {n} rows, {VALID} marks rows after them live: the table is damaged"
+        )
+    if mode != "r" and (n != valid.shape[0] or "n_rows" not in schema or any(a.shape[0] != n for a in cols.values())):
+        n = _last_live(valid, n)  # writable: drop what an unfinished append left
+        for arr in cols.values():
+            if arr.shape[0] != n:
+                arr.resize((n,))
+        if valid.shape[0] != n:
+            valid = replace_valid(path, valid, n)
+    stored = Stored(specs, cols, valid, dict.fromkeys(cols), int(schema.get("n_rows", -1)), n)
     catalog = vl["index_catalog"] if "index_catalog" in vl else {}
     epoch = vl["value_epoch"] if "value_epoch" in vl else None
     for name, entry in (catalog or {}).items():
@@ -305,18 +325,87 @@ def _embed_schunk(**kwargs: Any) -> SChunk:
     return s
 
 
-def write_meta(path: str, stored: Stored, epoch: int) -> None:
-    """(Re)write the metadata and statistics members of the table directory ``path``."""
-    meta = SChunk(urlpath=os.path.join(path, META), mode="w", contiguous=True)
-    for k, v in _meta_vlmeta(stored, epoch).items():
-        meta.vlmeta[k] = v
+def _tmp_prefix(path: str) -> str:
+    """Temporary members live beside the table directory (python-blosc2 lists every file
+    inside it), on the same file system (so a rename moves them in)."""
+    return os.path.normpath(path) + ".tmp-"
+
+
+def _replace_meta(path: str, vlmeta: dict) -> None:
+    """Write ``_meta.b2f`` beside itself and rename it in place: readers see the old or the
+    new metadata, never a torn file."""
+    tmp = f"{_tmp_prefix(path)}{os.getpid()}-meta"
+    try:
+        meta = SChunk(urlpath=tmp, mode="w", contiguous=True)
+        for k, v in vlmeta.items():
+            meta.vlmeta[k] = v
+        del meta
+        os.replace(tmp, os.path.join(path, META))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_meta(path: str, stored: Stored, epoch: int, listed_none: bool = False) -> None:
+    """(Re)write the metadata and statistics members of the table directory ``path``.
+    The statistics files are written while the metadata lists none (``listed_none``: the
+    caller already wrote such metadata), so a crash in between leaves a table without
+    statistics, never with statistics of other rows."""
+    vlmeta = _meta_vlmeta(stored, epoch)
     if not os.path.exists(os.path.join(path, EMBED)):
         _embed_schunk(urlpath=os.path.join(path, EMBED), mode="w", contiguous=True)
-    shutil.rmtree(os.path.join(path, "_indexes"), ignore_errors=True)
-    for name, recs in stored.stats.items():
-        if recs is not None:
-            os.makedirs(os.path.dirname(os.path.join(path, stats_path(name))), exist_ok=True)
-            _stats_array(stored.cols[name], recs, urlpath=os.path.join(path, stats_path(name)), mode="w")
+    if any(r is not None for r in stored.stats.values()):
+        if not listed_none:
+            uncommitted(path, stored, epoch)
+        shutil.rmtree(os.path.join(path, "_indexes"), ignore_errors=True)
+        for name, recs in stored.stats.items():
+            if recs is not None:
+                os.makedirs(os.path.dirname(os.path.join(path, stats_path(name))), exist_ok=True)
+                _stats_array(stored.cols[name], recs, urlpath=os.path.join(path, stats_path(name)), mode="w")
+    _replace_meta(path, vlmeta)
+
+
+def uncommitted(path: str, stored: Stored, epoch: int) -> None:
+    """Metadata for a table about to change its rows: no cached row count (python-blosc2
+    then counts ``_valid_rows``) and no statistics (nobody skips blocks on stale ones)."""
+    vlmeta = _meta_vlmeta(Stored(stored.specs, stored.cols, stored.valid, {}, -1), epoch)
+    schema = json.loads(vlmeta["schema"])
+    del schema["n_rows"]
+    vlmeta["schema"] = json.dumps(schema)
+    _replace_meta(path, vlmeta)
+
+
+def replace_valid(path: str, valid: NDArray, keep: int, add: int = 0, live: slice | None = None) -> NDArray:
+    """The validity column cut to ``keep`` rows, ``add`` rows marked False appended, rows
+    ``live`` marked True: changed in a copy renamed over the old file, so a crash leaves it
+    whole, before or after. Returns the new handle."""
+    tmp = f"{_tmp_prefix(path)}{os.getpid()}-valid"
+    try:
+        valid.save(tmp)
+        new = _open(tmp, mode="a")
+        if new.shape[0] != keep:
+            new.resize((keep,))
+        if add:
+            new.append(np.zeros(add, bool))
+        if live is not None:
+            new[live] = True
+        del new
+        os.replace(tmp, os.path.join(path, VALID))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return _open(os.path.join(path, VALID), mode="a")
+
+
+def _last_live(valid: NDArray, n: int) -> int:
+    """One past the last row marked live among the first ``n`` (read a chunk at a time,
+    from the end)."""
+    step = valid.chunks[0]
+    for lo in range((max(n, 1) - 1) // step * step, -1, -step):
+        hits = np.flatnonzero(valid[lo : min(lo + step, n)])
+        if len(hits):
+            return lo + int(hits[-1]) + 1
+    return 0
 
 
 def write_zip(path: str, stored: Stored, epoch: int) -> None:
