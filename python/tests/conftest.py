@@ -7,6 +7,9 @@ minutes on two cores (dev-profile build).
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -31,3 +34,19 @@ def vectors() -> Path:
     if not d.is_dir():
         pytest.fail(f"C-Blosc2 test vectors not found at {d}; set OXBLOSC_SHARED=/path/to/shared")
     return d
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path):
+    """A 1 MiB tmpfs (needs root); skipped where it cannot be mounted."""
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    d = tmp_path / f"tmpfs-{uuid.uuid4().hex[:6]}"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode()[:200]}")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], check=False)  # lazy: a handle may still be open

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -218,22 +217,6 @@ def test_killed_while_appending(tmp_path):
 
 
 # ------------------------------------------------------------------ a full disk
-
-
-@pytest.fixture
-def small_tmpfs(tmp_path: Path):
-    """A 1 MiB tmpfs (needs root); skipped where it cannot be mounted."""
-    if shutil.which("mount") is None or os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    d = tmp_path / f"tmpfs-{uuid.uuid4().hex[:6]}"
-    d.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode()[:200]}")
-    try:
-        yield d
-    finally:
-        subprocess.run(["umount", "-l", str(d)], check=False)
 
 
 def test_disk_full(small_tmpfs: Path, tmp_path: Path):
