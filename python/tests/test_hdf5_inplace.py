@@ -36,7 +36,13 @@ def _files(tmp_path):
 # (key, whether every chunk part is C-contiguous in the output)
 CASES = {
     "t": [(np.s_[:], True), (np.s_[128:512], True), (np.s_[100:900], True), (np.s_[5:6], True)],
-    "a2": [(np.s_[:], False), (np.s_[16:48], False), (np.s_[16:48, 20:40], True), (np.s_[3:60, 5:30], False), (np.s_[:, 20:40], False)],
+    "a2": [
+        (np.s_[:], False),
+        (np.s_[16:48], False),
+        (np.s_[16:48, 20:40], True),
+        (np.s_[3:60, 5:30], False),
+        (np.s_[:, 20:40], False),
+    ],
     "a3": [(np.s_[:], True), (np.s_[8:16], True), (np.s_[2:29, 1:19, 3:4], False), (np.s_[:, 5], False)],
     "a3b": [(np.s_[:], False), (np.s_[0:8, :, 10:], False), (np.s_[7:8, 3:4, 0:5], True)],
 }
