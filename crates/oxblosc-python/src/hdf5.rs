@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use oxblosc::hdf5::lazy::{self, ReadError, Stored};
-use oxblosc::hdf5::read::{read_part, read_part_at};
+use oxblosc::hdf5::read::{read_part, read_part_at, read_part_into};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -13,9 +13,12 @@ use crate::chunk_error;
 
 /// `(bytes, blocks_decoded)`: the C-order bytes of `sel` (`[(start, stop)]` per dim, relative
 /// to the chunk) of the chunk `stored` that filter `filter_id` wrote, decoding only the blocks
-/// the box needs. A bad chunk raises `oxblosc.ChunkError`.
+/// the box needs. With `out` (a writable C-contiguous buffer of exactly the part's bytes, e.g.
+/// the caller's NumPy output) the part is decoded into it and `bytes` is None. A bad chunk
+/// raises `oxblosc.ChunkError`.
 #[pyfunction]
-#[pyo3(signature = (filter_id, stored, chunk_dims, typesize, sel, nthreads=1))]
+#[pyo3(signature = (filter_id, stored, chunk_dims, typesize, sel, nthreads=1, out=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn hdf5_read_part<'py>(
     py: Python<'py>,
     filter_id: i32,
@@ -24,13 +27,22 @@ pub fn hdf5_read_part<'py>(
     typesize: usize,
     sel: Vec<(u64, u64)>,
     nthreads: usize,
-) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Option<Bound<'py, PyBytes>>, u64)> {
     let view = ByteView::readable(stored)?;
     let bytes = view.as_slice();
+    if let Some(out) = out {
+        let mut dst = ByteView::writable(out)?;
+        let dst = dst.as_mut_slice();
+        let n = py
+            .allow_threads(|| read_part_into(filter_id, bytes, &chunk_dims, typesize, &sel, nthreads.max(1), dst))
+            .map_err(|e| chunk_error(py, e))?;
+        return Ok((None, n));
+    }
     let part = py
         .allow_threads(|| read_part(filter_id, bytes, &chunk_dims, typesize, &sel, nthreads.max(1)))
         .map_err(|e| chunk_error(py, e))?;
-    Ok((PyBytes::new(py, &part.data), part.blocks_decoded))
+    Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded))
 }
 
 /// [`hdf5_read_part`] of the chunk in the `size` bytes at `offset` of the file `path`, read by
@@ -58,9 +70,10 @@ pub fn hdf5_read_part_at<'py>(
 /// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part_at`] reading from the file only the
 /// chunk's headers, block-offset table and needed blocks. `file_id` (device, inode) is the file
 /// the address came from: a file replaced since, a truncated file or a failed read raise
-/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`).
+/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`). With `out` (as in
+/// [`hdf5_read_part`]) the part is decoded into it and `bytes` is None.
 #[pyfunction]
-#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, file_id=None))]
+#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, file_id=None, out=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn hdf5_read_part_lazy<'py>(
     py: Python<'py>,
@@ -73,15 +86,25 @@ pub fn hdf5_read_part_lazy<'py>(
     sel: Vec<(u64, u64)>,
     nthreads: usize,
     file_id: Option<(u64, u64)>,
-) -> PyResult<(Bound<'py, PyBytes>, u64, u64)> {
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Option<Bound<'py, PyBytes>>, u64, u64)> {
     let at = Stored { path: &path, offset, size, file_id };
-    let part = py
-        .allow_threads(|| lazy::read_part_at(&at, filter_id, &chunk_dims, typesize, &sel, nthreads.max(1)))
-        .map_err(|e| match e {
-            ReadError::Io(s) => PyOSError::new_err(s),
-            ReadError::Bad(s) => chunk_error(py, s),
-        })?;
-    Ok((PyBytes::new(py, &part.data), part.blocks_decoded, part.bytes_read))
+    let raise = |e| match e {
+        ReadError::Io(s) => PyOSError::new_err(s),
+        ReadError::Bad(s) => chunk_error(py, s),
+    };
+    let nt = nthreads.max(1);
+    if let Some(out) = out {
+        let mut dst = ByteView::writable(out)?;
+        let dst = dst.as_mut_slice();
+        let (n, nread) = py
+            .allow_threads(|| lazy::read_part_at_into(&at, filter_id, &chunk_dims, typesize, &sel, nt, dst))
+            .map_err(raise)?;
+        return Ok((None, n, nread));
+    }
+    let part =
+        py.allow_threads(|| lazy::read_part_at(&at, filter_id, &chunk_dims, typesize, &sel, nt)).map_err(raise)?;
+    Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded, part.bytes_read))
 }
 
 /// `(chunks, blocks, chunk_bytes, block_bytes, reason)`: HDF5 chunks about the L3 cache and

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from itertools import product
 
@@ -53,6 +54,8 @@ class Dataset:
         self.nthreads = int(nthreads) if nthreads else _native.default_nthreads()
         self.blocks_decoded = 0
         self.bytes_read = 0
+        # Chunk parts decoded straight into the output array (no copy), for tests and tuning.
+        self.parts_in_place = 0
         self.chunks_written_direct = 0
         self._info: dict[tuple[int, ...], tuple[int | None, int, int]] = {}
         self._typesize = dataset.dtype.itemsize
@@ -218,17 +221,23 @@ class Dataset:
 
         def run(job):
             addr, size, stored, sel, dest, start = job
+            target = out_raw[dest]
+            # A part that is C-contiguous in ``out`` (a whole chunk, whole rows, the leading-axis
+            # slab) is decoded straight into it; the others into a per-thread scratch buffer.
+            in_place = target.flags.c_contiguous
+            buf = target if in_place else _scratch(target.nbytes)
             try:
                 if stored is None:
-                    data, n, nread = _native.hdf5_read_part_lazy(
-                        path, addr, size, fid, dims, typesize, sel, inner, file_id
+                    _, n, nread = _native.hdf5_read_part_lazy(
+                        path, addr, size, fid, dims, typesize, sel, inner, file_id, buf
                     )
                 else:
-                    (data, n), nread = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner), len(stored)
+                    (_, n), nread = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner, buf), len(stored)
             except (ValueError, OSError) as e:
                 raise type(e)(f"{where}, chunk at {start} (stored at byte {addr}, {size} bytes): {e}") from None
-            out_raw[dest] = np.frombuffer(data, raw).reshape([b - a for a, b in sel])
-            return n, nread
+            if not in_place:
+                target[...] = buf.view(raw).reshape(target.shape)
+            return n, nread, in_place
 
         if many:
             with ThreadPoolExecutor(min(self.nthreads, len(jobs))) as pool:
@@ -237,6 +246,7 @@ class Dataset:
             counts = list(map(run, jobs))
         self.blocks_decoded += sum(c[0] for c in counts)
         self.bytes_read += sum(c[1] for c in counts)
+        self.parts_in_place += sum(c[2] for c in counts)
         return out
 
     def _chunk_info(self, start: tuple[int, ...]) -> tuple[int | None, int, int]:
@@ -344,6 +354,24 @@ class Dataset:
         (read-only), file addresses are file offsets (no user block) and the file is one
         plain file on disk; otherwise through h5py's ``read_direct_chunk``."""
         return f.mode == "r" and f.driver in ("sec2", "stdio") and f.userblock_size == 0 and os.path.isfile(f.filename)
+
+
+_local = threading.local()
+
+
+def _scratch(nbytes: int) -> np.ndarray:
+    """``nbytes`` of this thread's reused buffer (a fresh multi-MiB array per chunk part costs
+    page faults on every read)."""
+    buf = getattr(_local, "buf", None)
+    if buf is None or buf.nbytes < nbytes:
+        buf = np.empty(nbytes, np.uint8)
+        if nbytes <= _KEEP_SCRATCH:
+            _local.buf = buf
+    return buf[:nbytes]
+
+
+# Scratch buffers larger than this are not kept between reads.
+_KEEP_SCRATCH = 256 << 20
 
 
 def _as_int(k) -> int | None:

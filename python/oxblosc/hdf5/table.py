@@ -198,6 +198,31 @@ class Table:
             out[order[a:b]] = _select(rows[sorted_idx[a:b] - first], field)
         return out
 
+    def where(self, condition: str, columns=None, start=None, stop=None) -> np.ndarray:
+        """The rows of ``start:stop`` where ``condition`` (numexpr syntax over column names, as
+        PyTables' ``read_where``) holds, as a structured array (``columns``: only those). It is
+        evaluated by ``oxblosc.evaluate`` a few chunks at a time (as many as threads), reading
+        only those chunks' rows: never the whole table at once."""
+        from .. import evaluate, expr_names
+
+        names = expr_names(condition)
+        for n in names:
+            self._column(n)  # a KeyError naming the table's columns
+        dt = self._field_dtype(columns)
+        lo, hi, _ = slice(start, stop).indices(self.nrows)
+        found = []
+        for _, rows in self._pieces(lo, max(lo, hi)):
+            mask = evaluate(condition, {n: np.ascontiguousarray(rows[n]) for n in names}, nthreads=self._nthreads)
+            if mask.dtype != bool or mask.shape != rows.shape:
+                raise TypeError(f"condition {condition!r} gives {mask.dtype} values of shape {mask.shape}, not a mask")
+            found.append(_select(rows[mask], columns))
+        out = np.empty(sum(len(f) for f in found), dt)
+        done = 0
+        for f in found:
+            out[done : done + len(f)] = f
+            done += len(f)
+        return out
+
     def iterchunks(self, start=None, stop=None):
         """``(first_row, rows)`` for each HDF5 chunk of rows ``start:stop`` (cut to the range)."""
         lo, hi, _ = slice(start, stop).indices(self.nrows)

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::Path;
 
 use super::cdvalues::{BLOSC2_ID, BLOSC_ID};
-use super::read::{check_sel, few_blocks, flat_blocks, flat_part, read_part, rows, Part};
+use super::read::{check_out, check_sel, few_blocks, flat_blocks, flat_part, part_bytes, read_part_into, rows, Part};
 use crate::chunk::{ChunkHeader, SpecialKind};
 use crate::frame::header::{parse_metalayers, FrameHeader, FIXED_LEN};
 use crate::nd::{DimSlice, Geometry, Meta};
@@ -112,6 +112,41 @@ pub fn read_part_at_lazy_above(
     nthreads: usize,
 ) -> Result<Part> {
     check_sel(chunk_dims, typesize, sel).map_err(ReadError::Bad)?;
+    let mut data = vec![0u8; part_bytes(typesize, sel)];
+    let (blocks_decoded, bytes_read) =
+        read_part_at_into_above(at, whole_below, filter_id, chunk_dims, typesize, sel, nthreads, &mut data)?;
+    Ok(Part { data, blocks_decoded, bytes_read })
+}
+
+/// [`read_part_at`] into `out` (exactly the part's C-order bytes, e.g. the caller's output
+/// array): `(blocks_decoded, bytes_read)`. A part that is the whole chunk or one run of it
+/// decodes straight into `out`.
+#[allow(clippy::too_many_arguments)]
+pub fn read_part_at_into(
+    at: &Stored,
+    filter_id: i32,
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+    out: &mut [u8],
+) -> Result<(u64, u64)> {
+    read_part_at_into_above(at, WHOLE_BELOW, filter_id, chunk_dims, typesize, sel, nthreads, out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_part_at_into_above(
+    at: &Stored,
+    whole_below: usize,
+    filter_id: i32,
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+    out: &mut [u8],
+) -> Result<(u64, u64)> {
+    check_sel(chunk_dims, typesize, sel).map_err(ReadError::Bad)?;
+    check_out(typesize, sel, out).map_err(ReadError::Bad)?;
     let file = File::open(at.path).map_err(|e| ReadError::Io(format!("{}: {e}", at.path.display())))?;
     check_identity(&file, at)?;
     let mut src = Src { file, at, read: 0 };
@@ -119,26 +154,25 @@ pub fn read_part_at_lazy_above(
         None
     } else {
         match filter_id {
-            BLOSC2_ID => lazy_blosc2(&mut src, chunk_dims, typesize, sel, nthreads)?,
-            BLOSC_ID => lazy_chunk(&mut src, 0, None, chunk_dims, typesize, sel, nthreads)?,
+            BLOSC2_ID => lazy_blosc2(&mut src, chunk_dims, typesize, sel, nthreads, out)?,
+            BLOSC_ID => lazy_chunk(&mut src, 0, None, chunk_dims, typesize, sel, nthreads, out)?,
             _ => None,
         }
     };
-    let mut part = match lazy {
-        Some(p) => p,
+    let decoded = match lazy {
+        Some(n) => n,
         None => {
             // A per-thread buffer, reused: a fresh multi-megabyte buffer per read costs more in
             // page faults than reading and decoding (13 ms for 25 MiB, seen in the benchmark).
             let mut buf = READ_BUF.with(|c| c.take());
-            let r = read_whole(&mut src, &mut buf, filter_id, chunk_dims, typesize, sel, nthreads);
+            let r = read_whole(&mut src, &mut buf, filter_id, chunk_dims, typesize, sel, nthreads, out);
             if buf.len() <= KEEP_READ_BUF {
                 READ_BUF.with(|c| c.set(buf));
             }
             r?
         }
     };
-    part.bytes_read = src.read;
-    Ok(part)
+    Ok((decoded, src.read))
 }
 
 /// Read buffers larger than this are not kept between reads.
@@ -148,7 +182,8 @@ thread_local! {
     static READ_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The whole stored chunk read into `buf` (grown as needed), then [`read_part`].
+/// The whole stored chunk read into `buf` (grown as needed), then [`read_part_into`].
+#[allow(clippy::too_many_arguments)]
 fn read_whole(
     src: &mut Src,
     buf: &mut Vec<u8>,
@@ -157,14 +192,15 @@ fn read_whole(
     typesize: usize,
     sel: &[(u64, u64)],
     nthreads: usize,
-) -> Result<Part> {
+    out: &mut [u8],
+) -> Result<u64> {
     let size = src.at.size;
     if buf.len() < size {
         buf.try_reserve_exact(size - buf.len()).map_err(|e| src.bad(&e))?;
         buf.resize(size, 0);
     }
     src.read_into(0, &mut buf[..size])?;
-    read_part(filter_id, &buf[..size], chunk_dims, typesize, sel, nthreads).map_err(|e| src.bad(&e))
+    read_part_into(filter_id, &buf[..size], chunk_dims, typesize, sel, nthreads, out).map_err(|e| src.bad(&e))
 }
 
 #[cfg(unix)]
@@ -196,7 +232,8 @@ fn lazy_blosc2(
     typesize: usize,
     sel: &[(u64, u64)],
     nthreads: usize,
-) -> Result<Option<Part>> {
+    out: &mut [u8],
+) -> Result<Option<u64>> {
     let size = src.at.size;
     let fixed = src.get(0, FIXED_LEN.min(size))?;
     let h = FrameHeader::parse(&fixed, size as u64).map_err(|e| src.bad(&e))?;
@@ -228,11 +265,12 @@ fn lazy_blosc2(
         }
         None => None,
     };
-    lazy_chunk(src, chunk_at, geom.as_ref(), chunk_dims, typesize, sel, nthreads)
+    lazy_chunk(src, chunk_at, geom.as_ref(), chunk_dims, typesize, sel, nthreads, out)
 }
 
 /// The Blosc chunk at `at` of the stored bytes: header, block starts, the needed blocks.
 /// `geom`: its n-d blocks (a b2nd chunk), else flat blocks of the C-order chunk.
+#[allow(clippy::too_many_arguments)]
 fn lazy_chunk(
     src: &mut Src,
     at: usize,
@@ -241,7 +279,8 @@ fn lazy_chunk(
     typesize: usize,
     sel: &[(u64, u64)],
     nthreads: usize,
-) -> Result<Option<Part>> {
+    out: &mut [u8],
+) -> Result<Option<u64>> {
     let size = src.at.size;
     let head = src.get(at, 16.min(size - at))?;
     let Some(cbytes) = stored_cbytes(&head).filter(|&n| n >= 16 && n <= size - at) else { return Ok(None) };
@@ -314,8 +353,8 @@ fn lazy_chunk(
     }
     let chunk_bytes = check_sel(chunk_dims, typesize, sel).map_err(ReadError::Bad)?;
     let part = match geom {
-        Some(g) => nd_part(&chunk, g, &blocks, sel, nthreads),
-        None => flat_part(&chunk, chunk_dims, typesize, chunk_bytes, sel, nthreads),
+        Some(g) => nd_part(&chunk, g, &blocks, sel, nthreads, out),
+        None => flat_part(&chunk, chunk_dims, typesize, chunk_bytes, sel, nthreads, out),
     };
     part.map(Some).map_err(|e| src.bad(&e))
 }
@@ -339,14 +378,15 @@ fn coalesce(ranges: &[(usize, usize)]) -> Vec<(usize, usize)> {
 }
 
 /// `sel` of a b2nd chunk from its `blocks` (sorted C-order block numbers): decode those
-/// blocks, then copy each one's part of the box into place, row by row.
+/// blocks, then copy each one's part of the box into place in `out`, row by row.
 fn nd_part(
     chunk: &[u8],
     g: &Geometry,
     blocks: &[usize],
     sel: &[(u64, u64)],
     nthreads: usize,
-) -> crate::chunk::Result<Part> {
+    data: &mut [u8],
+) -> crate::chunk::Result<u64> {
     let bb = g.block_bytes();
     let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
     let mut dec = vec![0u8; bb * blocks.len()];
@@ -363,7 +403,6 @@ fn nd_part(
     };
     let bshape: Vec<usize> = g.blocks.iter().map(|&b| b as usize).collect();
     let (ostride, bstride) = (stride(&out_dims), stride(&bshape));
-    let mut data = vec![0u8; out_dims.iter().product::<usize>() * ts];
     for (k, &b) in blocks.iter().enumerate() {
         // The block's origin in the chunk, and its box's overlap with the selection.
         let mut rest = b;
@@ -403,7 +442,7 @@ fn nd_part(
             }
         }
     }
-    Ok(Part { data, blocks_decoded: blocks.len() as u64, bytes_read: 0 })
+    Ok(blocks.len() as u64)
 }
 
 #[cfg(unix)]
@@ -428,6 +467,7 @@ fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Resu
 #[cfg(test)]
 mod tests {
     use super::super::codec::{encode_blosc1, encode_blosc2};
+    use super::super::read::read_part;
     use super::*;
 
     /// Noisy but compressible data: chunks stay well above [`WHOLE_BELOW`].

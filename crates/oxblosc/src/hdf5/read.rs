@@ -51,7 +51,25 @@ pub fn read_part(
     sel: &[(u64, u64)],
     nthreads: usize,
 ) -> Result<Part> {
+    check_sel(chunk_dims, typesize, sel)?;
+    let mut data = vec![0u8; part_bytes(typesize, sel)];
+    let blocks_decoded = read_part_into(filter_id, stored, chunk_dims, typesize, sel, nthreads, &mut data)?;
+    Ok(Part { data, blocks_decoded, bytes_read: 0 })
+}
+
+/// [`read_part`] into `out` (exactly the part's C-order bytes, e.g. the caller's output
+/// array): no buffer of the part's size is allocated. Returns the blocks decoded.
+pub fn read_part_into(
+    filter_id: i32,
+    stored: &[u8],
+    chunk_dims: &[u64],
+    typesize: usize,
+    sel: &[(u64, u64)],
+    nthreads: usize,
+    out: &mut [u8],
+) -> Result<u64> {
     let chunk_bytes = check_sel(chunk_dims, typesize, sel)?;
+    check_out(typesize, sel, out)?;
     let len = stored.len();
     let err = |e: &dyn std::fmt::Display| format!("stored chunk of {len} bytes: {e}");
     match filter_id {
@@ -65,21 +83,35 @@ pub fn read_part(
                 if a.shape() == chunk_dims && a.typesize() == typesize {
                     a.set_nthreads(nthreads);
                     let ds: Vec<DimSlice> = sel.iter().map(|&(lo, hi)| DimSlice::new(lo, hi, 1)).collect();
-                    let data = a.get_slice(&ds).map_err(|e| err(&e))?;
-                    return Ok(Part { data, blocks_decoded: a.blocks_decoded(), bytes_read: 0 });
+                    a.get_slice_into(&ds, out).map_err(|e| err(&e))?;
+                    return Ok(a.blocks_decoded());
                 }
                 // The metalayer describes the bytes differently (e.g. a typesize over 255
                 // stored as 1): read the chunk as flat bytes instead.
                 let c = a.schunk().get_chunk(0).map_err(|e| err(&e))?;
-                flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e))
+                flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads, out).map_err(|e| err(&e))
             } else {
                 let c = s.get_chunk(0).map_err(|e| err(&e))?;
-                flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e))
+                flat_part(&c, chunk_dims, typesize, chunk_bytes, sel, nthreads, out).map_err(|e| err(&e))
             }
         }
-        BLOSC_ID => flat_part(stored, chunk_dims, typesize, chunk_bytes, sel, nthreads).map_err(|e| err(&e)),
+        BLOSC_ID => flat_part(stored, chunk_dims, typesize, chunk_bytes, sel, nthreads, out).map_err(|e| err(&e)),
         other => Err(format!("filter {other} is not a Blosc filter ({BLOSC2_ID} or {BLOSC_ID})")),
     }
+}
+
+/// The C-order byte size of the box `sel` (checked by [`check_sel`] first).
+pub(crate) fn part_bytes(typesize: usize, sel: &[(u64, u64)]) -> usize {
+    sel.iter().map(|&(lo, hi)| (hi - lo) as usize).product::<usize>() * typesize
+}
+
+/// An output buffer must hold exactly the part: never a short write, never a partial fill.
+pub(crate) fn check_out(typesize: usize, sel: &[(u64, u64)], out: &[u8]) -> Result<()> {
+    let need = part_bytes(typesize, sel);
+    if out.len() != need {
+        return Err(format!("the output holds {} bytes, the selection {sel:?} needs {need}", out.len()));
+    }
+    Ok(())
 }
 
 /// The chunk's byte size, once `sel` is known to be a box inside the chunk.
@@ -97,7 +129,10 @@ pub(crate) fn check_sel(chunk_dims: &[u64], typesize: usize, sel: &[(u64, u64)])
         .ok_or_else(|| format!("a chunk of {chunk_dims:?} items of {typesize} bytes is too large"))
 }
 
-/// `sel` of a chunk whose blocks are flat byte ranges of the C-order chunk.
+/// `sel` of a chunk whose blocks are flat byte ranges of the C-order chunk, into `out` (the
+/// part's size). A part that is one run of the chunk (the whole chunk, whole rows) decodes
+/// straight into `out`; the others decode their blocks into a per-thread reused buffer and
+/// copy the rows out. Returns the blocks decoded.
 pub(crate) fn flat_part(
     chunk: &[u8],
     chunk_dims: &[u64],
@@ -105,7 +140,8 @@ pub(crate) fn flat_part(
     chunk_bytes: usize,
     sel: &[(u64, u64)],
     nthreads: usize,
-) -> crate::chunk::Result<Part> {
+    out: &mut [u8],
+) -> crate::chunk::Result<u64> {
     let h = ChunkHeader::parse(chunk)?;
     if h.nbytes != chunk_bytes {
         return Err(crate::chunk::Error::InvalidParam {
@@ -114,40 +150,92 @@ pub(crate) fn flat_part(
         });
     }
     let rows = rows(chunk_dims, typesize, sel);
-    let mut data = vec![0u8; rows.iter().map(|r| r.1).sum()];
-    if data.is_empty() {
-        return Ok(Part { data, blocks_decoded: 0, bytes_read: 0 });
+    if out.is_empty() || rows.is_empty() {
+        return Ok(0);
     }
     let bs = h.blocksize.max(1);
     let counted = u64::from(h.special()? == SpecialKind::None);
     let blocks = flat_blocks(&rows, bs);
     let nblocks = h.nblocks().max(1);
-    // Decoded bytes, and where block `b` starts in them.
-    let (buf, at): (Vec<u8>, Box<dyn Fn(usize) -> usize>) = if !few_blocks(blocks.len(), nblocks) {
-        let mut buf = vec![0u8; chunk_bytes];
-        crate::chunk::decompress_into(chunk, &mut buf, &DParams { nthreads })?;
-        (buf, Box::new(move |b| b * bs))
+    let few = few_blocks(blocks.len(), nblocks);
+    if let [(off, len)] = rows[..] {
+        if off == 0 && len == chunk_bytes {
+            crate::chunk::decompress_into(chunk, out, &DParams { nthreads })?;
+            return Ok(counted * nblocks as u64);
+        }
+        // One run: its pieces block by block (one job each), back to back into `out`.
+        let pieces: Vec<(usize, usize)> =
+            blocks.iter().map(|&b| ((b * bs).max(off), ((b + 1) * bs).min(off + len))).collect();
+        crate::chunk::decompress_ranges(chunk, &pieces, out, nthreads)?;
+        return Ok(counted * blocks.len() as u64);
+    }
+    DECODED.with(|cell| {
+        let mut buf = cell.take();
+        let r = flat_rows(chunk, &rows, &blocks, bs, chunk_bytes, few, nthreads, &mut buf, out);
+        if buf.len() <= KEEP_DECODED {
+            cell.set(buf);
+        }
+        r
+    })?;
+    Ok(counted * if few { blocks.len() } else { nblocks } as u64)
+}
+
+/// Decoded buffers larger than this are not kept between reads.
+const KEEP_DECODED: usize = 256 << 20;
+
+thread_local! {
+    /// Decoded blocks of a part that is not one run, reused (a fresh multi-MiB buffer per
+    /// read costs page faults on every read).
+    static DECODED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The runs `rows` of the chunk copied into `out`, through `buf`: the whole chunk decoded
+/// (`few` false), or only `blocks` (`bs` bytes each, sorted) back to back.
+#[allow(clippy::too_many_arguments)]
+fn flat_rows(
+    chunk: &[u8],
+    rows: &[(usize, usize)],
+    blocks: &[usize],
+    bs: usize,
+    chunk_bytes: usize,
+    few: bool,
+    nthreads: usize,
+    buf: &mut Vec<u8>,
+    out: &mut [u8],
+) -> crate::chunk::Result<()> {
+    let ranges: Vec<(usize, usize)> = if few {
+        blocks.iter().map(|&b| (b * bs, ((b + 1) * bs).min(chunk_bytes))).collect()
     } else {
-        let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bs, ((b + 1) * bs).min(chunk_bytes))).collect();
-        let mut buf = vec![0u8; ranges.iter().map(|r| r.1 - r.0).sum()];
-        crate::chunk::decompress_ranges(chunk, &ranges, &mut buf, nthreads)?;
-        let listed = blocks.clone();
-        (buf, Box::new(move |b| listed.binary_search(&b).expect("a touched block") * bs))
+        vec![(0, chunk_bytes)]
     };
-    let decoded = if few_blocks(blocks.len(), nblocks) { blocks.len() } else { nblocks };
-    let mut out = 0;
-    for (off, len) in rows {
+    let need: usize = ranges.iter().map(|r| r.1 - r.0).sum();
+    if buf.len() < need {
+        buf.try_reserve_exact(need - buf.len()).map_err(|e| crate::chunk::Error::InvalidParam {
+            name: "chunk",
+            reason: format!("{need} bytes of decode buffer: {e}"),
+        })?;
+        buf.resize(need, 0);
+    }
+    if few {
+        crate::chunk::decompress_ranges(chunk, &ranges, &mut buf[..need], nthreads)?;
+    } else {
+        crate::chunk::decompress_into(chunk, &mut buf[..need], &DParams { nthreads })?;
+    }
+    // Where block `b` starts in `buf`.
+    let at = |b: usize| if few { blocks.binary_search(&b).expect("a touched block") * bs } else { b * bs };
+    let mut o = 0;
+    for &(off, len) in rows {
         let mut pos = off;
         while pos < off + len {
             let b = pos / bs;
             let n = ((b + 1) * bs).min(off + len) - pos;
             let from = at(b) + pos - b * bs;
-            data[out..out + n].copy_from_slice(&buf[from..from + n]);
-            out += n;
+            out[o..o + n].copy_from_slice(&buf[from..from + n]);
+            o += n;
             pos += n;
         }
     }
-    Ok(Part { data, blocks_decoded: counted * decoded as u64, bytes_read: 0 })
+    Ok(())
 }
 
 /// The flat blocks (of `bs` bytes) the byte runs `rows` touch, sorted.
@@ -284,5 +372,12 @@ mod tests {
         assert!(read_part(BLOSC2_ID, &enc, &[10, 100], 8, &[(0, 1)], 1).is_err());
         assert!(read_part(BLOSC_ID, &enc, &[10, 100], 8, &[(0, 1), (0, 1)], 1).is_err());
         assert!(read_part(1, &enc, &[10, 100], 8, &[(0, 1), (0, 1)], 1).is_err());
+        // An output of the wrong size is an error before anything is written.
+        for n in [15, 17] {
+            let mut out = vec![7u8; n];
+            let e = read_part_into(BLOSC2_ID, &enc, &[10, 100], 8, &[(0, 1), (0, 2)], 1, &mut out).unwrap_err();
+            assert!(e.contains("needs 16"), "{e}");
+            assert!(out.iter().all(|&b| b == 7));
+        }
     }
 }
