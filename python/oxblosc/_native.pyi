@@ -189,16 +189,6 @@ def hdf5_read_part(
     sel: list[tuple[int, int]],
     nthreads: int = 1,
 ) -> tuple[bytes, int]: ...
-def hdf5_read_part_at(
-    path: str,
-    offset: int,
-    size: int,
-    filter_id: int,
-    chunk_dims: list[int],
-    typesize: int,
-    sel: list[tuple[int, int]],
-    nthreads: int = 1,
-) -> tuple[bytes, int]: ...
 
 # Read-ahead streaming into caller-owned ring buffers (python/oxblosc/streamer.py)
 class NativeStreamer:

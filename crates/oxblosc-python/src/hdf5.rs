@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use oxblosc::hdf5::lazy::{self, ReadError, Stored};
-use oxblosc::hdf5::read::{read_part, read_part_at, read_part_into};
+use oxblosc::hdf5::read::{read_part, read_part_into};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -45,29 +45,7 @@ pub fn hdf5_read_part<'py>(
     Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded))
 }
 
-/// [`hdf5_read_part`] of the chunk in the `size` bytes at `offset` of the file `path`, read by
-/// Rust (GIL released) straight into the buffer it decodes from.
-#[pyfunction]
-#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1))]
-#[allow(clippy::too_many_arguments)]
-pub fn hdf5_read_part_at<'py>(
-    py: Python<'py>,
-    path: PathBuf,
-    offset: u64,
-    size: usize,
-    filter_id: i32,
-    chunk_dims: Vec<u64>,
-    typesize: usize,
-    sel: Vec<(u64, u64)>,
-    nthreads: usize,
-) -> PyResult<(Bound<'py, PyBytes>, u64)> {
-    let part = py
-        .allow_threads(|| read_part_at(&path, offset, size, filter_id, &chunk_dims, typesize, &sel, nthreads.max(1)))
-        .map_err(|e| chunk_error(py, e))?;
-    Ok((PyBytes::new(py, &part.data), part.blocks_decoded))
-}
-
-/// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part_at`] reading from the file only the
+/// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part`] of the chunk at `offset` of `path`, reading from the file only the
 /// chunk's headers, block-offset table and needed blocks. `file_id` (device, inode) is the file
 /// the address came from: a file replaced since, a truncated file or a failed read raise
 /// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`). With `out` (as in

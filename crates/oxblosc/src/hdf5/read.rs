@@ -6,8 +6,6 @@
 //! the rows of the part name the blocks to decode. Either way the chunk's size is checked
 //! against the dataset's chunk shape first, so a bad chunk is an error, never a wrong copy.
 
-use std::path::Path;
-
 use super::cdvalues::{BLOSC2_ID, BLOSC_ID};
 use crate::chunk::{ChunkHeader, DParams, SpecialKind};
 use crate::frame::SChunk;
@@ -22,23 +20,6 @@ pub struct Part {
     pub blocks_decoded: u64,
     /// Bytes read from a file to get the part (0 when the stored chunk was given in memory).
     pub bytes_read: u64,
-}
-
-/// [`read_part`] of the chunk stored in the `size` bytes at `offset` of the file `path`,
-/// reading only what the part needs ([`super::lazy::read_part_at`]; errors as text).
-#[allow(clippy::too_many_arguments)]
-pub fn read_part_at(
-    path: &Path,
-    offset: u64,
-    size: usize,
-    filter_id: i32,
-    chunk_dims: &[u64],
-    typesize: usize,
-    sel: &[(u64, u64)],
-    nthreads: usize,
-) -> Result<Part> {
-    let at = super::lazy::Stored { path, offset, size, file_id: None };
-    super::lazy::read_part_at(&at, filter_id, chunk_dims, typesize, sel, nthreads).map_err(|e| e.to_string())
 }
 
 /// Read `sel` (one `[start, stop)` per dim, relative to the chunk) of the HDF5 chunk `stored`
@@ -349,12 +330,13 @@ mod tests {
         let path = dir.join("c.bin");
         std::fs::write(&path, [vec![9u8; 123], enc.clone(), vec![9u8; 7]].concat()).unwrap();
         let sel = [(3, 9), (10, 90)];
-        let p = read_part_at(&path, 123, enc.len(), BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap();
+        let at = |offset, size| super::super::lazy::Stored { path: &path, offset, size, file_id: None };
+        let p = super::super::lazy::read_part_at(&at(123, enc.len()), BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap();
         assert_eq!(p.data, reference(&data, &[40, 100], 4, &sel));
         // Past the end of the file, a wrong offset, an absurd size: errors naming the file.
         for (off, size) in [(123, enc.len() + 100), (100, enc.len()), (0, usize::MAX / 2)] {
-            let e = read_part_at(&path, off, size, BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap_err();
-            assert!(e.contains("c.bin"), "{e}");
+            let e = super::super::lazy::read_part_at(&at(off, size), BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap_err();
+            assert!(e.to_string().contains("c.bin"), "{e}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
