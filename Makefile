@@ -8,7 +8,7 @@ SHARED ?= $(abspath ../shared)
 export OXBLOSC_SHARED := $(SHARED)
 CARGO ?= cargo
 
-.PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean venv check-shared
+.PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean stress venv check-shared
 
 all: test
 
@@ -113,6 +113,10 @@ FUZZ_SECONDS ?= 600
 fuzz:
 	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
 	for t in decompress roundtrip getitem frame_open frame_ops nd_open nd_slices bloscpack hdf5_decode nd_filters; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
+
+## stress: the crash test that SIGKILLs CTable appends, over several seeds (not in `make ci`: see its comment)
+stress: develop
+	for seed in 1 2 3 4 5 6 7 8; do OXBLOSC_STRESS=1 OXBLOSC_CRASH_SEED=$$seed $(PY) -m pytest -q -p no:cacheprovider python/tests/test_ctable_crash.py -k killed || exit 1; done
 
 clean:
 	$(CARGO) clean
