@@ -427,10 +427,27 @@ impl SChunk {
     fn read_stored_into(&self, i: usize, pos: u64, buf: &mut Vec<u8>) -> Result<()> {
         match &self.backing {
             Backing::Sparse { dir, .. } => {
-                self.backing.read_chunk_file_into(dir, pos, MAX_CHUNK_LEN, buf)?;
+                self.backing.read_chunk_file_into(dir, pos, MAX_CHUNK_LEN, None, buf)?;
                 check_chunk_len(i, pos, buf, buf.len() as u64).map(drop)
             }
             b => b.read_into(pos, self.stored_len(i, pos)?, "chunk", buf).map_err(|e| at_chunk(e, i)),
+        }
+    }
+
+    /// The first 32 bytes of stored chunk `i` at `pos` (fewer if the chunk is shorter): its
+    /// header, without reading (or checksum-checking) the rest of the chunk.
+    fn read_stored_head(&self, i: usize, pos: u64) -> Result<Cow<'_, [u8]>> {
+        const HEAD: u64 = 32;
+        match &self.backing {
+            Backing::Sparse { dir, .. } => {
+                let mut v = Vec::new();
+                self.backing.read_chunk_file_into(dir, pos, MAX_CHUNK_LEN, Some(HEAD), &mut v)?;
+                Ok(Cow::Owned(v))
+            }
+            b => {
+                let n = HEAD.min(self.section_end().saturating_sub(pos));
+                b.read_at(pos, n, "chunk header").map_err(|e| at_chunk(e, i))
+            }
         }
     }
 
@@ -526,10 +543,15 @@ impl SChunk {
             Slot::Special { nbytes, .. } => Ok(nbytes),
             Slot::Mem(b) => Ok(ChunkHeader::parse(&b).map_err(chunk_err(i))?.nbytes),
             Slot::Stored(pos) => {
-                let head: Cow<[u8]> = match &self.backing {
-                    Backing::Sparse { .. } => self.read_stored(i, pos)?,
-                    b => b.read_at(pos, 16, "chunk header").map_err(|e| at_chunk(e, i))?,
-                };
+                let head = self.read_stored_head(i, pos)?;
+                if head.len() < 8 {
+                    return Err(chunk_err(i)(oxblosc_chunk::Error::Truncated {
+                        what: "chunk header",
+                        offset: 0,
+                        need: 16,
+                        have: head.len(),
+                    }));
+                }
                 Ok(i32::from_le_bytes([head[4], head[5], head[6], head[7]]).max(0) as usize)
             }
         }
@@ -565,8 +587,14 @@ impl SChunk {
             let cbytes = if self.chunksize > 0 { 0 } else { 32 };
             return Ok(ChunkInfo { nchunk: i, nbytes, cbytes, special: kind });
         }
-        let c = self.get_chunk(i)?;
-        let h = ChunkHeader::parse(&c).map_err(chunk_err(i))?;
+        let h = match self.slots.get(i) {
+            Slot::Stored(pos) => {
+                let head = self.read_stored_head(i, pos).map_err(|e| self.in_backing_file(e))?;
+                ChunkHeader::parse_head(&head)
+            }
+            _ => ChunkHeader::parse(&self.get_chunk(i)?),
+        }
+        .map_err(chunk_err(i))?;
         Ok(ChunkInfo { nchunk: i, nbytes: h.nbytes, cbytes: h.cbytes, special: h.special().map_err(chunk_err(i))? })
     }
 

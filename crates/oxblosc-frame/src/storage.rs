@@ -132,9 +132,16 @@ impl Backing {
         read_exact_at(file, buf, pos).map_err(|e| Error::io(Some(pos), e))
     }
 
-    /// Read a whole chunk file of a sparse frame (bounded by `max` bytes) into `buf`
-    /// (replacing its contents).
-    pub(crate) fn read_chunk_file_into(&self, dir: &Path, id: u64, max: u64, buf: &mut Vec<u8>) -> Result<()> {
+    /// Read a chunk file of a sparse frame (refused above `max` bytes) into `buf` (replacing
+    /// its contents): the whole file, or only its first `head` bytes when given.
+    pub(crate) fn read_chunk_file_into(
+        &self,
+        dir: &Path,
+        id: u64,
+        max: u64,
+        head: Option<u64>,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
         let _g = self.read_guard()?;
         let p = dir.join(chunk_file_name(id));
         let f = File::open(&p).map_err(|e| Error::io(None, e).in_file(&p))?;
@@ -143,7 +150,7 @@ impl Backing {
             return Err(Error::field("chunk file size", 0, format!("{len} bytes exceeds the chunk limit")).in_file(&p));
         }
         buf.clear();
-        buf.resize(len as usize, 0);
+        buf.resize(head.map_or(len, |h| h.min(len)) as usize, 0);
         read_exact_at(&f, buf, 0).map_err(|e| Error::io(Some(0), e).in_file(&p))
     }
 }

@@ -397,3 +397,51 @@ fn reads_through_the_reused_buffer_give_each_chunks_own_bytes() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `chunk_info` reads only a stored chunk's header: sizes agree with the whole chunk's header
+/// in memory, in a contiguous file and in a sparse directory, and a sparse chunk file cut
+/// after its header still describes itself while decoding it names the damage.
+#[test]
+fn chunk_info_reads_only_the_header() {
+    let dir = tmpdir("info");
+    let sizes = [50_000, 300, 120_000, 7];
+    let parts: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(k, &n)| ints(k as i32 * 9..k as i32 * 9 + n)).collect();
+    let mut mem = SChunk::new(cp(5, 4), DParams::default()).unwrap();
+    for p in &parts {
+        mem.append_data(p).unwrap();
+    }
+    for contiguous in [true, false] {
+        let path = dir.join(if contiguous { "f.b2frame" } else { "d.b2frame" });
+        {
+            let mut s = SChunk::create(&path, contiguous, cp(5, 4), DParams::default()).unwrap();
+            for p in &parts {
+                s.append_data(p).unwrap();
+            }
+        }
+        let s = open(&path, Mode::Read).unwrap();
+        for (i, p) in parts.iter().enumerate() {
+            let (a, b) = (s.chunk_info(i).unwrap(), mem.chunk_info(i).unwrap());
+            assert_eq!((a.nbytes, a.cbytes, a.special), (p.len(), s.get_chunk(i).unwrap().len(), b.special));
+            assert_eq!((a.nbytes, a.cbytes), (b.nbytes, b.cbytes), "chunk {i}");
+        }
+        let mut all = vec![0u8; parts.iter().map(Vec::len).sum::<usize>()];
+        s.get_slice_into(0, all.len() as u64 / 4, &mut all).unwrap();
+        assert_eq!(all, mem.iter_chunks().flat_map(|c| c.unwrap()).collect::<Vec<_>>());
+    }
+    // Cut the sparse directory's third chunk file after its 32-byte header.
+    let sparse = dir.join("d.b2frame");
+    let victim = std::fs::read_dir(&sparse)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "chunk"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let bytes = std::fs::read(&victim).unwrap();
+    std::fs::write(&victim, &bytes[..32]).unwrap();
+    let s = open(&sparse, Mode::Read).unwrap();
+    let info = s.chunk_info(2).unwrap();
+    assert_eq!((info.nbytes, info.cbytes), (120_000 * 4, bytes.len()));
+    let err = s.decompress_chunk(2).unwrap_err().to_string();
+    assert!(err.contains("chunk 2"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

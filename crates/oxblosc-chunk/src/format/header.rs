@@ -70,6 +70,17 @@ fn non_negative(field: &'static str, value: i32) -> Result<usize> {
 impl ChunkHeader {
     /// Parse the header at the start of `buf` and check it against `buf.len()`.
     pub fn parse(buf: &[u8]) -> Result<Self> {
+        let h = Self::parse_head(buf)?;
+        if h.cbytes > buf.len() {
+            return Err(Error::Truncated { what: "chunk (cbytes)", offset: 0, need: h.cbytes, have: buf.len() });
+        }
+        Ok(h)
+    }
+
+    /// Parse and check a header from the chunk's first bytes only (32 suffice), without
+    /// requiring the `cbytes` the header announces to be at hand: for describing a stored
+    /// chunk without reading it.
+    pub fn parse_head(buf: &[u8]) -> Result<Self> {
         if buf.len() < MIN_HEADER_LEN {
             return Err(Error::Truncated { what: "chunk header", offset: 0, need: MIN_HEADER_LEN, have: buf.len() });
         }
@@ -119,11 +130,11 @@ impl ChunkHeader {
         } else {
             h.filters = legacy_filters(fl);
         }
-        h.validate(buf.len())?;
+        h.validate()?;
         Ok(h)
     }
 
-    fn validate(&mut self, buflen: usize) -> Result<()> {
+    fn validate(&mut self) -> Result<()> {
         let hlen = self.header_len();
         if self.nbytes > MAX_BUFFERSIZE {
             return Err(Error::InvalidHeader {
@@ -138,9 +149,6 @@ impl ChunkHeader {
                 value: self.cbytes as i64,
                 reason: "smaller than the header",
             });
-        }
-        if self.cbytes > buflen {
-            return Err(Error::Truncated { what: "chunk (cbytes)", offset: 0, need: self.cbytes, have: buflen });
         }
         if self.typesize == 0 {
             return Err(Error::InvalidHeader { field: "typesize", value: 0, reason: "must be at least 1" });
