@@ -136,6 +136,35 @@ def test_schunk_readers_while_a_writer_appends_and_updates(tmp_path):
     assert (np.frombuffer(s[:], dtype="i4") == np.arange(60 * cs) // cs).all()
 
 
+def test_decompress_chunk_while_a_writer_resizes_it(tmp_path):
+    """`decompress_chunk` sizes its result from the chunk header, then decodes under a second
+    read lock: a writer replacing the chunk with one of another size in between must give the
+    reader one whole version, never a short or mixed one."""
+    small, big = np.arange(300, dtype="i4"), np.arange(5000, dtype="i4") * 7
+    s = oxblosc.SChunk(urlpath=str(tmp_path / "v.b2frame"), cparams={"typesize": 4})
+    s.append_data(small)
+    s.append_data(big)  # a larger second chunk: variable chunk sizes from here on
+    done = threading.Event()
+    seen = set()
+
+    def writer():
+        try:
+            for k in range(300):
+                s.update_data(0, big if k % 2 == 0 else small)
+        finally:
+            done.set()
+
+    def reader():
+        while not done.is_set():
+            got = np.frombuffer(s.decompress_chunk(0), dtype="i4")
+            assert np.array_equal(got, small) or np.array_equal(got, big), got.size
+            seen.add(got.size)
+
+    errors = run_threads([writer, reader, reader])
+    assert not errors, errors
+    assert seen, "the readers read nothing"
+
+
 def test_composite_writes_are_serialised():
     """Fancy-index and oindex assignments read the bounding box, change a few items and write
     it back: from several threads at once, no thread's items are lost."""

@@ -394,17 +394,42 @@ impl NativeSChunk {
             .map_err(|source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source })))
     }
 
+    /// Decodes straight from the frame (its reused read buffer, or the chunk in memory) into
+    /// the new `bytes`, sized from the chunk's header: no owned copy of the stored chunk.
     fn decompress_chunk<'py>(&self, py: Python<'py>, nchunk: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let (c, dp) = self
-            .inner
-            .read(py, |s| Ok::<_, frame::Error>((s.get_chunk(nchunk)?.into_owned(), s.dparams().clone())))
-            .map_err(|e| frame_err(py, e))?;
-        let chunk_err =
-            |source| frame_err(py, self.named(frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source }));
-        let n = chunk::decompressed_len(&c).map_err(chunk_err)?;
-        crate::buffer::new_bytes_with(py, n, |buf| {
-            py.allow_threads(|| chunk::decompress_into_uninit(&c, buf, &dp)).map(|_| ()).map_err(chunk_err)
-        })
+        // The `bytes` is made with the GIL and filled under a second read lock; a writer on
+        // another thread may replace the chunk in between, so a size that no longer matches
+        // is measured again rather than decoded short.
+        for _ in 0..64 {
+            let n = self.inner.read(py, |s| s.chunk_info(nchunk)).map_err(|e| frame_err(py, self.named(e)))?.nbytes;
+            let mut resized = false;
+            let out = crate::buffer::new_bytes_with(py, n, |buf| {
+                self.inner
+                    .read(py, |s| {
+                        s.with_chunk(nchunk, |c| {
+                            let at = |source| frame::Error::Chunk { chunk: ChunkId::Data(nchunk), source };
+                            if chunk::decompressed_len(c).map_err(at)? != buf.len() {
+                                return Ok(false);
+                            }
+                            chunk::decompress_into_uninit(c, buf, s.dparams()).map(|_| true).map_err(at)
+                        })
+                    })
+                    .map_err(|e| frame_err(py, self.named(e)))
+                    .and_then(|done| {
+                        resized = !done;
+                        // An unfilled `bytes` is dropped unseen.
+                        if done {
+                            Ok(())
+                        } else {
+                            Err(PyValueError::new_err("chunk resized"))
+                        }
+                    })
+            });
+            if !resized {
+                return out;
+            }
+        }
+        Err(PyValueError::new_err(format!("chunk {nchunk} kept changing size while being read")))
     }
 
     /// Decompress chunk `nchunk` into the writable buffer `dst`; returns its nbytes.
