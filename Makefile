@@ -114,9 +114,10 @@ fuzz:
 	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
 	for t in decompress roundtrip getitem frame_open frame_ops nd_open nd_slices bloscpack hdf5_decode nd_filters; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
 
-## stress: the crash test that SIGKILLs CTable appends, over several seeds (not in `make ci`: see its comment)
+## stress: the crash test that SIGKILLs CTable appends, over many seeds (`make ci` runs one); STRESS_SEEDS=N
+STRESS_SEEDS ?= 50
 stress: develop
-	for seed in 1 2 3 4 5 6 7 8; do OXBLOSC_STRESS=1 OXBLOSC_CRASH_SEED=$$seed $(PY) -m pytest -q -p no:cacheprovider python/tests/test_ctable_crash.py -k killed || exit 1; done
+	for seed in $$(seq 1 $(STRESS_SEEDS)); do OXBLOSC_CRASH_SEED=$$seed $(PY) -m pytest -q -p no:cacheprovider python/tests/test_ctable_crash.py -k killed || exit 1; done
 
 clean:
 	$(CARGO) clean

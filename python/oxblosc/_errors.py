@@ -10,8 +10,10 @@ class ChunkError(ValueError, RuntimeError):
 
 
 class FrameChangedError(RuntimeError):
-    """A handle opened with ``locking=True`` read a frame that another handle changed since.
+    """A handle read or was about to write a frame that another handle changed since.
 
-    ``SChunk`` methods handle it themselves (re-read the frame and retry); it reaches the caller
-    only from a writer whose view is out of date (another writer committed first).
+    With ``locking=True``, ``SChunk`` methods handle it themselves (re-read the frame and retry);
+    it reaches the caller only from a writer whose view is out of date (another writer committed
+    first). A writer opened without locking raises it when another handle wrote the file since
+    it read it (reopen the file); it then leaves the file as it is, closing included.
     """

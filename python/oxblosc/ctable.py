@@ -30,6 +30,7 @@ import numpy as np
 from . import _native
 from . import core as _core
 from . import ctable_layout as L
+from ._errors import FrameChangedError
 from .info import InfoTable, human_bytes
 from .ndarray import NDArray, asarray, empty
 
@@ -99,7 +100,7 @@ class CTable:
         self.skip_blocks = True
         self.blocks_scanned = self.blocks_skipped = self.blocks_decoded = 0
         self.last_query: dict = {}
-        self._root, self._cond, self._pos = self, None, None
+        self._cond, self._pos = None, None
         self._dirty = False
         if mode not in ("r", "a", "w"):
             raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
@@ -114,6 +115,13 @@ class CTable:
             raise ValueError("data is needed to create a table (pass mode='r' to open one)")
         self._create(_columns_of(data), cparams, dparams, chunks, blocks)
 
+    @property
+    def _root(self) -> CTable:
+        """The table a view reads, or the table itself. Not stored on a table: a table that
+        referred to itself would be a reference cycle, kept (with its files open for writing)
+        until the garbage collector ran, and a writable handle must close when dropped."""
+        return self.__dict__.get("_base", self)
+
     # ------------------------------------------------------------------ creation
 
     def _adopt(self, stored: L.Stored) -> None:
@@ -127,6 +135,7 @@ class CTable:
         self._nrows = live
         self._live = None
         self._epoch = self._phys
+        self._stamp = L.stamp(self.urlpath) if self.urlpath and os.path.isdir(self.urlpath) else None
 
     def _create(self, cols: dict, cparams: Any, dparams: Any, chunks: int | None, blocks: int | None) -> None:
         if not cols:
@@ -293,6 +302,12 @@ class CTable:
             return
         old, brow = self._phys, self._cols[self._names[0]].blocks[0]
         directory = self.urlpath is not None and not self.urlpath.endswith(".b2z")
+        if directory and L.stamp(self.urlpath) != self._stamp:
+            # Its view of the rows is out of date: appending from it would drop what the other
+            # handle appended (`_valid_rows` is rewritten from this handle's copy).
+            raise FrameChangedError(
+                f"{self.urlpath}: the table was changed by another handle since this one opened it; reopen it"
+            )
         stats = {}
         try:
             # python-blosc2's own order: the validity column grows first with the new rows
@@ -325,6 +340,8 @@ class CTable:
                     if self._valid.shape[0] != old:
                         self._valid = L.replace_valid(self.urlpath, self._valid, old)
                     self._persist()
+            if directory:
+                self._stamp = L.stamp(self.urlpath)
             raise
         self._stats.update(stats)
         self._phys += k
@@ -332,6 +349,7 @@ class CTable:
         self._epoch += k
         self._live = None
         if directory:
+            self._stamp = L.stamp(self.urlpath)
             L.write_meta(self.urlpath, self._stored(), self._epoch, listed_none=True)
         else:
             self._persist()
@@ -453,7 +471,7 @@ class CTable:
     def _rows_view(self, pos: np.ndarray) -> CTable:
         v = object.__new__(CTable)
         v.__dict__.update(
-            _root=self._root,
+            _base=self._root,
             _cond=None,
             _pos=np.asarray(pos, dtype=np.int64),
             urlpath=None,
@@ -534,7 +552,7 @@ class CTable:
                 raise KeyError(f"no column {unknown[0]!r}")
         v = object.__new__(CTable)
         v.__dict__.update(
-            _root=self._root,
+            _base=self._root,
             urlpath=None,
             mode="r",
             nthreads=self._root.nthreads,

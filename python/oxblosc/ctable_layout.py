@@ -397,6 +397,17 @@ def replace_valid(path: str, valid: NDArray, keep: int, add: int = 0, live: slic
     return _open(os.path.join(path, VALID), mode="a")
 
 
+def stamp(path: str) -> tuple | None:
+    """What identifies the validity column file of the table directory ``path`` now (inode,
+    size, modification time): every append replaces or rewrites it, so a writer that finds
+    another stamp than its own knows another handle changed the table since."""
+    try:
+        st = os.stat(os.path.join(path, VALID))
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _last_live(valid: NDArray, n: int) -> int:
     """One past the last row marked live among the first ``n`` (read a chunk at a time,
     from the end)."""

@@ -48,9 +48,10 @@ pub enum Error {
     /// An operating-system I/O error.
     #[error("I/O error{}: {source}", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
     Io { offset: Option<u64>, source: Arc<std::io::Error> },
-    /// A locked handle's view is older than the frame on disk: another handle committed a
-    /// change since it was parsed (call `SChunk::refresh` and retry).
-    #[error("the frame was changed by another handle since this one read it (refresh and retry)")]
+    /// A handle's view is older than the frame on disk: another handle committed a change
+    /// since it was parsed (locked handles: call `SChunk::refresh` and retry; unlocked
+    /// writers notice it from the header before writing and reopen).
+    #[error("the frame was changed by another handle since this one read it (refresh a locked handle, or reopen, and retry)")]
     Stale,
     /// Any of the above, while working on a file or directory.
     #[error("{source} ({})", path.display())]

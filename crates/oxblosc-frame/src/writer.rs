@@ -60,6 +60,12 @@
 //! * Locking: with a lock, every commit (and closing, and a compacting rewrite) runs under the
 //!   exclusive lock and bumps the generation; a writer whose view is stale (another writer
 //!   committed since) refuses to commit with [`Error::Stale`].
+//! * Without a lock, a contiguous writer reads the header back before every write and before
+//!   its close and compares it with the one it committed last: when another handle committed
+//!   since (a second writer in this or another process, used one after the other), the stale
+//!   writer refuses to write ([`Error::Stale`]) and its close leaves the file alone. Without
+//!   this, a writable handle that merely stayed open (say until a garbage collector dropped
+//!   it) moved its old index over the newer chunks and cut the file on close.
 
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
@@ -408,6 +414,22 @@ impl Writer {
         dead > 0 && (section < CLOSE_SMALL || dead > live / 16)
     }
 
+    /// Contiguous files: whether the file still begins with the header this writer committed
+    /// (or read at opening). Another handle that committed since, in this process or another
+    /// one and without a shared lock, changed it (`frame_len`, sizes, the metalayers): writing
+    /// from this view would overwrite that handle's chunks or index, or cut them off when
+    /// closing. So a stale writer refuses to write ([`Error::Stale`]) and closes without
+    /// touching the file. (Not a lock: a handle writing at the same moment is not seen.)
+    fn header_is_ours(&self) -> std::io::Result<bool> {
+        let (Some(c), Some(f)) = (&self.contig, &self.file) else { return Ok(true) };
+        let mut now = vec![0u8; c.header.len()];
+        match crate::storage::read_exact_at(f, &mut now, 0) {
+            Ok(()) => Ok(now == c.header),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Stop writing: the frame changed under this writer (it is replaced by a fresh one).
     pub(crate) fn abandon(&mut self) {
         self.contig = None;
@@ -423,6 +445,9 @@ impl Writer {
     fn locked<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
         let lock = self.lock.clone();
         let r = exclusive_fresh(lock.as_deref()).and_then(|_g| {
+            if !self.header_is_ours().map_err(|e| Error::io(Some(0), e))? {
+                return Err(Error::Stale);
+            }
             let r = f(self);
             if let Some(v) = &lock {
                 // A failed attempt may have written unreferenced bytes: other handles refresh.
@@ -905,6 +930,9 @@ impl Drop for Writer {
         if let (Some(c), Some(f)) = (&self.contig, &self.file) {
             let lock = self.lock.clone();
             let Ok(_g) = exclusive_fresh(lock.as_deref()) else { return };
+            if !matches!(self.header_is_ours(), Ok(true)) {
+                return; // another handle wrote the file since: its state stays
+            }
             let _ = finalize(c, f, self.header_len, self.sync_mode);
             if let Some(v) = &lock {
                 if let Ok(g) = v.lock.bump() {

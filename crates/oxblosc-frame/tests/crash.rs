@@ -279,3 +279,40 @@ fn closed_file_is_compact_and_appendable() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A writable handle left open while another handle (here in the same process; a killed
+/// child in the table crash test) appends must not bring its old state back: neither when it
+/// is dropped (it used to move its old index over the newer chunks and cut the file) nor when
+/// it writes again (refused as stale, the file unchanged).
+#[test]
+fn idle_writer_keeps_out_of_a_newer_state() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-idle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.b2frame");
+    let mut s = SChunk::create(&path, true, cparams(), DParams::default()).unwrap();
+    s.append_data(&chunk_data(1)).unwrap();
+    drop(s);
+    for (close_other, write_again) in [(false, false), (true, false), (false, true), (true, true)] {
+        let mut a = open(&path, Mode::Append).unwrap();
+        a.append_data(&chunk_data(2)).unwrap(); // `a` committed: it has an index slot in use
+        let mut want = read_seeds(&a).unwrap();
+        let mut b = Some(open(&path, Mode::Append).unwrap());
+        for seed in 3..40 {
+            b.as_mut().unwrap().append_data(&chunk_data(seed)).unwrap();
+            want.push(seed);
+        }
+        if close_other {
+            b = None; // closed: compact tail, file cut after it
+        }
+        if write_again {
+            let e = a.append_data(&chunk_data(99)).unwrap_err();
+            assert!(e.is_stale(), "{e}");
+            assert!(e.to_string().contains("f.b2frame"), "{e}");
+        }
+        drop(a);
+        assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
+        drop(b);
+        assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
