@@ -25,7 +25,7 @@ use crate::lock::{FrameLock, LockView};
 use crate::mmap::Map;
 use crate::schunk::SChunk;
 use crate::storage::{Backing, Source};
-use crate::writer::{write_compact, write_sparse_copy, SyncMode, Writer, SPARSE_INDEX};
+use crate::writer::{write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
 use crate::{Error, Result};
 
 /// How a frame file is opened.
@@ -171,7 +171,8 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
         Mode::Read => s.read_only = true,
         Mode::Append => {
             s.slots.set_tracking(true);
-            s.writer = Some(Writer::sparse(dir, hlen, next_id, lock));
+            let stamp = IndexStamp::of(&file.metadata().map_err(io_at(&ipath, None))?);
+            s.writer = Some(Writer::sparse(dir, hlen, next_id, stamp, lock));
         }
     }
     Ok(s)

@@ -61,8 +61,8 @@
 //!   exclusive lock and bumps the generation; a writer whose view is stale (another writer
 //!   committed since) refuses to commit with [`Error::Stale`].
 //! * Without a lock, a contiguous writer reads the header back before every write and before
-//!   its close and compares it with the one it committed last: when another handle committed
-//!   since (a second writer in this or another process, used one after the other), the stale
+//!   its close and compares it with the one it committed last (a sparse writer: the
+//!   [`IndexStamp`] of `chunks.b2frame`): when another handle committed since (a second writer in this or another process, used one after the other), the stale
 //!   writer refuses to write ([`Error::Stale`]) and its close leaves the file alone. Without
 //!   this, a writable handle that merely stayed open (say until a garbage collector dropped
 //!   it) moved its old index over the newer chunks and cut the file on close.
@@ -173,6 +173,28 @@ pub(crate) struct Writer {
     pub(crate) lock: Option<Arc<LockView>>,
     /// Sparse frames: encoded blocks of the index in `chunks.b2frame`.
     sparse_index: SparseIndex,
+    /// Sparse frames: the version of `chunks.b2frame` this writer committed last (or read at
+    /// opening).
+    sparse_stamp: Option<IndexStamp>,
+}
+
+/// One committed version of a sparse frame's `chunks.b2frame`. Every commit writes a new
+/// file and renames it over the old one, so a changed inode, size or modification time
+/// means another handle committed. Unlike the header alone, this also sees a commit that
+/// kept every size (a chunk replaced by one of the same length goes to a new chunk file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IndexStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+impl IndexStamp {
+    pub(crate) fn of(m: &fs::Metadata) -> IndexStamp {
+        use std::os::unix::fs::MetadataExt;
+        IndexStamp { dev: m.dev(), ino: m.ino(), len: m.len(), mtime: (m.mtime(), m.mtime_nsec()) }
+    }
 }
 
 /// The offsets index of a sparse frame kept as independently encoded 16 KiB blocks (like the
@@ -384,11 +406,19 @@ impl Writer {
             contig: Some(c),
             lock,
             sparse_index: SparseIndex::default(),
+            sparse_stamp: None,
         }
     }
 
-    /// A sparse frame directory opened for writing; new chunk files start at `next_id`.
-    pub(crate) fn sparse(dir: &Path, header_len: u64, next_id: u64, lock: Option<Arc<LockView>>) -> Writer {
+    /// A sparse frame directory opened for writing; new chunk files start at `next_id`;
+    /// `stamp` is the version of its index file that was read.
+    pub(crate) fn sparse(
+        dir: &Path,
+        header_len: u64,
+        next_id: u64,
+        stamp: IndexStamp,
+        lock: Option<Arc<LockView>>,
+    ) -> Writer {
         Writer {
             path: dir.to_path_buf(),
             contiguous: false,
@@ -399,6 +429,7 @@ impl Writer {
             contig: None,
             lock,
             sparse_index: SparseIndex::default(),
+            sparse_stamp: Some(stamp),
         }
     }
 
@@ -414,13 +445,23 @@ impl Writer {
         dead > 0 && (section < CLOSE_SMALL || dead > live / 16)
     }
 
-    /// Contiguous files: whether the file still begins with the header this writer committed
-    /// (or read at opening). Another handle that committed since, in this process or another
-    /// one and without a shared lock, changed it (`frame_len`, sizes, the metalayers): writing
-    /// from this view would overwrite that handle's chunks or index, or cut them off when
-    /// closing. So a stale writer refuses to write ([`Error::Stale`]) and closes without
-    /// touching the file. (Not a lock: a handle writing at the same moment is not seen.)
-    fn header_is_ours(&self) -> std::io::Result<bool> {
+    /// Whether the frame on disk is still the state this writer committed (or read at
+    /// opening). Contiguous files: the file still begins with our header. Sparse directories:
+    /// `chunks.b2frame` is still our version ([`IndexStamp`]). Another handle that committed
+    /// since, in this process or another one and without a shared lock, changed it: writing
+    /// from this view would overwrite that handle's chunks (sparse: reuse its chunk file ids)
+    /// or index, or cut them off when closing. So a stale writer refuses to write
+    /// ([`Error::Stale`]) and closes without touching the file. (Not a lock: a handle
+    /// writing at the same moment is not seen.)
+    fn view_is_current(&self) -> std::io::Result<bool> {
+        if !self.contiguous {
+            let Some(stamp) = self.sparse_stamp else { return Ok(false) };
+            return match fs::metadata(self.path.join(SPARSE_INDEX)) {
+                Ok(m) => Ok(IndexStamp::of(&m) == stamp),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(e),
+            };
+        }
         let (Some(c), Some(f)) = (&self.contig, &self.file) else { return Ok(true) };
         let mut now = vec![0u8; c.header.len()];
         match crate::storage::read_exact_at(f, &mut now, 0) {
@@ -445,7 +486,7 @@ impl Writer {
     fn locked<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
         let lock = self.lock.clone();
         let r = exclusive_fresh(lock.as_deref()).and_then(|_g| {
-            if !self.header_is_ours().map_err(|e| Error::io(Some(0), e))? {
+            if !self.view_is_current().map_err(|e| Error::io(Some(0), e))? {
                 return Err(Error::Stale);
             }
             let r = f(self);
@@ -812,7 +853,10 @@ impl Writer {
                 None
             };
             let cbytes = ch.stored_cbytes + Self::added_cbytes(chunks, &stored);
-            write_sparse_index(&self.path, &ch.frame, index.as_deref(), cbytes, self.sync_mode)
+            // A failed write leaves the old index (and so the old stamp) in place.
+            self.sparse_stamp =
+                Some(write_sparse_index(&self.path, &ch.frame, index.as_deref(), cbytes, self.sync_mode)?);
+            Ok(())
         })();
         if let Err(e) = r {
             self.discard(&stored.iter().map(|p| p.1).collect::<Vec<_>>());
@@ -892,12 +936,13 @@ pub(crate) fn write_sparse_copy(dir: &Path, fr: &Frame) -> Result<()> {
         id += 1;
     }
     let index = if fr.nbytes > 0 { Some(offsets::encode_index(&offs)?) } else { None };
-    write_sparse_index(dir, fr, index.as_deref(), cbytes, SyncMode::None)
+    write_sparse_index(dir, fr, index.as_deref(), cbytes, SyncMode::None).map(drop)
 }
 
 /// Write `chunks.b2frame` of a sparse frame (header, `index` chunk, trailer) atomically
-/// (temp file + rename).
-fn write_sparse_index(dir: &Path, fr: &Frame, index: Option<&[u8]>, cbytes: u64, sync: SyncMode) -> Result<()> {
+/// (temp file + rename); returns the new version's stamp (taken before the rename, so a
+/// commit by another handle just after it is not mistaken for ours).
+fn write_sparse_index(dir: &Path, fr: &Frame, index: Option<&[u8]>, cbytes: u64, sync: SyncMode) -> Result<IndexStamp> {
     let mut h = fr.header.clone();
     h.frame_type = FRAME_SPARSE;
     h.cbytes = cbytes as i64;
@@ -913,8 +958,9 @@ fn write_sparse_index(dir: &Path, fr: &Frame, index: Option<&[u8]>, cbytes: u64,
         if sync == SyncMode::Full {
             File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_at(&tmp, None))?;
         }
+        let stamp = fs::metadata(&tmp).map(|m| IndexStamp::of(&m)).map_err(io_at(&tmp, None))?;
         let dst = dir.join(SPARSE_INDEX);
-        fs::rename(&tmp, &dst).map_err(io_at(&dst, None))
+        fs::rename(&tmp, &dst).map_err(io_at(&dst, None)).map(|()| stamp)
     });
     if r.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -930,7 +976,7 @@ impl Drop for Writer {
         if let (Some(c), Some(f)) = (&self.contig, &self.file) {
             let lock = self.lock.clone();
             let Ok(_g) = exclusive_fresh(lock.as_deref()) else { return };
-            if !matches!(self.header_is_ours(), Ok(true)) {
+            if !matches!(self.view_is_current(), Ok(true)) {
                 return; // another handle wrote the file since: its state stays
             }
             let _ = finalize(c, f, self.header_len, self.sync_mode);

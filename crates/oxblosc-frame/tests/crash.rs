@@ -283,35 +283,52 @@ fn closed_file_is_compact_and_appendable() {
 /// A writable handle left open while another handle (here in the same process; a killed
 /// child in the table crash test) appends must not bring its old state back: neither when it
 /// is dropped (it used to move its old index over the newer chunks and cut the file) nor when
-/// it writes again (refused as stale, the file unchanged).
+/// it writes again (refused as stale, the file unchanged). The same for sparse directories,
+/// where a stale writer used to reuse the other handle's chunk file ids and write its old
+/// index over the new one.
 #[test]
 fn idle_writer_keeps_out_of_a_newer_state() {
     let dir = std::env::temp_dir().join(format!("oxblosc-idle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("f.b2frame");
-    let mut s = SChunk::create(&path, true, cparams(), DParams::default()).unwrap();
-    s.append_data(&chunk_data(1)).unwrap();
-    drop(s);
-    for (close_other, write_again) in [(false, false), (true, false), (false, true), (true, true)] {
+    for contiguous in [true, false] {
+        let path = dir.join(if contiguous { "f.b2frame" } else { "d.b2frame" });
+        let mut s = SChunk::create(&path, contiguous, cparams(), DParams::default()).unwrap();
+        s.append_data(&chunk_data(1)).unwrap();
+        drop(s);
+        for (close_other, write_again) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut a = open(&path, Mode::Append).unwrap();
+            a.append_data(&chunk_data(2)).unwrap(); // `a` committed: it has an index slot in use
+            let mut want = read_seeds(&a).unwrap();
+            let mut b = Some(open(&path, Mode::Append).unwrap());
+            for seed in 3..40 {
+                b.as_mut().unwrap().append_data(&chunk_data(seed)).unwrap();
+                want.push(seed);
+            }
+            if close_other {
+                b = None; // closed: compact tail, file cut after it
+            }
+            if write_again {
+                let e = a.append_data(&chunk_data(99)).unwrap_err();
+                assert!(e.is_stale(), "{e}");
+                assert!(e.to_string().contains(path.file_name().unwrap().to_str().unwrap()), "{e}");
+            }
+            drop(a);
+            assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
+            drop(b);
+            assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
+        }
+        // A commit that changes no size (a chunk replaced by one of the same length) still
+        // makes the other writer stale.
         let mut a = open(&path, Mode::Append).unwrap();
-        a.append_data(&chunk_data(2)).unwrap(); // `a` committed: it has an index slot in use
-        let mut want = read_seeds(&a).unwrap();
-        let mut b = Some(open(&path, Mode::Append).unwrap());
-        for seed in 3..40 {
-            b.as_mut().unwrap().append_data(&chunk_data(seed)).unwrap();
-            want.push(seed);
-        }
-        if close_other {
-            b = None; // closed: compact tail, file cut after it
-        }
-        if write_again {
-            let e = a.append_data(&chunk_data(99)).unwrap_err();
-            assert!(e.is_stale(), "{e}");
-            assert!(e.to_string().contains("f.b2frame"), "{e}");
-        }
-        drop(a);
-        assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
-        drop(b);
+        let mut b = open(&path, Mode::Append).unwrap();
+        let mut want = read_seeds(&b).unwrap();
+        let n = b.nchunks();
+        b.update_data(n - 1, &chunk_data(want[n - 1])).unwrap();
+        b.update_data(0, &chunk_data(500)).unwrap();
+        want[0] = 500;
+        assert!(a.append_data(&chunk_data(98)).unwrap_err().is_stale());
+        assert!(a.update_data(1, &chunk_data(97)).unwrap_err().is_stale());
+        drop((a, b));
         assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
     }
     let _ = std::fs::remove_dir_all(&dir);
