@@ -48,6 +48,10 @@ def _operand(x: Any) -> tuple[str, Any]:
     if isinstance(x, NDArray):
         _check_dtype(x.dtype, "an NDArray operand")
         return "op", x
+    if isinstance(x, np.ndarray | np.generic | list | tuple):
+        a = np.asarray(x)
+        _check_dtype(a.dtype, "a NumPy operand")
+        return "op", a
     if isinstance(x, bool):
         return "lit", "True" if x else "False"
     if isinstance(x, int):
@@ -58,10 +62,6 @@ def _operand(x: Any) -> tuple[str, Any]:
         if math.isinf(x):
             return "lit", "inf" if x > 0 else "(-inf)"
         return "lit", repr(x) if x >= 0 else f"({x!r})"
-    if isinstance(x, np.ndarray | np.generic | list | tuple):
-        a = np.asarray(x)
-        _check_dtype(a.dtype, "a NumPy operand")
-        return "op", a
     raise TypeError(f"unsupported operand type for an expression: {type(x).__name__}")
 
 
@@ -167,10 +167,7 @@ class _Selection:
         """The part of an operand of shape ``op_shape`` (broadcast to the expression) that
         the box needs: its own axes, a length-1 axis read once."""
         lead = len(self.box) - len(op_shape)
-        return tuple(
-            slice(0, 1) if n == 1 and c != 1 else s
-            for s, n, c in zip(self.box[lead:], op_shape, self.shape[lead:], strict=True)
-        )
+        return tuple(slice(0, 1) if n == 1 else s for s, n in zip(self.box[lead:], op_shape, strict=True))
 
 
 class LazyExpr(Operators):
@@ -256,7 +253,7 @@ class LazyExpr(Operators):
         return _grid(self._shape, self.chunks)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = self[()]
+        a = np.asarray(self[()])
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def compute(self, item: Any = (), **kwargs: Any) -> NDArray:

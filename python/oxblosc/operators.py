@@ -106,7 +106,9 @@ class Operators:
         (``out=``, ``reduce``, ufuncs the engine lacks) run NumPy on the arrays' values."""
         template = UFUNCS.get(ufunc.__name__)
         if method == "__call__" and template is not None and not kwargs:
-            return _lazy(template, *inputs)
+            e = _lazy(template, *inputs)
+            if e is not NotImplemented:
+                return e
         from .lazyexpr import numpy_fallback
 
         return numpy_fallback(ufunc, method, inputs, kwargs)
