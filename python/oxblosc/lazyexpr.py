@@ -325,6 +325,10 @@ def lazyexpr(
                 if n in scope:
                     operands[n] = scope[n]
                     break
+    if all(n in operands or n in _CONSTANTS for n in names) and all(
+        _operand(operands[n])[0] == "op" for n in names if n in operands
+    ):  # arrays only: the text and its names are kept as written
+        return _store(LazyExpr(expression, {n: _operand(operands[n])[1] for n in names if n in operands}), out)
     b = _Builder()
     mapping = {}
     for n in names:
@@ -332,9 +336,13 @@ def lazyexpr(
             mapping[n] = b.text(operands[n])
         elif n not in _CONSTANTS:
             raise NameError(f"name {n!r} in the expression {expression!r} is not among the operands")
-    e = LazyExpr(_rename(expression, mapping), b.operands)
-    if out is not None:
-        for region in _grid(e.shape, out.chunks) if out.ndim else [()]:
-            out[region] = e[region]
-        return out
-    return e
+    return _store(LazyExpr(_rename(expression, mapping), b.operands), out)
+
+
+def _store(e: LazyExpr, out: NDArray | None) -> Any:
+    """``e``, or ``out`` with ``e`` written into it chunk by chunk."""
+    if out is None:
+        return e
+    for region in _grid(e.shape, out.chunks) if out.ndim else [()]:
+        out[region] = e[region]
+    return out
