@@ -59,9 +59,9 @@ from .core import (
 from .ctable import Column, CTable
 from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
 from .expr import evaluate, expr_names
+from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .lazyexpr import LazyExpr, lazyexpr
 from .masks import clip, isfinite, isinf, isnan, where
-from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .ndarray import (
     NDArray,
     NDField,

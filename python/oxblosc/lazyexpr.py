@@ -35,9 +35,7 @@ _PIECE_ITEMS = 1 << 21
 def _check_dtype(dt: np.dtype, what: str) -> np.dtype:
     dt = np.dtype(dt)
     if dt.kind not in "biuf" or dt.itemsize > 8 or dt == np.float16:
-        raise TypeError(
-            f"{what} has dtype {dt}: expressions support bool, int8-64, uint8-64, float32 and float64"
-        )
+        raise TypeError(f"{what} has dtype {dt}: expressions support bool, int8-64, uint8-64, float32 and float64")
     return dt
 
 
@@ -187,7 +185,9 @@ class LazyExpr(Operators):
         try:
             self._shape = tuple(np.broadcast_shapes(*shapes))
         except ValueError:
-            raise ValueError(f"operands of {expression!r} have shapes {shapes} that do not broadcast together") from None
+            raise ValueError(
+                f"operands of {expression!r} have shapes {shapes} that do not broadcast together"
+            ) from None
         # The result type, from one item of each operand's type (type errors surface now).
         sample = {n: np.ones((), o.dtype) for n, o in self.operands.items()}
         self._dtype = expr_evaluate(expression, sample, 1).dtype

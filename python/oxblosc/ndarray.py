@@ -33,8 +33,8 @@ import numpy as np
 
 from . import _native, chunkwise
 from .core import CParams, DParams, _checked, _native_cparams
-from .operators import Operators
 from .info import InfoTable, cparams_summary, human_bytes
+from .operators import Operators
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3

@@ -117,25 +117,63 @@ class Operators:
     # NumPy's functions (``np.sum(a)``, ``np.mean(a, axis=0)``...) call these methods, so
     # they never load the whole array either.
 
-    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None, initial: Any = None) -> Any:  # noqa: E501
+    def sum(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        where: Any = None,
+        initial: Any = None,
+    ) -> Any:  # noqa: E501
         return _reduce(self, "sum", axis, dtype, out, keepdims, where, initial=initial)
 
-    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None, initial: Any = None) -> Any:  # noqa: E501
+    def prod(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        where: Any = None,
+        initial: Any = None,
+    ) -> Any:  # noqa: E501
         return _reduce(self, "prod", axis, dtype, out, keepdims, where, initial=initial)
 
-    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None) -> Any:  # noqa: E501
+    def mean(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None
+    ) -> Any:  # noqa: E501
         return _reduce(self, "mean", axis, dtype, out, keepdims, where)
 
-    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, where: Any = None) -> Any:  # noqa: E501
+    def std(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        ddof: int = 0,
+        keepdims: bool = False,
+        where: Any = None,
+    ) -> Any:  # noqa: E501
         return _reduce(self, "std", axis, dtype, out, keepdims, where, ddof=ddof)
 
-    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, where: Any = None) -> Any:  # noqa: E501
+    def var(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        ddof: int = 0,
+        keepdims: bool = False,
+        where: Any = None,
+    ) -> Any:  # noqa: E501
         return _reduce(self, "var", axis, dtype, out, keepdims, where, ddof=ddof)
 
-    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: E501
+    def min(
+        self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+    ) -> Any:  # noqa: E501
         return _reduce(self, "min", axis, None, out, keepdims, where, initial=initial)
 
-    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:  # noqa: E501
+    def max(
+        self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+    ) -> Any:  # noqa: E501
         return _reduce(self, "max", axis, None, out, keepdims, where, initial=initial)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None) -> Any:

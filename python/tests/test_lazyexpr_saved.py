@@ -44,7 +44,9 @@ def test_our_saved_expression_opens_in_blosc2(tmp_path):
     theirs = blosc2.open(str(tmp_path / "e.b2nd"), deserialize="full")
     assert isinstance(theirs, blosc2.LazyExpr)
     np.testing.assert_allclose(theirs[:], x * y + np.sin(x))
-    np.testing.assert_allclose(blosc2.open(str(tmp_path / "sub" / "w.b2nd"), deserialize="full")[:], np.where(x > 1, x, y))
+    np.testing.assert_allclose(
+        blosc2.open(str(tmp_path / "sub" / "w.b2nd"), deserialize="full")[:], np.where(x > 1, x, y)
+    )
     np.testing.assert_allclose(oxblosc.open(str(tmp_path / "sub" / "w.b2nd"))[:], np.where(x > 1, x, y))
     with pytest.raises(ValueError, match="stored on disk"):
         (a + oxblosc.asarray(y)).save(str(tmp_path / "bad.b2nd"))
