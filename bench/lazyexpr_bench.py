@@ -9,7 +9,7 @@ arrays. Measured, interleaved repetitions, medians:
     `a * b + np.sin(c)` into a new in-RAM array;
   - `sum(axis=k)` of `a` for k = 0, 1, 2 and None.
 Peak RSS is measured per tool in a fresh child process running the same operation once
-(`ru_maxrss` minus the RSS after the data was created).
+(the peak after the data was created, reset through /proc/self/clear_refs, minus the RSS then).
 
     python bench/lazyexpr_bench.py --n 400 --reps 5 --nthreads 2
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -44,8 +43,9 @@ def build(tool: str, n: int, nthreads: int):
     if tool == "numpy":
         a, b, c = fields
         return (a, b, c), (lambda: a * b + np.sin(c)), (lambda ax: a.sum(axis=ax))
-    chunks = (min(n, 50), n, n) if n * n * 50 * 8 <= (64 << 20) else (min(n, 25), min(n, 200), n)
-    blocks = (min(n, 5), min(n, 50), n)
+    # About 8 MB chunks of whole (n, n) planes, 256 KB blocks: the same for both libraries.
+    chunks = (max(1, min(n, (8 << 20) // (n * n * 8))), n, n)
+    blocks = (1, min(n, max(1, (256 << 10) // (n * 8))), n)
     if tool == "oxblosc":
         import oxblosc as m
 
@@ -69,20 +69,31 @@ def _rss_child(tool: str, n: int, nthreads: int, what: str) -> float:
     here = str(Path(__file__).resolve().parent)
     code = (
         f"import sys, resource; sys.path.insert(0, {here!r}); import lazyexpr_bench as lb; "
-        f"ops, expr, red = lb.build({tool!r}, {n}, {nthreads}); before = lb.rss_now(); "
+        f"ops, expr, red = lb.build({tool!r}, {n}, {nthreads}); before = lb.reset_peak(); "
         f"r = expr() if {what!r} == 'expr' else red(0); "
-        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024) - before)"
+        "print(lb.peak() - before)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def rss_now() -> float:
+def _status(field: str) -> float:
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def reset_peak() -> float:
+    """Reset the peak RSS (Linux: clear_refs 5) and return the current RSS (MB)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status("VmRSS")
+
+
+def peak() -> float:
+    return _status("VmHWM")
 
 
 def main() -> None:
