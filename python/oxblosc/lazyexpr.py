@@ -11,14 +11,18 @@ chunks whatever the size.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sys
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from . import core as _core
 from ._native import expr_evaluate, expr_names
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
@@ -265,10 +269,7 @@ class LazyExpr(Operators):
         base = self._base()
         if base is not None and "chunks" not in kwargs and "blocks" not in kwargs:
             kwargs["chunks"], kwargs["blocks"] = base.chunks, base.blocks
-        out = empty(self._shape, self._dtype, **kwargs)
-        for region in _grid(self._shape, out.chunks) if out.ndim else [()]:
-            out[region] = self[region]
-        return out
+        return _fill(empty(self._shape, self._dtype, **kwargs), self)
 
     def where(self, value1: Any = None, value2: Any = None) -> LazyExpr:
         """``where(self, value1, value2)`` (python-blosc2's method form)."""
@@ -341,8 +342,22 @@ def lazyexpr(
 
 def _store(e: LazyExpr, out: NDArray | None) -> Any:
     """``e``, or ``out`` with ``e`` written into it chunk by chunk."""
-    if out is None:
-        return e
-    for region in _grid(e.shape, out.chunks) if out.ndim else [()]:
-        out[region] = e[region]
+    return e if out is None else _fill(out, e)
+
+
+def _fill(out: NDArray, e: LazyExpr) -> NDArray:
+    """Write ``e`` into ``out`` chunk by chunk: a few chunks are evaluated ahead in threads
+    while the main thread writes the finished ones in order (memory: that window)."""
+    if tuple(out.shape) != e.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, the expression {e.shape}")
+    regions = iter(_grid(e.shape, out.chunks) if out.ndim else [()])
+    window = max(1, min(_core.nthreads, 8)) + 1
+    with ThreadPoolExecutor(window - 1 or 1) as pool:
+        pending: deque = deque()
+        for region in itertools.chain(regions, [None]):
+            if region is not None:
+                pending.append((region, pool.submit(e.__getitem__, region)))
+            while pending and (region is None or len(pending) >= window):
+                r, fut = pending.popleft()
+                out[r] = fut.result()
     return out
