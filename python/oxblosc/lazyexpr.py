@@ -95,7 +95,9 @@ class _Builder:
             self.operands[self._ids[key]] = obj
         return self._ids[key]
 
-    def text(self, x: Any) -> str:
+    def text(self, x: Any, bare: Any = lambda prec: False) -> str:
+        """``x`` as text in the combined expression; an expression is parenthesised unless
+        ``bare(its precedence)`` says the template does not need it."""
         kind, v = _operand(x)
         if kind == "lit":
             return v
@@ -103,19 +105,45 @@ class _Builder:
             return self.name(v)
         mapping = {n: self.name(o) for n, o in v.operands.items()}
         t = _rename(v.expression, mapping)
-        return t if re.fullmatch(r"\w+", t) else f"({t})"
+        return t if re.fullmatch(r"\w+", t) or bare(v._prec) else f"({t})"
+
+
+# Python's precedence of the binary operators (comparisons chain, `**` groups to the right:
+# neither is left bare on an equal footing); _ATOM: a name or call, _UNKNOWN: user text.
+_PREC = {"<": 1, "<=": 1, ">": 1, ">=": 1, "==": 1, "!=": 1, "|": 2, "^": 3, "&": 4, "+": 6, "-": 6}
+_PREC.update({"*": 7, "/": 7, "//": 7, "%": 7, "**": 9})
+_UNARY, _ATOM, _UNKNOWN = 8, 100, -1
+_BINARY = re.compile(r"\{0\} (\S+) \{1\}")
+_CALL = re.compile(r"\w+\((?:[^()]|\([^()]*\))*\)")
 
 
 def combine(template: str, *args: Any) -> Any:
     """The expression ``template`` (``"{0} + {1}"``) over ``args`` (arrays, expressions,
     scalars); NotImplemented for operand types it does not know (Python then tries the other
-    side)."""
+    side). Parentheses are added only where precedence needs them, so long operator chains
+    (``x = x + a`` in a loop) stay within the parser's nesting limit."""
     b = _Builder()
+    m = _BINARY.fullmatch(template)
     try:
-        parts = [b.text(a) for a in args]
+        if m:
+            p = _PREC[m.group(1)]
+            chains = p in (1, 9)
+            left = b.text(args[0], lambda q: q > p or (q == p and not chains))
+            parts = [left, b.text(args[1], lambda q: q > p)]
+        elif _CALL.fullmatch(template):  # arguments of a call need no parentheses
+            parts = [b.text(a, lambda q: q != _UNKNOWN) for a in args]
+        else:
+            parts = [b.text(a) for a in args]
     except TypeError:
         return NotImplemented
-    return LazyExpr(template.format(*parts), b.operands)
+    e = LazyExpr(template.format(*parts), b.operands)
+    if m:
+        e._prec = _PREC[m.group(1)]
+    elif _CALL.fullmatch(template):
+        e._prec = _ATOM
+    elif re.fullmatch(r"[-+~]\{0\}", template):
+        e._prec = _UNARY
+    return e
 
 
 def numpy_fallback(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
@@ -182,6 +210,7 @@ class LazyExpr(Operators):
         if missing:
             raise NameError(f"name {missing[0]!r} in the expression {expression!r} is not among the operands")
         self.expression = expression
+        self._prec = _UNKNOWN  # precedence of the top-level operator (set by `combine`)
         self.operands = {n: o for n, o in operands.items() if n in names}
         for n, o in self.operands.items():
             _check_dtype(o.dtype, f"operand {n!r}")

@@ -209,6 +209,22 @@ def test_hostile_text(text, err, fragment):
     assert fragment in str(info.value)
 
 
+def test_long_operator_chains_and_precedence():
+    x, y = np.arange(5.0), np.arange(5.0) + 1
+    a, b = oxblosc.asarray(x), oxblosc.asarray(y)
+    acc, ref = a, x
+    for i in range(300):  # parentheses only where needed: no nesting limit hit
+        acc, ref = acc + b * i, ref + y * i
+    np.testing.assert_allclose(acc[:], ref)
+    cases = [
+        ((a + b) * 2, (x + y) * 2), (a - (b - 1), x - (y - 1)), ((a < 2) == (b < 3), (x < 2) == (y < 3)),
+        ((a**2) ** 0.5, (x**2) ** 0.5), (a ** (b**0.5), x ** (y**0.5)), (-(a + 1), -(x + 1)),
+        (a / (b * 2), x / (y * 2)), ((a > 1) & (b < 4) | (a == 0), (x > 1) & (y < 4) | (x == 0)),
+    ]  # fmt: skip
+    for lazy, want in cases:
+        np.testing.assert_allclose(lazy[:], want)
+
+
 def test_bad_operands():
     a = oxblosc.asarray(np.arange(5.0))
     with pytest.raises(ValueError, match="do not broadcast"):
