@@ -60,6 +60,8 @@ from .ctable import Column, CTable
 from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
 from .expr import evaluate, expr_names
 from .geometry import compute_chunks_blocks, get_slice_nchunks
+from .lazyexpr import LazyExpr, lazyexpr
+from .masks import clip, isfinite, isinf, isnan, where
 from .ndarray import (
     NDArray,
     NDField,
@@ -125,6 +127,13 @@ __all__ = [
     "set_blocksize",
     "array",
     "evaluate",
+    "LazyExpr",
+    "lazyexpr",
+    "where",
+    "clip",
+    "isnan",
+    "isinf",
+    "isfinite",
     "expr_names",
     "broadcast_to",
     "compute_chunks_blocks",

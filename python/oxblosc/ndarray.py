@@ -12,9 +12,9 @@ number of axes, NumPy's own rules) read the bounding box of the selection once a
 finish on it; ``oindex`` applies the index arrays orthogonally.
 
 What differs from python-blosc2 4.14: automatic chunks/blocks follow our cache-size rule
-(documented in ``oxblosc-nd/src/auto.rs``); no lazy expressions, reductions or ufuncs on
-``NDArray`` (convert with ``arr[:]`` or ``np.asarray(arr)``); ``mmap_mode`` selects the
-access mode only. A dtype string that does not match the stored typesize (old C files
+(documented in ``oxblosc-nd/src/auto.rs``); ``mmap_mode`` selects the
+access mode only. Operators and ufuncs return lazy expressions (``lazyexpr.py``),
+reductions run chunk by chunk (``reductions.py``). A dtype string that does not match the stored typesize (old C files
 write ``|u1`` for any type) is read as raw ``V<typesize>`` items.
 """
 
@@ -34,6 +34,7 @@ import numpy as np
 from . import _native, chunkwise
 from .core import CParams, DParams, _checked, _native_cparams
 from .info import InfoTable, cparams_summary, human_bytes
+from .operators import Operators
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
@@ -155,7 +156,7 @@ def _slice_sel(s: slice, n: int) -> tuple[tuple[int, int, int], bool]:
 # the array
 
 
-class NDArray:
+class NDArray(Operators):
     """An n-dimensional compressed array (b2nd), in memory or in a frame file
     (``contiguous=True``) or sparse directory. Create one with :func:`zeros`, :func:`asarray`,
     ... or open one with :func:`oxblosc.open`."""
@@ -307,6 +308,12 @@ class NDArray:
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             return self._field(key)
+        if isinstance(key, Operators) and (
+            not isinstance(key, NDArray) or (key.dtype == bool and key.shape == self.shape and key.ndim)
+        ):
+            from .masks import masked  # a boolean expression or array mask, slab by slab
+
+            return masked(self, key)
         if isinstance(key, NDArray):
             key = key[()]
         if isinstance(self._n, _Locked):

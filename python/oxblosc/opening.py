@@ -106,6 +106,10 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
         if verify:
             native.require_checksums()
         s.verify_checksums = bool(verify)
+    if is_array and {"b2o", "LazyArray"} & set(native.meta_names()):
+        from .saved import open_saved  # a saved lazy expression (python-blosc2's layout)
+
+        return open_saved(_from_schunk(s))
     if is_array:
         return _from_schunk(s)  # b2nd frames open as arrays, as in python-blosc2
     return s

@@ -1,0 +1,392 @@
+"""Lazy expressions over compressed arrays (python-blosc2's ``LazyExpr``), evaluated by
+oxblosc's expression engine (Rust, GIL released; never Python ``eval``).
+
+An expression is its text (``"o0 * o1 + sin(o2)"``) and its operands (name -> ``NDArray``,
+NumPy array or 0-d NumPy scalar; Python scalars are literals in the text, weakly typed as in
+NumPy 2). Shapes broadcast as in NumPy. ``expr[sel]`` reads only the part of each operand the
+selection needs (an ``NDArray`` decodes only the blocks it touches) and evaluates it;
+``compute()`` writes the result chunk by chunk into a new ``NDArray``, so memory stays a few
+chunks whatever the size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import sys
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from . import core as _core
+from ._native import expr_evaluate, expr_names
+from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
+from .operators import Operators
+
+__all__ = ["LazyExpr", "lazyexpr", "combine", "numpy_fallback"]
+
+# Names the engine reads as constants when no operand has that name.
+_CONSTANTS = {"inf", "nan", "pi"}
+# Elements per piece when an expression without a same-shaped NDArray operand is computed
+# or reduced piece by piece.
+_PIECE_ITEMS = 1 << 21
+
+
+def _check_dtype(dt: np.dtype, what: str) -> np.dtype:
+    dt = np.dtype(dt)
+    if dt.kind not in "biuf" or dt.itemsize > 8 or dt == np.float16:
+        raise TypeError(f"{what} has dtype {dt}: expressions support bool, int8-64, uint8-64, float32 and float64")
+    return dt
+
+
+def _operand(x: Any) -> tuple[str, Any]:
+    """What ``x`` is in an expression: ("lit", text), ("op", array) or ("expr", LazyExpr)."""
+    if isinstance(x, LazyExpr):
+        return "expr", x
+    if isinstance(x, NDArray):
+        _check_dtype(x.dtype, "an NDArray operand")
+        return "op", x
+    if isinstance(x, np.ndarray | np.generic | list | tuple):
+        a = np.asarray(x)
+        _check_dtype(a.dtype, "a NumPy operand")
+        return "op", a
+    if isinstance(x, bool):
+        return "lit", "True" if x else "False"
+    if isinstance(x, int):
+        return "lit", repr(x) if x >= 0 else f"({x})"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "lit", "nan"
+        if math.isinf(x):
+            return "lit", "inf" if x > 0 else "(-inf)"
+        return "lit", repr(x) if x >= 0 else f"({x!r})"
+    raise TypeError(f"unsupported operand type for an expression: {type(x).__name__}")
+
+
+_STRING = re.compile(r"""(b?'[^']*'|b?"[^"]*")""")
+
+
+def _rename(text: str, mapping: dict[str, str]) -> str:
+    """``text`` with each name in ``mapping`` replaced (whole identifiers outside string
+    literals, not in call position)."""
+    mapping = {k: v for k, v in mapping.items() if k != v}
+    if not mapping:
+        return text
+    names = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, mapping)) + r")(?![\w])(?!\s*\()")
+    parts = _STRING.split(text)
+    return "".join(p if i % 2 else names.sub(lambda m: mapping[m.group(1)], p) for i, p in enumerate(parts))
+
+
+class _Builder:
+    """Operands of a combined expression, each object once (by identity), named o0, o1..."""
+
+    def __init__(self) -> None:
+        self.operands: dict[str, Any] = {}
+        self._ids: dict[int, str] = {}
+
+    def name(self, obj: Any) -> str:
+        key = id(obj)
+        if key not in self._ids:
+            self._ids[key] = f"o{len(self.operands)}"
+            self.operands[self._ids[key]] = obj
+        return self._ids[key]
+
+    def text(self, x: Any, bare: Any = lambda prec: False) -> str:
+        """``x`` as text in the combined expression; an expression is parenthesised unless
+        ``bare(its precedence)`` says the template does not need it."""
+        kind, v = _operand(x)
+        if kind == "lit":
+            return v
+        if kind == "op":
+            return self.name(v)
+        mapping = {n: self.name(o) for n, o in v.operands.items()}
+        t = _rename(v.expression, mapping)
+        return t if re.fullmatch(r"\w+", t) or bare(v._prec) else f"({t})"
+
+
+# Python's precedence of the binary operators (comparisons chain, `**` groups to the right:
+# neither is left bare on an equal footing); _ATOM: a name or call, _UNKNOWN: user text.
+_PREC = {"<": 1, "<=": 1, ">": 1, ">=": 1, "==": 1, "!=": 1, "|": 2, "^": 3, "&": 4, "+": 6, "-": 6}
+_PREC.update({"*": 7, "/": 7, "//": 7, "%": 7, "**": 9})
+_UNARY, _ATOM, _UNKNOWN = 8, 100, -1
+_BINARY = re.compile(r"\{0\} (\S+) \{1\}")
+_CALL = re.compile(r"\w+\((?:[^()]|\([^()]*\))*\)")
+
+
+def combine(template: str, *args: Any) -> Any:
+    """The expression ``template`` (``"{0} + {1}"``) over ``args`` (arrays, expressions,
+    scalars); NotImplemented for operand types it does not know (Python then tries the other
+    side). Parentheses are added only where precedence needs them, so long operator chains
+    (``x = x + a`` in a loop) stay within the parser's nesting limit."""
+    b = _Builder()
+    m = _BINARY.fullmatch(template)
+    try:
+        if m:
+            p = _PREC[m.group(1)]
+            chains = p in (1, 9)
+            left = b.text(args[0], lambda q: q > p or (q == p and not chains))
+            parts = [left, b.text(args[1], lambda q: q > p)]
+        elif _CALL.fullmatch(template):  # arguments of a call need no parentheses
+            parts = [b.text(a, lambda q: q != _UNKNOWN) for a in args]
+        else:
+            parts = [b.text(a) for a in args]
+    except TypeError:
+        return NotImplemented
+    e = LazyExpr(template.format(*parts), b.operands)
+    if m:
+        e._prec = _PREC[m.group(1)]
+    elif _CALL.fullmatch(template):
+        e._prec = _ATOM
+    elif re.fullmatch(r"[-+~]\{0\}", template):
+        e._prec = _UNARY
+    return e
+
+
+def numpy_fallback(ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """Run a ufunc the engine does not handle on the inputs' values (``out=`` NDArrays are
+    written back)."""
+    outs = kwargs.pop("out", None)
+    vals = [np.asarray(x) if isinstance(x, NDArray | LazyExpr) else x for x in inputs]
+    targets = outs if isinstance(outs, tuple) else (outs,) if outs is not None else ()
+    if any(isinstance(o, NDArray) for o in targets):
+        res = getattr(ufunc, method)(*vals, **kwargs)
+        results = res if isinstance(res, tuple) else (res,)
+        for o, r in zip(targets, results, strict=False):
+            o[...] = r
+        return outs
+    if outs is not None:
+        kwargs["out"] = outs
+    return getattr(ufunc, method)(*vals, **kwargs)
+
+
+class _Selection:
+    """A basic selection of an expression: the box read (a slice per axis) and the index
+    that turns the box into NumPy's result (ints drop axes, ``None`` adds them)."""
+
+    def __init__(self, key: Any, shape: tuple[int, ...]) -> None:
+        self.box: list[slice] = []
+        post: list[Any] = []
+        axis = 0
+        for k in _expand(key, len(shape)):
+            if k is None:
+                post.append(None)
+                continue
+            n = shape[axis]
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                self.box.append(slice(start, None if stop < 0 else stop, step))
+                post.append(slice(None))
+            elif isinstance(k, np.ndarray) or _is_bool_scalar(k):
+                raise IndexError("expressions take integers, slices, ... and None as indices (or a boolean mask)")
+            else:
+                i = int(k.__index__())
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                i %= n
+                self.box.append(slice(i, i + 1))
+                post.append(0)
+            axis += 1
+        self.post = tuple(post)
+        self.shape = tuple(len(range(*s.indices(n))) for s, n in zip(self.box, shape, strict=True))
+
+    def operand_key(self, op_shape: tuple[int, ...]) -> tuple[slice, ...]:
+        """The part of an operand of shape ``op_shape`` (broadcast to the expression) that
+        the box needs: its own axes, a length-1 axis read once."""
+        lead = len(self.box) - len(op_shape)
+        return tuple(slice(0, 1) if n == 1 else s for s, n in zip(self.box[lead:], op_shape, strict=True))
+
+
+class LazyExpr(Operators):
+    """An expression over arrays, evaluated on demand: ``expr[sel]`` (NumPy result),
+    ``expr.compute()`` (a new ``NDArray``), ``np.asarray(expr)``, reductions."""
+
+    def __init__(self, expression: str, operands: dict[str, Any]) -> None:
+        names = expr_names(expression)  # syntax errors name the position
+        missing = [n for n in names if n not in operands and n not in _CONSTANTS]
+        if missing:
+            raise NameError(f"name {missing[0]!r} in the expression {expression!r} is not among the operands")
+        self.expression = expression
+        self._prec = _UNKNOWN  # precedence of the top-level operator (set by `combine`)
+        self.operands = {n: o for n, o in operands.items() if n in names}
+        for n, o in self.operands.items():
+            _check_dtype(o.dtype, f"operand {n!r}")
+        shapes = [tuple(o.shape) for o in self.operands.values()]
+        try:
+            self._shape = tuple(np.broadcast_shapes(*shapes))
+        except ValueError:
+            raise ValueError(
+                f"operands of {expression!r} have shapes {shapes} that do not broadcast together"
+            ) from None
+        # The result type, from one item of each operand's type (type errors surface now).
+        sample = {n: np.ones((), o.dtype) for n, o in self.operands.items()}
+        self._dtype = expr_evaluate(expression, sample, 1).dtype
+
+    # ------------------------------------------------------------------ properties
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    ndim = property(lambda self: len(self._shape))
+    size = property(lambda self: math.prod(self._shape))
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The chunk shape results are computed in: the first same-shaped NDArray operand's,
+        else slabs along the first axis."""
+        base = self._base()
+        if base is not None:
+            return base.chunks
+        rest = math.prod(self._shape[1:]) or 1
+        return (max(1, min(self._shape[0], _PIECE_ITEMS // rest)), *self._shape[1:]) if self._shape else ()
+
+    def _base(self) -> NDArray | None:
+        return next(
+            (o for o in self.operands.values() if isinstance(o, NDArray) and o.shape == self._shape and o.ndim),
+            None,
+        )
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of unsized object")
+        return self._shape[0]
+
+    def __repr__(self) -> str:
+        return f"<oxblosc.LazyExpr {self.expression!r} shape={self._shape} dtype={self._dtype}>"
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError("the truth value of an expression with more than one element is ambiguous")
+        return bool(self[()].reshape(()))
+
+    # ------------------------------------------------------------------ evaluation
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, LazyExpr | NDArray) or (isinstance(key, np.ndarray) and key.dtype == bool):
+            from .masks import masked
+
+            return masked(self, key)
+        sel = _Selection(key, self._shape)
+        return self._eval_box(sel)[sel.post]
+
+    def _eval_box(self, sel: _Selection) -> np.ndarray:
+        if 0 in sel.shape:
+            return np.empty(sel.shape, self._dtype)
+        parts = {}
+        for n, o in self.operands.items():
+            v = o[sel.operand_key(tuple(o.shape))] if o.ndim else np.asarray(o[()])
+            parts[n] = np.broadcast_to(v, sel.shape) if v.ndim and v.shape != sel.shape else v
+        out = expr_evaluate(self.expression, parts, None)
+        return out if out.shape == sel.shape else np.broadcast_to(out, sel.shape).copy()
+
+    def regions(self) -> Iterator[tuple[slice, ...]]:
+        """The pieces (one per chunk of :attr:`chunks`) results are computed in, in C order."""
+        return _grid(self._shape, self.chunks)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = np.asarray(self[()])
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def compute(self, item: Any = (), **kwargs: Any) -> NDArray:
+        """The result as a new ``NDArray``, written chunk by chunk (memory: a few chunks).
+        ``kwargs`` as for :func:`oxblosc.empty` (``urlpath``, ``cparams``, ``chunks``...);
+        ``item`` computes only that selection."""
+        if item not in ((), None) and item != Ellipsis:
+            return asarray(self[item], **kwargs)
+        base = self._base()
+        if base is not None and "chunks" not in kwargs and "blocks" not in kwargs:
+            kwargs["chunks"], kwargs["blocks"] = base.chunks, base.blocks
+        return _fill(empty(self._shape, self._dtype, **kwargs), self)
+
+    def where(self, value1: Any = None, value2: Any = None) -> LazyExpr:
+        """``where(self, value1, value2)`` (python-blosc2's method form)."""
+        from .masks import where
+
+        return where(self, value1, value2)
+
+    def save(self, urlpath: str, **kwargs: Any) -> None:
+        """Store the expression in ``urlpath`` in python-blosc2's layout (operands must be
+        NDArrays stored in files)."""
+        from .saved import save
+
+        save(self, urlpath, **kwargs)
+
+
+def _grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[tuple[slice, ...]]:
+    """The chunk-grid regions of ``shape`` in C order (edge chunks clipped)."""
+    if not shape:
+        yield ()
+        return
+    if 0 in shape:
+        return
+    counts = [-(-n // c) for n, c in zip(shape, chunks, strict=True)]
+    for idx in np.ndindex(*counts):
+        yield tuple(slice(i * c, min((i + 1) * c, n)) for i, c, n in zip(idx, chunks, shape, strict=True))
+
+
+def lazyexpr(
+    expression: str | LazyExpr,
+    operands: dict[str, Any] | None = None,
+    out: NDArray | None = None,
+    where: Any = None,
+    local_dict: dict | None = None,
+    global_dict: dict | None = None,
+) -> LazyExpr:
+    """A lazy expression from text (``"a * b + sin(c)"``) and its operands (name ->
+    ``NDArray``, NumPy array or scalar; nested ``LazyExpr`` operands are inlined). Without
+    ``operands`` the names are looked up (never evaluated) in ``local_dict``/``global_dict``,
+    else in the caller's variables. The text is parsed by oxblosc's engine: only arithmetic,
+    comparisons and the engine's functions, never Python code."""
+    if isinstance(expression, LazyExpr):
+        return expression if operands is None else lazyexpr(expression.expression, operands)
+    if not isinstance(expression, str):
+        raise TypeError(f"expression must be a string or LazyExpr, got {type(expression).__name__}")
+    if where is not None:
+        raise NotImplementedError("lazyexpr(where=...) is not supported: use oxblosc.where(cond, x, y)")
+    names = expr_names(expression)
+    if operands is None:
+        frame = sys._getframe(1)
+        scopes = [d for d in (local_dict, global_dict) if d is not None] or [frame.f_locals, frame.f_globals]
+        operands = {}
+        for n in names:
+            for scope in scopes:
+                if n in scope:
+                    operands[n] = scope[n]
+                    break
+    if all(n in operands or n in _CONSTANTS for n in names) and all(
+        _operand(operands[n])[0] == "op" for n in names if n in operands
+    ):  # arrays only: the text and its names are kept as written
+        return _store(LazyExpr(expression, {n: _operand(operands[n])[1] for n in names if n in operands}), out)
+    b = _Builder()
+    mapping = {}
+    for n in names:
+        if n in operands:
+            mapping[n] = b.text(operands[n])
+        elif n not in _CONSTANTS:
+            raise NameError(f"name {n!r} in the expression {expression!r} is not among the operands")
+    return _store(LazyExpr(_rename(expression, mapping), b.operands), out)
+
+
+def _store(e: LazyExpr, out: NDArray | None) -> Any:
+    """``e``, or ``out`` with ``e`` written into it chunk by chunk."""
+    return e if out is None else _fill(out, e)
+
+
+def _fill(out: NDArray, e: LazyExpr) -> NDArray:
+    """Write ``e`` into ``out`` chunk by chunk: a few chunks are evaluated ahead in threads
+    while the main thread writes the finished ones in order (memory: that window)."""
+    if tuple(out.shape) != e.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, the expression {e.shape}")
+    regions = iter(_grid(e.shape, out.chunks) if out.ndim else [()])
+    window = max(1, min(_core.nthreads, 8)) + 1
+    with ThreadPoolExecutor(window - 1 or 1) as pool:
+        pending: deque = deque()
+        for region in itertools.chain(regions, [None]):
+            if region is not None:
+                pending.append((region, pool.submit(e.__getitem__, region)))
+            while pending and (region is None or len(pending) >= window):
+                r, fut = pending.popleft()
+                out[r] = fut.result()
+    return out

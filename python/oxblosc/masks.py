@@ -1,0 +1,79 @@
+"""Element-wise selection: ``where(cond, x, y)``, ``clip``, ``isnan``/``isinf``/``isfinite``
+(lazy expressions), and boolean masks as indices (``a[a > 5]``), read slab by slab.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .lazyexpr import _PIECE_ITEMS, LazyExpr, combine
+from .ndarray import NDArray
+
+__all__ = ["where", "clip", "isnan", "isinf", "isfinite", "masked"]
+
+
+def _lazy(template: str, *args: Any) -> LazyExpr:
+    e = combine(template, *args)
+    if e is NotImplemented:
+        raise TypeError(f"unsupported operand types for {template.split('(')[0]}: {[type(a).__name__ for a in args]}")
+    return e
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> LazyExpr:
+    """Items of ``x`` where ``condition`` holds, else of ``y`` (broadcast, NumPy's types),
+    as a lazy expression."""
+    if x is None or y is None:
+        raise TypeError("where(condition, x, y) needs both x and y (np.nonzero gives positions)")
+    return _lazy("where({0}, {1}, {2})", condition, x, y)
+
+
+def clip(x: Any, a_min: Any = None, a_max: Any = None) -> LazyExpr:
+    """``x`` limited to ``[a_min, a_max]`` (either may be None), as a lazy expression; NaN
+    stays NaN as in NumPy."""
+    if a_min is None and a_max is None:
+        raise ValueError("One of max or min must be given")
+    if a_max is None:
+        return _lazy("maximum({0}, {1})", x, a_min)
+    if a_min is None:
+        return _lazy("minimum({0}, {1})", x, a_max)
+    return _lazy("minimum(maximum({0}, {1}), {2})", x, a_min, a_max)
+
+
+def isnan(x: Any) -> LazyExpr:
+    return _lazy("isnan({0})", x)
+
+
+def isinf(x: Any) -> LazyExpr:
+    return _lazy("isinf({0})", x)
+
+
+def isfinite(x: Any) -> LazyExpr:
+    return _lazy("isfinite({0})", x)
+
+
+def masked(target: NDArray | LazyExpr, mask: Any) -> np.ndarray:
+    """``target[mask]`` for a boolean mask (expression, NDArray or NumPy array) of the
+    target's shape: the selected items in C order, read in slabs along the first axis so
+    only one slab of the target and of the mask is in memory besides the result."""
+    if mask.dtype != bool:
+        raise IndexError(f"an expression used as an index must be boolean, not {mask.dtype}")
+    shape = tuple(target.shape)
+    if tuple(mask.shape) != shape:
+        if tuple(mask.shape) != shape[: len(mask.shape)]:
+            raise IndexError(f"boolean index of shape {tuple(mask.shape)} does not match the array's {shape}")
+        m = np.asarray(mask)
+        return np.asarray(target)[m] if isinstance(target, LazyExpr) else target[m]
+    if not shape:
+        return np.asarray(target[()]).reshape(1)[np.asarray(mask[()]).reshape(1)]
+    rows = max(1, _PIECE_ITEMS // max(1, int(np.prod(shape[1:]))))
+    if isinstance(target, NDArray | LazyExpr) and target.ndim:
+        rows = max(rows, target.chunks[0]) if isinstance(target, NDArray) else rows
+    parts = []
+    for r0 in range(0, shape[0], rows):
+        sl = slice(r0, min(shape[0], r0 + rows))
+        m = np.asarray(mask[sl])
+        if m.any():
+            parts.append(np.asarray(target[sl])[m])
+    return np.concatenate(parts) if parts else np.empty(0, target.dtype)
