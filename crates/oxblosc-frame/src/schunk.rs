@@ -398,7 +398,8 @@ impl SChunk {
         match self.get_chunk(i)? {
             Cow::Borrowed(b) => Ok(Some(b)),
             Cow::Owned(v) => {
-                *buf = v;
+                buf.clear();
+                buf.extend_from_slice(&v); // keeps the allocation
                 Ok(None)
             }
         }
