@@ -61,7 +61,8 @@
 //!   exclusive lock and bumps the generation; a writer whose view is stale (another writer
 //!   committed since) refuses to commit with [`Error::Stale`].
 //! * Without a lock, a contiguous writer reads the header back before every write and before
-//!   its close and compares it with the one it committed last: when another handle committed
+//!   its close and compares it with the one it committed last (a sparse writer: the inode,
+//!   length and mtime of `chunks.b2frame`, renamed anew by every commit): when another handle committed
 //!   since (a second writer in this or another process, used one after the other), the stale
 //!   writer refuses to write ([`Error::Stale`]) and its close leaves the file alone. Without
 //!   this, a writable handle that merely stayed open (say until a garbage collector dropped
@@ -173,6 +174,21 @@ pub(crate) struct Writer {
     pub(crate) lock: Option<Arc<LockView>>,
     /// Sparse frames: encoded blocks of the index in `chunks.b2frame`.
     sparse_index: SparseIndex,
+    /// Sparse frames: what identified `chunks.b2frame` when this writer last read or wrote it
+    /// (every commit renames a new one in), to notice another writer's commits.
+    sparse_stamp: Option<IndexStamp>,
+}
+
+/// Inode (unix), length and modification time of a file.
+type IndexStamp = (u64, u64, Option<std::time::SystemTime>);
+
+fn index_stamp(path: &Path) -> std::io::Result<IndexStamp> {
+    let m = fs::metadata(path)?;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Ok((ino, m.len(), m.modified().ok()))
 }
 
 /// The offsets index of a sparse frame kept as independently encoded 16 KiB blocks (like the
@@ -384,6 +400,7 @@ impl Writer {
             contig: Some(c),
             lock,
             sparse_index: SparseIndex::default(),
+            sparse_stamp: None,
         }
     }
 
@@ -399,6 +416,7 @@ impl Writer {
             contig: None,
             lock,
             sparse_index: SparseIndex::default(),
+            sparse_stamp: index_stamp(&dir.join(SPARSE_INDEX)).ok(),
         }
     }
 
@@ -420,7 +438,15 @@ impl Writer {
     /// from this view would overwrite that handle's chunks or index, or cut them off when
     /// closing. So a stale writer refuses to write ([`Error::Stale`]) and closes without
     /// touching the file. (Not a lock: a handle writing at the same moment is not seen.)
+    /// Sparse directories: whether `chunks.b2frame` is still the file this writer last read or
+    /// wrote (a stale writer would also reuse the other's new chunk file names).
     fn header_is_ours(&self) -> std::io::Result<bool> {
+        if !self.contiguous {
+            return match self.sparse_stamp {
+                Some(st) => Ok(index_stamp(&self.path.join(SPARSE_INDEX)).is_ok_and(|now| now == st)),
+                None => Ok(true),
+            };
+        }
         let (Some(c), Some(f)) = (&self.contig, &self.file) else { return Ok(true) };
         let mut now = vec![0u8; c.header.len()];
         match crate::storage::read_exact_at(f, &mut now, 0) {
@@ -818,6 +844,7 @@ impl Writer {
             self.discard(&stored.iter().map(|p| p.1).collect::<Vec<_>>());
             return Err(e);
         }
+        self.sparse_stamp = index_stamp(&self.path.join(SPARSE_INDEX)).ok();
         for &id in ch.retired {
             let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
         }

@@ -288,15 +288,22 @@ fn closed_file_is_compact_and_appendable() {
 fn idle_writer_keeps_out_of_a_newer_state() {
     let dir = std::env::temp_dir().join(format!("oxblosc-idle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("f.b2frame");
-    let mut s = SChunk::create(&path, true, cparams(), DParams::default()).unwrap();
+    for contiguous in [true, false] {
+        let path = dir.join(if contiguous { "f.b2frame" } else { "f.b2sparse" });
+        idle_writer_case(&path, contiguous);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn idle_writer_case(path: &Path, contiguous: bool) {
+    let mut s = SChunk::create(path, contiguous, cparams(), DParams::default()).unwrap();
     s.append_data(&chunk_data(1)).unwrap();
     drop(s);
     for (close_other, write_again) in [(false, false), (true, false), (false, true), (true, true)] {
-        let mut a = open(&path, Mode::Append).unwrap();
+        let mut a = open(path, Mode::Append).unwrap();
         a.append_data(&chunk_data(2)).unwrap(); // `a` committed: it has an index slot in use
         let mut want = read_seeds(&a).unwrap();
-        let mut b = Some(open(&path, Mode::Append).unwrap());
+        let mut b = Some(open(path, Mode::Append).unwrap());
         for seed in 3..40 {
             b.as_mut().unwrap().append_data(&chunk_data(seed)).unwrap();
             want.push(seed);
@@ -307,12 +314,11 @@ fn idle_writer_keeps_out_of_a_newer_state() {
         if write_again {
             let e = a.append_data(&chunk_data(99)).unwrap_err();
             assert!(e.is_stale(), "{e}");
-            assert!(e.to_string().contains("f.b2frame"), "{e}");
+            assert!(e.to_string().contains(&*path.to_string_lossy()), "{e}");
         }
         drop(a);
-        assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
+        assert_eq!(read_seeds(&open(path, Mode::Read).unwrap()).unwrap(), want, "contiguous: {contiguous}");
         drop(b);
-        assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
+        assert_eq!(read_seeds(&open(path, Mode::Read).unwrap()).unwrap(), want, "contiguous: {contiguous}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
