@@ -69,7 +69,14 @@ def slices(workdir: Path, names, nrows: int, step: int = 1 << 20):
 
 
 def worker(
-    system: str, workdir: Path, queries: list[str], reps: int, nrows: int, nthreads: int, phase: str = "all"
+    system: str,
+    workdir: Path,
+    queries: list[str],
+    reps: int,
+    nrows: int,
+    nthreads: int,
+    phase: str = "all",
+    block_rows: int | None = None,
 ) -> dict:
     import numpy as np
 
@@ -90,7 +97,9 @@ def worker(
             t = None
             for part in slices(workdir, names, nrows):  # written 1 M rows at a time
                 if t is None:
-                    t = oxblosc.CTable(part, urlpath=path, cparams=cp, nthreads=nthreads, chunks=1 << 20)
+                    t = oxblosc.CTable(
+                        part, urlpath=path, cparams=cp, nthreads=nthreads, chunks=1 << 20, blocks=block_rows
+                    )
                 else:
                     t.extend(part)
             res["write_s"] = time.perf_counter() - t0
@@ -172,6 +181,8 @@ def run_one(system: str, args, qfile: Path, nrows: int, phase: str) -> dict:
         "--nthreads",
         str(args.nthreads),
     ]
+    if args.block_rows:
+        cmd += ["--block-rows", str(args.block_rows)]
     env = dict(
         os.environ,
         BLOSC_NTHREADS=str(args.nthreads),
@@ -215,6 +226,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds of all systems")
     p.add_argument("--nthreads", type=int, default=2)
+    p.add_argument("--block-rows", type=int, help="rows per block of the oxblosc tables (default: CTable's)")
     p.add_argument("--systems", nargs="+", default=SYSTEMS, choices=SYSTEMS)
     p.add_argument("--tmpdir", type=Path, default=Path(tempfile.gettempdir()) / "oxblosc-table-bench")
     p.add_argument("--no-save", action="store_true")
@@ -229,16 +241,21 @@ def main() -> None:
         import numpy as np
 
         _, TQ = shared()
+        made = args.workdir / "made.json"  # the data of an earlier run is reused when it fits
+        if made.exists() and json.loads(made.read_text()) == {"rows": nrows}:
+            return
         cols = TQ.make_columns(nrows)
         for n, _ in TQ.COLUMNS:
             np.save(args.workdir / f"col-{n}.npy", cols[n])
         queries = TQ.make_queries(cols)
         (args.workdir / "queries.json").write_text(json.dumps(queries))
         (args.workdir / "selectivity.json").write_text(json.dumps([TQ.selectivity(cols, q) for q in queries]))
+        made.write_text(json.dumps({"rows": nrows}))
         return
     if args.worker:
         queries = json.loads(args.queries_file.read_text())
-        print(json.dumps(worker(args.worker, args.workdir, queries, args.reps, nrows, args.nthreads, args.phase)))
+        res = worker(args.worker, args.workdir, queries, args.reps, nrows, args.nthreads, args.phase, args.block_rows)
+        print(json.dumps(res))
         return
     from _benchutil import log, machine_info, write_block
 

@@ -200,7 +200,6 @@ while True:
 """
 
 
-
 def test_killed_while_appending(tmp_path):
     """`make stress` runs it with many seeds (OXBLOSC_CRASH_SEED) and OXBLOSC_CRASH_KILLS kills."""
     path = str(tmp_path / "t.b2d")

@@ -384,6 +384,27 @@ impl SChunk {
         Ok(c)
     }
 
+    /// [`get_chunk`](Self::get_chunk) that reuses a buffer: a chunk in memory or mapped is
+    /// borrowed (`Some`), any other (read from a file or sparse directory, or materialised) is
+    /// put in `buf`, its allocation reused (`None`). A scan over many multi-megabyte chunks
+    /// otherwise page-faults in a fresh buffer for each.
+    pub fn get_chunk_in(&self, i: usize, buf: &mut Vec<u8>) -> Result<Option<&[u8]>> {
+        self.check_index(i)?;
+        if let (Slot::Stored(pos), Backing::File { .. } | Backing::Sparse { .. }) = (self.slots.get(i), &self.backing) {
+            self.read_stored_into(i, pos, buf).map_err(|e| self.in_backing_file(e))?;
+            self.verify_read(i, buf)?;
+            return Ok(None);
+        }
+        match self.get_chunk(i)? {
+            Cow::Borrowed(b) => Ok(Some(b)),
+            Cow::Owned(v) => {
+                buf.clear();
+                buf.extend_from_slice(&v); // keeps the allocation
+                Ok(None)
+            }
+        }
+    }
+
     /// Chunk `i` as stored, never checksum-checked.
     pub(crate) fn get_chunk_raw(&self, i: usize) -> Result<Cow<'_, [u8]>> {
         self.check_index(i)?;

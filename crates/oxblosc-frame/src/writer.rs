@@ -62,10 +62,11 @@
 //!   committed since) refuses to commit with [`Error::Stale`].
 //! * Without a lock, a contiguous writer reads the header back before every write and before
 //!   its close and compares it with the one it committed last (a sparse writer: the
-//!   [`IndexStamp`] of `chunks.b2frame`): when another handle committed since (a second writer in this or another process, used one after the other), the stale
-//!   writer refuses to write ([`Error::Stale`]) and its close leaves the file alone. Without
-//!   this, a writable handle that merely stayed open (say until a garbage collector dropped
-//!   it) moved its old index over the newer chunks and cut the file on close.
+//!   [`IndexStamp`] of `chunks.b2frame`): when another handle committed since (a second
+//!   writer in this or another process, used one after the other), the stale writer refuses
+//!   to write ([`Error::Stale`]) and its close leaves the file alone. Without this, a
+//!   writable handle that merely stayed open (say until a garbage collector dropped it) moved
+//!   its old index over the newer chunks and cut the file on close.
 
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};

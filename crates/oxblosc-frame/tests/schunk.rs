@@ -445,3 +445,35 @@ fn chunk_info_reads_only_the_header() {
     assert!(err.contains("chunk 2"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `get_chunk_in` gives the bytes `get_chunk` gives: borrowed from memory, read into the
+/// caller's buffer (its allocation reused) from a file, special chunks materialised there.
+#[test]
+fn get_chunk_in_matches_get_chunk() {
+    let dir = tmpdir("chunk-in");
+    let path = dir.join("f.b2frame");
+    let mut mem = SChunk::new(cp(1, 4), DParams::default()).unwrap();
+    let mut file = SChunk::create(&path, true, cp(1, 4), DParams::default()).unwrap();
+    for s in [&mut mem, &mut file] {
+        s.append_data(&ints(0..1000)).unwrap();
+        s.fill_special(1000, SpecialValue::Zeros, None).unwrap();
+        s.append_data(&ints(500..1500)).unwrap();
+    }
+    drop(file);
+    let file = open(&path, Mode::Read).unwrap();
+    let mut buf = Vec::with_capacity(1 << 16);
+    let cap = buf.capacity();
+    for i in 0..3 {
+        let want = mem.get_chunk(i).unwrap().into_owned();
+        assert_eq!(mem.get_chunk_in(i, &mut buf).unwrap(), if i == 1 { None } else { Some(&want[..]) });
+        if i == 1 {
+            assert_eq!(buf, want); // a special chunk is made, not borrowed
+        }
+        assert_eq!(file.get_chunk_in(i, &mut buf).unwrap(), None);
+        assert_eq!(buf, file.get_chunk(i).unwrap().into_owned());
+        assert_eq!(buf, want);
+    }
+    assert!(buf.capacity() >= cap, "the buffer was reallocated smaller");
+    assert!(file.get_chunk_in(3, &mut buf).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}

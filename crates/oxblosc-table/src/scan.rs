@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use oxblosc_chunk::decompress::decompress_ranges;
 use oxblosc_chunk::parallel::pool;
@@ -184,6 +184,8 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
     };
     let batches: Vec<&[(u64, u64)]> =
         if borrowed { vec![&live[..]] } else { live.chunk_by(|a, b| a.0 == b.0).collect() };
+    // Buffers of chunks read in one batch, reused by the next ones.
+    let spare: Mutex<Vec<Vec<u8>>> = Mutex::default();
     for batch in batches {
         let cache: Vec<OnceLock<Result<Cow<'_, [u8]>>>> = (0..=ncols).map(|_| OnceLock::new()).collect();
         let fetch = |i: usize, ci: u64| -> Result<Cow<'_, [u8]>> {
@@ -192,11 +194,18 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
             } else {
                 (scan.columns[i].name, scan.columns[i].arr)
             };
-            let get = || arr.schunk().get_chunk(ci as usize).map_err(|e| Error::column(name, e.to_string()));
+            let err = |e: oxblosc_frame::Error| Error::column(name, e.to_string());
             if borrowed {
-                return get();
+                return arr.schunk().get_chunk(ci as usize).map_err(err);
             }
-            match cache[i].get_or_init(get) {
+            let read = || {
+                let mut buf = spare.lock().map(|mut s| s.pop()).ok().flatten().unwrap_or_default();
+                match arr.schunk().get_chunk_in(ci as usize, &mut buf).map_err(err)? {
+                    Some(b) => Ok(Cow::Borrowed(b)),
+                    None => Ok(Cow::Owned(buf)),
+                }
+            };
+            match cache[i].get_or_init(read) {
                 Ok(c) => Ok(Cow::Borrowed(&c[..])),
                 Err(e) => Err(e.clone()),
             }
@@ -207,6 +216,12 @@ pub fn run(scan: &Scan<'_>, filter: &dyn BlockFilter) -> Result<Found> {
         } else {
             pool(threads).install(|| batch.par_iter().map(one).collect())
         };
+        if let Ok(mut s) = spare.lock() {
+            s.extend(cache.into_iter().filter_map(|c| match c.into_inner() {
+                Some(Ok(Cow::Owned(v))) => Some(v),
+                _ => None,
+            }));
+        }
         for o in outs {
             let o = o?;
             found.count += o.count;
