@@ -33,9 +33,16 @@ fn written(b: &MaybeUninit<u8>) -> u8 {
 fn matches_decompress_for_every_chunk_kind() {
     let src = data(300_001);
     let mut params = Vec::new();
-    for filters in [[0, 0, 0, 0, 0, filter::SHUFFLE], [0, 0, 0, 0, filter::DELTA, filter::BITSHUFFLE], [0; 6]] {
-        for (codec, clevel) in [(0u8, 5u8), (1, 1), (5, 3), (1, 0)] {
-            params.push(CParams { codec, clevel, typesize: 4, filters, blocksize: 16 << 10, ..CParams::default() });
+    for filters in [
+        [0, 0, 0, 0, 0, filter::SHUFFLE],
+        [0, 0, 0, 0, filter::DELTA, filter::BITSHUFFLE],
+        [0, 0, 0, 0, filter::SHUFFLE, filter::BYTEDELTA],
+        [0; 6],
+    ] {
+        for (codec, clevel) in [(0u8, 5u8), (1, 1), (2, 4), (4, 3), (5, 3), (1, 0)] {
+            for typesize in [4, 3, 12] {
+                params.push(CParams { codec, clevel, typesize, filters, blocksize: 16 << 10, ..CParams::default() });
+            }
         }
     }
     for cp in params {
@@ -47,4 +54,6 @@ fn matches_decompress_for_every_chunk_kind() {
     check(&special_chunk(SpecialKind::Nan, 4000, 4, None).unwrap(), 1);
     check(&special_chunk(SpecialKind::Zeros, 4000, 4, None).unwrap(), 2);
     check(&compress(&[], &CParams::default()).unwrap(), 1);
+    let memcpyed = CParams { clevel: 0, ..CParams::default() };
+    check(&compress(&src[..1001], &memcpyed).unwrap(), 1);
 }

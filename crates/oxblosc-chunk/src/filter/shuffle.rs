@@ -5,6 +5,16 @@
 //! `len % E` bytes are copied unchanged. `E = 1` is the identity.
 
 use super::kernels;
+use crate::uninit::Out;
+
+/// The element size of a SHUFFLE slot: its meta, or the typesize when the meta is 0.
+pub(crate) fn elem_size(meta: u8, typesize: usize) -> usize {
+    if meta == 0 {
+        typesize
+    } else {
+        usize::from(meta)
+    }
+}
 
 /// Byte-shuffle `src` into `dst` by `elem_size` (callers guarantee equal lengths).
 pub fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
@@ -13,6 +23,11 @@ pub fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
 
 /// Undo [`shuffle`].
 pub fn unshuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
+    unshuffle_at(kernels::level(), elem_size, src, &mut Out::init(dst));
+}
+
+/// [`unshuffle`] into possibly uninitialised output: writes every byte of `dst`.
+pub(crate) fn unshuffle_out(elem_size: usize, src: &[u8], dst: &mut Out) {
     unshuffle_at(kernels::level(), elem_size, src, dst);
 }
 
@@ -33,7 +48,7 @@ pub(crate) fn shuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], ds
     dt.copy_from_slice(st);
 }
 
-pub(crate) fn unshuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], dst: &mut [u8]) {
+pub(crate) fn unshuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], dst: &mut Out) {
     assert!(elem_size >= 1, "unshuffle: element size 0");
     assert_eq!(src.len(), dst.len(), "unshuffle: length mismatch");
     let n = src.len() / elem_size;
@@ -43,9 +58,9 @@ pub(crate) fn unshuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], 
         return;
     }
     let (sb, st) = src.split_at(body);
-    let (db, dt) = dst.split_at_mut(body);
-    if !kernels::unshuffle(level, elem_size, sb, db) {
-        unshuffle_scalar(elem_size, sb, db);
+    let (mut db, mut dt) = dst.reborrow().split_at(body);
+    if !kernels::unshuffle(level, elem_size, sb, &mut db) {
+        unshuffle_scalar(elem_size, sb, &mut db);
     }
     dt.copy_from_slice(st);
 }
@@ -60,12 +75,12 @@ pub(crate) fn shuffle_scalar(e: usize, src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// Scalar twin: `src.len()` is a multiple of `e`.
-pub(crate) fn unshuffle_scalar(e: usize, src: &[u8], dst: &mut [u8]) {
+/// Scalar twin: `src.len()` is a multiple of `e`; writes every byte of `dst`.
+pub(crate) fn unshuffle_scalar(e: usize, src: &[u8], dst: &mut Out) {
     let n = src.len() / e;
     for (j, row) in src.chunks_exact(n).enumerate() {
-        for (s, o) in row.iter().zip(dst[j..].iter_mut().step_by(e)) {
-            *o = *s;
+        for (i, s) in row.iter().enumerate() {
+            dst.set(i * e + j, *s);
         }
     }
 }
@@ -114,7 +129,7 @@ mod tests {
                     assert_eq!(dst, &want[..], "shuffle e={e} len={len} {lv:?}");
                     let mut bbuf = vec![0xEEu8; len + 16];
                     let back = &mut bbuf[(off + 3) % 16..(off + 3) % 16 + len];
-                    unshuffle_at(lv, e, &want, back);
+                    unshuffle_at(lv, e, &want, &mut Out::init(back));
                     assert_eq!(back, src, "unshuffle e={e} len={len} {lv:?}");
                 }
             }

@@ -14,6 +14,7 @@
 use std::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 // ---------- rounds ----------
 
@@ -119,10 +120,10 @@ unsafe fn shuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [u8], mut i
 /// # Safety
 /// SSE2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "sse2")]
-unsafe fn unshuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
     let n = src.len() / E;
     let g = E.trailing_zeros();
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     while i + 16 <= n {
         let mut v = [_mm_setzero_si128(); E];
         for p in 0..E {
@@ -190,10 +191,10 @@ unsafe fn shuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [u8], mut i: usiz
 /// # Safety
 /// SSE2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
 #[target_feature(enable = "sse2")]
-unsafe fn unshuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
     let len = src.len();
     let n = len / e;
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     if e < 16 {
         // Overlapping 16-byte stores in increasing address order: each spill is rewritten
         // by the next element's store (or the scalar tail, which runs after).
@@ -257,10 +258,10 @@ unsafe fn shuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i
 /// # Safety
 /// AVX2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "avx2")]
-unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
     let n = src.len() / E;
     let g = E.trailing_zeros();
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     while i + 32 <= n {
         let mut v = [_mm256_setzero_si256(); E];
         for p in 0..E {
@@ -322,10 +323,10 @@ unsafe fn shuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usiz
 /// # Safety
 /// AVX2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
 #[target_feature(enable = "avx2")]
-unsafe fn unshuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
     let len = src.len();
     let n = len / e;
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     if e < 16 {
         while i + 32 <= n && (i + 31) * e + 16 <= len {
             let mut v = [_mm256_setzero_si256(); 16];
@@ -383,7 +384,7 @@ pub(super) unsafe fn shuffle_sse2(e: usize, src: &[u8], dst: &mut [u8], i: usize
 /// # Safety
 /// SSE2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn unshuffle_sse2(e: usize, src: &[u8], dst: &mut [u8], i: usize) -> usize {
+pub(super) unsafe fn unshuffle_sse2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], i: usize) -> usize {
     match e {
         2 => unshuffle_compact_sse2::<2>(src, dst, i),
         4 => unshuffle_compact_sse2::<4>(src, dst, i),
@@ -408,7 +409,7 @@ pub(super) unsafe fn shuffle_avx2(e: usize, src: &[u8], dst: &mut [u8]) -> usize
 /// # Safety
 /// AVX2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn unshuffle_avx2(e: usize, src: &[u8], dst: &mut [u8]) -> usize {
+pub(super) unsafe fn unshuffle_avx2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>]) -> usize {
     let i = match e {
         2 => unshuffle_compact_avx2::<2>(src, dst, 0),
         4 => unshuffle_compact_avx2::<4>(src, dst, 0),
