@@ -68,12 +68,22 @@ pub fn decompress_into_with(chunk: &[u8], dst: &mut [u8], dp: &DParams, ctx: &Ch
 /// On success the first `nbytes` (returned) are initialised; on error the contents are
 /// unspecified.
 pub fn decompress_into_uninit(chunk: &[u8], dst: &mut [MaybeUninit<u8>], dp: &DParams) -> Result<usize> {
+    decompress_into_uninit_with(chunk, dst, dp, ChunkContext::NONE)
+}
+
+/// [`decompress_into_uninit`] with the container context of [`decompress_with`].
+pub fn decompress_into_uninit_with(
+    chunk: &[u8],
+    dst: &mut [MaybeUninit<u8>],
+    dp: &DParams,
+    ctx: &ChunkContext,
+) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let n = h.nbytes;
     if dst.len() < n {
         return Err(Error::OutputTooSmall { need: n, have: dst.len() });
     }
-    Decoder::new(chunk, h, ChunkContext::NONE)?.decode_all(Out::uninit(&mut dst[..n]), dp.nthreads)?;
+    Decoder::new(chunk, h, ctx)?.decode_all(Out::uninit(&mut dst[..n]), dp.nthreads)?;
     Ok(n)
 }
 
@@ -592,12 +602,7 @@ impl<'a> Decoder<'a> {
             Some(r) if codec.id < registry::FIRST_GLOBAL_ID => r,
             _ => codec.codec.decode(&p, payload, out.reborrow().zeroed()),
         };
-        r.map_err(|detail| Error::Codec {
-            codec: codec.name,
-            block: i,
-            offset: pos,
-            detail,
-        })
+        r.map_err(|detail| Error::Codec { codec: codec.name, block: i, offset: pos, detail })
     }
 }
 
@@ -625,9 +630,8 @@ pub(crate) fn decompress_vl(chunk: &[u8], only: Option<usize>, nthreads: usize) 
         Some(i) => vec![i],
         None => (0..d.vl.len()).collect(),
     };
-    let one = |i: usize| -> Result<Vec<u8>> {
-        filled_vec(d.vl[i].1, |out| with_scratch(|s| d.decode_block(i, out, &[], s)))
-    };
+    let one =
+        |i: usize| -> Result<Vec<u8>> { filled_vec(d.vl[i].1, |out| with_scratch(|s| d.decode_block(i, out, &[], s))) };
     let nthreads = nthreads.clamp(1, indices.len().max(1));
     if nthreads == 1 {
         indices.into_iter().map(one).collect()

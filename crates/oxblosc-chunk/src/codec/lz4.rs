@@ -6,8 +6,8 @@
 #![allow(unsafe_code)]
 
 // Links the static liblz4 that lz4-sys builds (we declare the symbols we need below).
-use lz4_sys as _;
 use crate::uninit::Out;
+use lz4_sys as _;
 use std::cell::RefCell;
 use std::os::raw::{c_char, c_int, c_void};
 
