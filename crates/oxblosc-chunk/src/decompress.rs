@@ -8,6 +8,7 @@
 use rayon::prelude::*;
 
 use crate::codec::{zstd::PreparedDict, Dict};
+use crate::filter::shuffle;
 use crate::format::{version, ChunkHeader, SpecialKind};
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
@@ -461,6 +462,11 @@ impl<'a> Decoder<'a> {
     /// `block0` = decoded block 0 (DELTA).
     fn decode_block(&self, i: usize, mut dst: Out, block0: &[u8], s: &mut Scratch) -> Result<()> {
         let bsize = dst.len();
+        if let Some(e) = self.pipeline.only_shuffle() {
+            if !self.h.is_vlblocks() && self.nstreams(i, bsize) == e && shuffle::rows_supported(e) {
+                return self.decode_block_rows(i, dst, e, s);
+            }
+        }
         let direct = self.pipeline.backward_is_identity();
         let mut scratch;
         let target = if direct {
@@ -483,6 +489,24 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
+    /// A block split into `e` streams whose only filter is a shuffle of element size `e`:
+    /// stream k is byte k of every element. Decoded streams land in scratch, raw ones are read
+    /// in place from the chunk, and one unshuffle pass interleaves them into `dst` (no copy
+    /// of raw streams into scratch first).
+    fn decode_block_rows(&self, i: usize, mut dst: Out, e: usize, s: &mut Scratch) -> Result<()> {
+        let bsize = dst.len();
+        s.a.resize(bsize, 0);
+        let mut raw: [Option<&'a [u8]>; shuffle::MAX_ROWS] = [None; shuffle::MAX_ROWS];
+        self.decode_streams_raw(i, &mut Out::init(&mut s.a[..bsize]), Some(&mut raw[..e]))?;
+        let n = bsize / e;
+        let mut rows: [&[u8]; shuffle::MAX_ROWS] = [&[]; shuffle::MAX_ROWS];
+        for (k, row) in rows[..e].iter_mut().enumerate() {
+            *row = raw[k].unwrap_or(&s.a[k * n..(k + 1) * n]);
+        }
+        shuffle::unshuffle_rows(&rows[..e], &mut dst);
+        Ok(())
+    }
+
     fn nstreams(&self, i: usize, bsize: usize) -> usize {
         let ts = usize::from(self.h.typesize);
         let leftover = bsize < self.h.blocksize;
@@ -499,6 +523,12 @@ impl<'a> Decoder<'a> {
 
     /// Decode the streams of block `i`, writing every byte of `dst` on success.
     fn decode_streams(&self, i: usize, dst: &mut Out) -> Result<()> {
+        self.decode_streams_raw(i, dst, None)
+    }
+
+    /// [`Self::decode_streams`]; with `raw`, streams stored raw are not copied into `dst`
+    /// (their bytes there stay unwritten): `raw[k]` gets stream k's payload instead.
+    fn decode_streams_raw(&self, i: usize, dst: &mut Out, mut raw: Option<&mut [Option<&'a [u8]>]>) -> Result<()> {
         let bsize = dst.len();
         let nstreams = self.nstreams(i, bsize);
         if bsize % nstreams != 0 {
@@ -534,7 +564,10 @@ impl<'a> Decoder<'a> {
                 pos += 1;
             } else {
                 let len = csize as usize;
-                self.decode_stream(i, pos, len, &mut out)?;
+                match raw.as_deref_mut() {
+                    Some(r) if len == neblock => r[k] = Some(self.payload(pos, len)?),
+                    _ => self.decode_stream(i, pos, len, &mut out)?,
+                }
                 pos += len;
             }
         }
@@ -575,15 +608,20 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    /// Decode the payload at `[pos, pos + len)` into `out` (raw when it has out's length),
-    /// writing every byte of `out` on success.
-    fn decode_stream(&self, i: usize, pos: usize, len: usize, out: &mut Out) -> Result<()> {
-        let payload = self.chunk.get(pos..pos.saturating_add(len)).ok_or(Error::Truncated {
+    /// The stream payload at `[pos, pos + len)`.
+    fn payload(&self, pos: usize, len: usize) -> Result<&'a [u8]> {
+        self.chunk.get(pos..pos.saturating_add(len)).ok_or(Error::Truncated {
             what: "stream",
             offset: pos,
             need: len,
             have: self.chunk.len().saturating_sub(pos),
-        })?;
+        })
+    }
+
+    /// Decode the payload at `[pos, pos + len)` into `out` (raw when it has out's length),
+    /// writing every byte of `out` on success.
+    fn decode_stream(&self, i: usize, pos: usize, len: usize, out: &mut Out) -> Result<()> {
+        let payload = self.payload(pos, len)?;
         if len == out.len() {
             out.copy_from_slice(payload);
             return Ok(());

@@ -58,6 +58,14 @@ impl Pipeline {
         self.back.is_empty()
     }
 
+    /// The element size when the whole backward pipeline is one SHUFFLE.
+    pub fn only_shuffle(&self) -> Option<usize> {
+        match self.back[..] {
+            [step] if step.entry.id == filter::SHUFFLE => Some(filter::shuffle::elem_size(step.meta, self.typesize)),
+            _ => None,
+        }
+    }
+
     fn params<'b>(&'b self, step: &Step, block0: &'b [u8], block: usize) -> FilterParams<'b> {
         let (typesize, blosc1, blockshape) = (self.typesize, self.blosc1, &self.blockshape[..]);
         FilterParams { meta: step.meta, typesize, block, block0, blosc1, blockshape }

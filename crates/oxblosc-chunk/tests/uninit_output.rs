@@ -63,3 +63,38 @@ fn matches_decompress_for_every_chunk_kind() {
     let memcpyed = CParams { clevel: 0, ..CParams::default() };
     check(&compress(&src[..1001], &memcpyed).unwrap(), 1);
 }
+
+/// Split shuffled blocks whose streams are a mix of raw (noise bytes), run (constant byte)
+/// and compressed streams: the raw ones are unshuffled straight from the chunk.
+#[test]
+fn mixed_raw_run_and_coded_streams() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for typesize in [2usize, 4, 8] {
+        let src: Vec<u8> = (0..100_003usize)
+            .flat_map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (0..typesize).map(move |j| match j {
+                    0 => x as u8,
+                    j if j + 1 == typesize => 0x43,
+                    _ => (i / 64) as u8,
+                })
+            })
+            .collect();
+        for codec in [0u8, 1, 5] {
+            let cp = CParams {
+                codec,
+                clevel: 5,
+                typesize,
+                blocksize: 32 << 10,
+                nthreads: 1,
+                filters: [0, 0, 0, 0, 0, filter::SHUFFLE],
+                ..CParams::default()
+            };
+            let chunk = compress(&src, &cp).unwrap();
+            assert!(decompress(&chunk, &DParams { nthreads: 1 }).unwrap() == src, "typesize {typesize} codec {codec}");
+            check(&chunk, 2);
+        }
+    }
+}

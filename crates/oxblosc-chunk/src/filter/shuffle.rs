@@ -31,6 +31,33 @@ pub(crate) fn unshuffle_out(elem_size: usize, src: &[u8], dst: &mut Out) {
     unshuffle_at(kernels::level(), elem_size, src, dst);
 }
 
+/// Most rows [`unshuffle_rows`] takes.
+pub(crate) const MAX_ROWS: usize = 8;
+
+/// Can [`unshuffle_rows`] take `e` rows on this CPU?
+pub(crate) fn rows_supported(e: usize) -> bool {
+    kernels::unshuffle_rows_supported(kernels::level(), e)
+}
+
+/// [`unshuffle`] from the `e` rows of a shuffled buffer held separately (row j = byte j of
+/// every element, all of one length): writes every byte of `dst` (`e` times a row's length).
+/// Only for the element sizes [`rows_supported`] accepts.
+pub(crate) fn unshuffle_rows(rows: &[&[u8]], dst: &mut Out) {
+    unshuffle_rows_at(kernels::level(), rows, dst);
+}
+
+pub(crate) fn unshuffle_rows_at(level: kernels::Level, rows: &[&[u8]], dst: &mut Out) {
+    let n = rows.first().map_or(0, |r| r.len());
+    assert!(rows.iter().all(|r| r.len() == n) && dst.len() == n * rows.len(), "unshuffle_rows: lengths");
+    if !kernels::unshuffle_rows(level, rows, dst) {
+        for (j, row) in rows.iter().enumerate() {
+            for (i, b) in row.iter().enumerate() {
+                dst.set(i * rows.len() + j, *b);
+            }
+        }
+    }
+}
+
 pub(crate) fn shuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], dst: &mut [u8]) {
     assert!(elem_size >= 1, "shuffle: element size 0");
     assert_eq!(src.len(), dst.len(), "shuffle: length mismatch");
@@ -131,6 +158,27 @@ mod tests {
                     let back = &mut bbuf[(off + 3) % 16..(off + 3) % 16 + len];
                     unshuffle_at(lv, e, &want, &mut Out::init(back));
                     assert_eq!(back, src, "unshuffle e={e} len={len} {lv:?}");
+                }
+            }
+        }
+    }
+
+    /// The rows kernel equals the contiguous unshuffle, rows placed anywhere (unaligned).
+    #[test]
+    fn unshuffle_rows_matches_unshuffle() {
+        let mut rng = Rng::new(3);
+        for e in [2, 4, 8, 3] {
+            for n in (0..200).chain([1021, 4099, 65_537]) {
+                let src = rng.bytes(n * e);
+                let mut want = vec![0u8; n * e];
+                unshuffle_at(kernels::Level::Scalar, e, &src, &mut Out::init(&mut want));
+                let copies: Vec<Vec<u8>> =
+                    (0..e).map(|j| [vec![0u8; 1 + j % 3], src[j * n..(j + 1) * n].to_vec()].concat()).collect();
+                let rows: Vec<&[u8]> = copies.iter().enumerate().map(|(j, c)| &c[1 + j % 3..]).collect();
+                for &lv in &available_levels() {
+                    let mut got = vec![0xEEu8; n * e];
+                    unshuffle_rows_at(lv, &rows, &mut Out::init(&mut got));
+                    assert!(got == want, "e={e} n={n} {lv:?}");
                 }
             }
         }

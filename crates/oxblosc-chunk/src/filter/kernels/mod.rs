@@ -111,6 +111,36 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bo
     }
 }
 
+/// Does [`unshuffle_rows`] handle `e` rows at `level`?
+pub(crate) fn unshuffle_rows_supported(level: Level, e: usize) -> bool {
+    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level == Level::Avx2 && matches!(e, 2 | 4 | 8)
+}
+
+/// SIMD unshuffle from separate rows of equal length (row j = byte j of every element) into
+/// `dst`, every byte of which is written when it returns `true`; `false` = not handled.
+pub(crate) fn unshuffle_rows(level: Level, rows: &[&[u8]], dst: &mut Out) -> bool {
+    let e = rows.len();
+    if !unshuffle_rows_supported(level, e) {
+        return false;
+    }
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && dst.len() == n * e, "unshuffle_rows: lengths");
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        // SAFETY: the kernel and the tail store only bytes read from the rows.
+        let d = unsafe { dst.slots() };
+        // SAFETY: `unshuffle_rows_supported` checked AVX2 (never above what `detect` found) and
+        // e in {2, 4, 8}; lengths asserted above.
+        let done = unsafe { x86_shuffle::unshuffle_rows_avx2(rows, n, d) };
+        for i in done..n {
+            for (j, row) in rows.iter().enumerate() {
+                d[i * e + j] = MaybeUninit::new(row[i]);
+            }
+        }
+    }
+    true
+}
+
 /// Scalar shuffle of elements `i0..n` (the part the SIMD tiles did not cover).
 #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn shuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {

@@ -258,15 +258,35 @@ unsafe fn shuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i
 /// # Safety
 /// AVX2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "avx2")]
-unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
+unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], i: usize) -> usize {
     let n = src.len() / E;
+    let sp = src.as_ptr();
+    let mut rows = [sp; E];
+    for (p, r) in rows.iter_mut().enumerate() {
+        // SAFETY: row p starts at p*n <= len.
+        *r = sp.add(p * n);
+    }
+    unshuffle_rows_compact_avx2::<E>(rows, n, dst, i)
+}
+
+/// Unshuffle elements `i..` (whole tiles of 32) from `E` rows of `n` bytes into `dst`.
+///
+/// # Safety
+/// AVX2 available; every `rows[p]` is valid for reads of `n` bytes; `dst.len() == n * E`.
+#[target_feature(enable = "avx2")]
+unsafe fn unshuffle_rows_compact_avx2<const E: usize>(
+    rows: [*const u8; E],
+    n: usize,
+    dst: &mut [MaybeUninit<u8>],
+    mut i: usize,
+) -> usize {
     let g = E.trailing_zeros();
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
+    let dp = dst.as_mut_ptr().cast::<u8>();
     while i + 32 <= n {
         let mut v = [_mm256_setzero_si256(); E];
         for p in 0..E {
-            // SAFETY: p*n + i + 32 <= E*n.
-            v[p] = ld256(sp.add(p * n + i));
+            // SAFETY: i + 32 <= n.
+            v[p] = ld256(rows[p].add(i));
         }
         let v = rounds256(v, g);
         // Lane 0 of v[k] belongs at i*E + 16k, lane 1 at (i+16)*E + 16k: pair the lanes of
@@ -279,6 +299,23 @@ unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUni
         i += 32;
     }
     i
+}
+
+/// Unshuffle from separate rows (element sizes 2, 4 and 8); returns the elements done.
+///
+/// # Safety
+/// AVX2 available; `rows.len()` is 2, 4 or 8 and every row has `n` bytes; `dst.len() == n * rows.len()`.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn unshuffle_rows_avx2(rows: &[&[u8]], n: usize, dst: &mut [MaybeUninit<u8>]) -> usize {
+    fn ptrs<const E: usize>(rows: &[&[u8]]) -> [*const u8; E] {
+        std::array::from_fn(|p| rows[p].as_ptr())
+    }
+    match rows.len() {
+        2 => unshuffle_rows_compact_avx2::<2>(ptrs(rows), n, dst, 0),
+        4 => unshuffle_rows_compact_avx2::<4>(ptrs(rows), n, dst, 0),
+        8 => unshuffle_rows_compact_avx2::<8>(ptrs(rows), n, dst, 0),
+        _ => 0,
+    }
 }
 
 /// # Safety
