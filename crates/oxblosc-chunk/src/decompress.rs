@@ -578,7 +578,9 @@ impl<'a> Decoder<'a> {
     /// to their stream's size, so a chunk lying about nbytes is refused before the output is
     /// allocated. Zero and run streams legitimately stand for any size.
     fn check_stream_sizes(&self) -> Result<()> {
-        if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
+        // An empty chunk has no streams whatever its flags say (as `decompress_into` sees it).
+        if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() || self.h.nbytes == 0
+        {
             return Ok(());
         }
         let codec = self.codec()?;
