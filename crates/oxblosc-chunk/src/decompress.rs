@@ -8,12 +8,13 @@
 use rayon::prelude::*;
 
 use crate::codec::{zstd::PreparedDict, Dict};
+use crate::filter::shuffle;
 use crate::format::{version, ChunkHeader, SpecialKind};
 use crate::parallel::{pool, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
 use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
-use crate::uninit::OutByte;
+use crate::uninit::{filled_vec, Out};
 use crate::{Error, Result};
 use std::mem::MaybeUninit;
 
@@ -34,9 +35,8 @@ pub fn decompress_with(chunk: &[u8], dp: &DParams, ctx: &ChunkContext) -> Result
     // before allocating.
     let d = Decoder::new(chunk, ChunkHeader::parse(chunk)?, ctx)?;
     d.check_stream_sizes()?;
-    let mut out = vec![0u8; d.h.nbytes];
-    d.decode_all(&mut out, dp.nthreads)?;
-    Ok(out)
+    // No zero-fill: the decoder writes every byte of the fresh vector.
+    filled_vec(d.h.nbytes, |out| d.decode_all(out, dp.nthreads))
 }
 
 /// The decompressed size of a chunk, after validating everything that can be checked
@@ -59,21 +59,32 @@ pub fn decompress_into_with(chunk: &[u8], dst: &mut [u8], dp: &DParams, ctx: &Ch
     if dst.len() < n {
         return Err(Error::OutputTooSmall { need: n, have: dst.len() });
     }
-    Decoder::new(chunk, h, ctx)?.decode_all(&mut dst[..n], dp.nthreads)?;
+    Decoder::new(chunk, h, ctx)?.decode_all(Out::init(&mut dst[..n]), dp.nthreads)?;
     Ok(n)
 }
 
 /// [`decompress_into`] for a destination whose bytes need not be initialised (a fresh
-/// Python `bytes`, a `Vec`'s spare capacity): each block is zeroed just before it is decoded,
-/// while it is in cache, instead of the whole buffer being zero-filled up front. On success
-/// the first `nbytes` (returned) are initialised; on error the contents are unspecified.
+/// Python `bytes`, a `Vec`'s spare capacity): the decoders and unshuffle write it directly, and
+/// only the outputs of plugins and rarer filters are zeroed first (block by block, in cache).
+/// On success the first `nbytes` (returned) are initialised; on error the contents are
+/// unspecified.
 pub fn decompress_into_uninit(chunk: &[u8], dst: &mut [MaybeUninit<u8>], dp: &DParams) -> Result<usize> {
+    decompress_into_uninit_with(chunk, dst, dp, ChunkContext::NONE)
+}
+
+/// [`decompress_into_uninit`] with the container context of [`decompress_with`].
+pub fn decompress_into_uninit_with(
+    chunk: &[u8],
+    dst: &mut [MaybeUninit<u8>],
+    dp: &DParams,
+    ctx: &ChunkContext,
+) -> Result<usize> {
     let h = ChunkHeader::parse(chunk)?;
     let n = h.nbytes;
     if dst.len() < n {
         return Err(Error::OutputTooSmall { need: n, have: dst.len() });
     }
-    Decoder::new(chunk, h, ChunkContext::NONE)?.decode_all(&mut dst[..n], dp.nthreads)?;
+    Decoder::new(chunk, h, ctx)?.decode_all(Out::uninit(&mut dst[..n]), dp.nthreads)?;
     Ok(n)
 }
 
@@ -141,7 +152,7 @@ pub fn decompress_ranges_with(
     if !plain && d.pipeline.has_delta() && d.h.nblocks() > 0 {
         // Blocks > 0 are XORed against block 0 (pitfall 3): decode it once, first.
         block0.resize(d.block_range(0).1, 0);
-        with_scratch(|s| d.decode_block(0, &mut block0, &[], s))?;
+        with_scratch(|s| d.decode_block(0, Out::init(&mut block0), &[], s))?;
     }
     let one = |(lo, hi, out): (usize, usize, &mut [u8])| -> Result<()> {
         let mut tmp = Vec::new();
@@ -299,7 +310,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Fill `out` (exactly nbytes) for special, memcpyed and empty chunks; false otherwise.
-    fn decode_plain(&self, lo: usize, out: &mut [u8]) -> Result<bool> {
+    fn decode_plain(&self, lo: usize, out: &mut Out) -> Result<bool> {
         match self.h.special()? {
             SpecialKind::None => {}
             SpecialKind::Zeros | SpecialKind::Uninit => {
@@ -321,6 +332,7 @@ impl<'a> Decoder<'a> {
             out.copy_from_slice(&self.chunk[start..start + out.len()]);
             return Ok(true);
         }
+        // An empty chunk has nothing to write.
         Ok(self.h.nbytes == 0)
     }
 
@@ -328,55 +340,50 @@ impl<'a> Decoder<'a> {
         requested.clamp(1, self.h.nblocks().max(1))
     }
 
-    fn decode_all<O: OutByte>(&self, out: &mut [O], nthreads: usize) -> Result<()> {
+    /// Decode the whole chunk into `out` (exactly nbytes), writing every byte on success.
+    fn decode_all(&self, mut out: Out, nthreads: usize) -> Result<()> {
         if self.h.special()? != SpecialKind::None || self.h.is_memcpyed() || self.h.nbytes == 0 {
-            self.decode_plain(0, O::init(out))?;
+            self.decode_plain(0, &mut out)?;
             return Ok(());
         }
         let nthreads = self.nthreads_for(nthreads);
-        let blocks = self.split_blocks(out);
-        if nthreads == 1 {
-            return with_scratch(|s| {
-                let mut iter = blocks.into_iter().enumerate();
-                let Some((_, first)) = iter.next() else { return Ok(()) };
-                let first = O::init(first);
-                self.decode_block(0, first, &[], s)?;
-                let first: &[u8] = first;
-                for (i, b) in iter {
-                    self.decode_block(i, O::init(b), first, s)?;
-                }
-                Ok(())
-            });
+        let mut blocks = self.split_blocks(out).into_iter();
+        let Some(first) = blocks.next() else { return Ok(()) };
+        if self.pipeline.has_delta() {
+            // Block 0 must be completely decoded before any block that references it
+            // (C-Blosc2 pitfall 1); a failure here stops everything (pitfall 2). It is read
+            // back, so it is zeroed first (one block, DELTA chunks only).
+            let first = first.zeroed();
+            with_scratch(|s| self.decode_block(0, Out::init(first), &[], s))?;
+            let first: &[u8] = first;
+            let rest = blocks.enumerate().map(|(i, b)| (i + 1, b));
+            return self.decode_blocks(rest, first, nthreads);
         }
-        let mut iter = blocks.into_iter();
-        let Some(first) = iter.next() else { return Ok(()) };
-        let rest: Vec<&mut [O]> = iter.collect();
-        pool(nthreads).install(|| {
-            if self.pipeline.has_delta() {
-                // Block 0 must be completely decoded before any block that references it
-                // (C-Blosc2 pitfall 1); a failure here stops everything (pitfall 2).
-                let first = O::init(first);
-                with_scratch(|s| self.decode_block(0, first, &[], s))?;
-                let first: &[u8] = first;
-                rest.into_par_iter()
-                    .enumerate()
-                    .try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i + 1, O::init(b), first, s)))
-            } else {
-                let all = std::iter::once(first).chain(rest).collect::<Vec<_>>();
-                all.into_par_iter()
-                    .enumerate()
-                    .try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i, O::init(b), &[], s)))
-            }
-        })
+        self.decode_blocks(std::iter::once(first).chain(blocks).enumerate(), &[], nthreads)
+    }
+
+    /// Decode the numbered blocks, serially or on `nthreads` workers.
+    fn decode_blocks<'o>(
+        &self,
+        blocks: impl Iterator<Item = (usize, Out<'o>)>,
+        block0: &[u8],
+        nthreads: usize,
+    ) -> Result<()> {
+        if nthreads == 1 {
+            return with_scratch(|s| blocks.into_iter().try_for_each(|(i, b)| self.decode_block(i, b, block0, s)));
+        }
+        let all: Vec<(usize, Out)> = blocks.collect();
+        pool(nthreads)
+            .install(|| all.into_par_iter().try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i, b, block0, s))))
     }
 
     /// Split the output into the per-block slices.
-    fn split_blocks<'o, T>(&self, mut out: &'o mut [T]) -> Vec<&'o mut [T]> {
+    fn split_blocks<'o>(&self, mut out: Out<'o>) -> Vec<Out<'o>> {
         let n = self.h.nblocks();
         let mut v = Vec::with_capacity(n);
         for i in 0..n {
             let len = if self.h.is_vlblocks() { self.vl[i].1 } else { self.h.block_len(i) };
-            let (head, tail) = std::mem::take(&mut out).split_at_mut(len);
+            let (head, tail) = out.split_at(len);
             v.push(head);
             out = tail;
         }
@@ -402,7 +409,7 @@ impl<'a> Decoder<'a> {
         if !plain && self.pipeline.has_delta() {
             // Blocks > 0 are XORed against block 0 (pitfall 3): decode it first.
             block0.resize(self.block_range(0).1, 0);
-            self.decode_block(0, &mut block0, &[], &mut s)?;
+            self.decode_block(0, Out::init(&mut block0), &[], &mut s)?;
         }
         self.decode_range_with(lo, hi, out, &block0, &mut s, &mut Vec::new())
     }
@@ -422,7 +429,7 @@ impl<'a> Decoder<'a> {
             return Ok(());
         }
         if self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
-            self.decode_plain(lo, out)?;
+            self.decode_plain(lo, &mut Out::init(out))?;
             return Ok(());
         }
         // Fixed-size blocks: go straight to the ones holding [lo, hi).
@@ -441,35 +448,62 @@ impl<'a> Decoder<'a> {
             if i == 0 && !block0.is_empty() {
                 dst.copy_from_slice(&block0[c_lo - b_lo..c_hi - b_lo]);
             } else if c_lo == b_lo && c_hi == b_hi {
-                self.decode_block(i, dst, block0, s)?;
+                self.decode_block(i, Out::init(dst), block0, s)?;
             } else {
                 tmp.resize(b_hi - b_lo, 0);
-                self.decode_block(i, tmp, block0, s)?;
+                self.decode_block(i, Out::init(tmp), block0, s)?;
                 dst.copy_from_slice(&tmp[c_lo - b_lo..c_hi - b_lo]);
             }
         }
         Ok(())
     }
 
-    /// Decode block `i` into `dst` (its exact size). `block0` = decoded block 0 (DELTA).
-    fn decode_block(&self, i: usize, dst: &mut [u8], block0: &[u8], s: &mut Scratch) -> Result<()> {
-        let direct = self.pipeline.backward_is_identity();
+    /// Decode block `i` into `dst` (its exact size), writing every byte on success.
+    /// `block0` = decoded block 0 (DELTA).
+    fn decode_block(&self, i: usize, mut dst: Out, block0: &[u8], s: &mut Scratch) -> Result<()> {
         let bsize = dst.len();
-        if !direct {
-            s.a.resize(bsize, 0);
-        }
-        {
-            let target: &mut [u8] = if direct { dst } else { &mut s.a[..bsize] };
-            if self.h.is_vlblocks() {
-                let (_, _, p, len) = self.vl[i];
-                self.decode_stream(i, p, len, target)?;
-            } else {
-                self.decode_streams(i, target)?;
+        if let Some(e) = self.pipeline.only_shuffle() {
+            if !self.h.is_vlblocks() && self.nstreams(i, bsize) == e && shuffle::rows_supported(e) {
+                return self.decode_block_rows(i, dst, e, s);
             }
+        }
+        let direct = self.pipeline.backward_is_identity();
+        let mut scratch;
+        let target = if direct {
+            dst.reborrow()
+        } else {
+            s.a.resize(bsize, 0);
+            scratch = Out::init(&mut s.a[..bsize]);
+            scratch.reborrow()
+        };
+        let mut target = target;
+        if self.h.is_vlblocks() {
+            let (_, _, p, len) = self.vl[i];
+            self.decode_stream(i, p, len, &mut target)?;
+        } else {
+            self.decode_streams(i, &mut target)?;
         }
         if !direct {
             self.pipeline.backward(&mut s.a, &mut s.b, dst, block0, i)?;
         }
+        Ok(())
+    }
+
+    /// A block split into `e` streams whose only filter is a shuffle of element size `e`:
+    /// stream k is byte k of every element. Decoded streams land in scratch, raw ones are read
+    /// in place from the chunk, and one unshuffle pass interleaves them into `dst` (no copy
+    /// of raw streams into scratch first).
+    fn decode_block_rows(&self, i: usize, mut dst: Out, e: usize, s: &mut Scratch) -> Result<()> {
+        let bsize = dst.len();
+        s.a.resize(bsize, 0);
+        let mut raw: [Option<&'a [u8]>; shuffle::MAX_ROWS] = [None; shuffle::MAX_ROWS];
+        self.decode_streams_raw(i, &mut Out::init(&mut s.a[..bsize]), Some(&mut raw[..e]))?;
+        let n = bsize / e;
+        let mut rows: [&[u8]; shuffle::MAX_ROWS] = [&[]; shuffle::MAX_ROWS];
+        for (k, row) in rows[..e].iter_mut().enumerate() {
+            *row = raw[k].unwrap_or(&s.a[k * n..(k + 1) * n]);
+        }
+        shuffle::unshuffle_rows(&rows[..e], &mut dst);
         Ok(())
     }
 
@@ -487,7 +521,14 @@ impl<'a> Decoder<'a> {
         ts
     }
 
-    fn decode_streams(&self, i: usize, dst: &mut [u8]) -> Result<()> {
+    /// Decode the streams of block `i`, writing every byte of `dst` on success.
+    fn decode_streams(&self, i: usize, dst: &mut Out) -> Result<()> {
+        self.decode_streams_raw(i, dst, None)
+    }
+
+    /// [`Self::decode_streams`]; with `raw`, streams stored raw are not copied into `dst`
+    /// (their bytes there stay unwritten): `raw[k]` gets stream k's payload instead.
+    fn decode_streams_raw(&self, i: usize, dst: &mut Out, mut raw: Option<&mut [Option<&'a [u8]>]>) -> Result<()> {
         let bsize = dst.len();
         let nstreams = self.nstreams(i, bsize);
         if bsize % nstreams != 0 {
@@ -499,7 +540,8 @@ impl<'a> Decoder<'a> {
         }
         let neblock = bsize / nstreams;
         let mut pos = self.bstart(i)?;
-        for out in dst.chunks_exact_mut(neblock) {
+        for k in 0..nstreams {
+            let mut out = dst.slice(k * neblock, (k + 1) * neblock);
             let csize = read_i32(self.chunk, pos, "stream size")?;
             pos += 4;
             if csize == 0 {
@@ -522,7 +564,10 @@ impl<'a> Decoder<'a> {
                 pos += 1;
             } else {
                 let len = csize as usize;
-                self.decode_stream(i, pos, len, out)?;
+                match raw.as_deref_mut() {
+                    Some(r) if len == neblock => r[k] = Some(self.payload(pos, len)?),
+                    _ => self.decode_stream(i, pos, len, &mut out)?,
+                }
                 pos += len;
             }
         }
@@ -533,7 +578,9 @@ impl<'a> Decoder<'a> {
     /// to their stream's size, so a chunk lying about nbytes is refused before the output is
     /// allocated. Zero and run streams legitimately stand for any size.
     fn check_stream_sizes(&self) -> Result<()> {
-        if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() {
+        // An empty chunk has no streams whatever its flags say (as `decompress_into` sees it).
+        if self.h.is_vlblocks() || self.h.special()? != SpecialKind::None || self.h.is_memcpyed() || self.h.nbytes == 0
+        {
             return Ok(());
         }
         let codec = self.codec()?;
@@ -563,14 +610,20 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    /// Decode the payload at `[pos, pos + len)` into `out` (raw when it has out's length).
-    fn decode_stream(&self, i: usize, pos: usize, len: usize, out: &mut [u8]) -> Result<()> {
-        let payload = self.chunk.get(pos..pos.saturating_add(len)).ok_or(Error::Truncated {
+    /// The stream payload at `[pos, pos + len)`.
+    fn payload(&self, pos: usize, len: usize) -> Result<&'a [u8]> {
+        self.chunk.get(pos..pos.saturating_add(len)).ok_or(Error::Truncated {
             what: "stream",
             offset: pos,
             need: len,
             have: self.chunk.len().saturating_sub(pos),
-        })?;
+        })
+    }
+
+    /// Decode the payload at `[pos, pos + len)` into `out` (raw when it has out's length),
+    /// writing every byte of `out` on success.
+    fn decode_stream(&self, i: usize, pos: usize, len: usize, out: &mut Out) -> Result<()> {
+        let payload = self.payload(pos, len)?;
         if len == out.len() {
             out.copy_from_slice(payload);
             return Ok(());
@@ -584,21 +637,21 @@ impl<'a> Decoder<'a> {
             dict: self.dict.as_ref(),
             blockshape: &self.blockshape,
         };
-        codec.codec.decode(&p, payload, out).map_err(|detail| Error::Codec {
-            codec: codec.name,
-            block: i,
-            offset: pos,
-            detail,
-        })
+        // Built-in codecs (IDs below 32) decode into `out` directly; others get it zeroed.
+        let r = match crate::codec::builtin::decode_out(codec.id, &p, payload, out) {
+            Some(r) if codec.id < registry::FIRST_GLOBAL_ID => r,
+            _ => codec.codec.decode(&p, payload, out.reborrow().zeroed()),
+        };
+        r.map_err(|detail| Error::Codec { codec: codec.name, block: i, offset: pos, detail })
     }
 }
 
 /// Fill `out` with `pattern` repeated, as if the repetition started at byte `phase`... of the
 /// chunk (so partial reads stay aligned to the value).
-fn fill_pattern(out: &mut [u8], pattern: &[u8], phase: usize) {
+fn fill_pattern(out: &mut Out, pattern: &[u8], phase: usize) {
     let w = pattern.len();
-    for (k, b) in out.iter_mut().enumerate() {
-        *b = pattern[(phase + k) % w];
+    for k in 0..out.len() {
+        out.set(k, pattern[(phase + k) % w]);
     }
 }
 
@@ -617,11 +670,8 @@ pub(crate) fn decompress_vl(chunk: &[u8], only: Option<usize>, nthreads: usize) 
         Some(i) => vec![i],
         None => (0..d.vl.len()).collect(),
     };
-    let one = |i: usize| -> Result<Vec<u8>> {
-        let mut out = vec![0u8; d.vl[i].1];
-        with_scratch(|s| d.decode_block(i, &mut out, &[], s))?;
-        Ok(out)
-    };
+    let one =
+        |i: usize| -> Result<Vec<u8>> { filled_vec(d.vl[i].1, |out| with_scratch(|s| d.decode_block(i, out, &[], s))) };
     let nthreads = nthreads.clamp(1, indices.len().max(1));
     if nthreads == 1 {
         indices.into_iter().map(one).collect()

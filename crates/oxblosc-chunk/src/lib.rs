@@ -26,8 +26,9 @@ pub use compress::{
     compress, compress_blosc1, compress_into, compress_into_with, compress_with, max_compressed_len, special_chunk,
 };
 pub use decompress::{
-    cbuffer_sizes, decompress, decompress_into, decompress_into_uninit, decompress_into_with, decompress_ranges,
-    decompress_ranges_with, decompress_with, decompressed_len, getitem, getitem_with,
+    cbuffer_sizes, decompress, decompress_into, decompress_into_uninit, decompress_into_uninit_with,
+    decompress_into_with, decompress_ranges, decompress_ranges_with, decompress_with, decompressed_len, getitem,
+    getitem_with,
 };
 pub use error::{Error, Result};
 pub use format::{ChunkHeader, SpecialKind};

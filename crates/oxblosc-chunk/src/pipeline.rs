@@ -6,6 +6,7 @@
 //! caller's input (C-Blosc2 pitfall 4): it ping-pongs between two scratch buffers.
 
 use crate::registry::{self, FilterEntry, FilterParams};
+use crate::uninit::Out;
 use crate::{filter, Error, Result};
 
 /// One filter slot in use, resolved in the registry.
@@ -57,6 +58,14 @@ impl Pipeline {
         self.back.is_empty()
     }
 
+    /// The element size when the whole backward pipeline is one SHUFFLE.
+    pub fn only_shuffle(&self) -> Option<usize> {
+        match self.back[..] {
+            [step] if step.entry.id == filter::SHUFFLE => Some(filter::shuffle::elem_size(step.meta, self.typesize)),
+            _ => None,
+        }
+    }
+
     fn params<'b>(&'b self, step: &Step, block0: &'b [u8], block: usize) -> FilterParams<'b> {
         let (typesize, blosc1, blockshape) = (self.typesize, self.blosc1, &self.blockshape[..]);
         FilterParams { meta: step.meta, typesize, block, block0, blosc1, blockshape }
@@ -90,33 +99,38 @@ impl Pipeline {
     }
 
     /// Undo the pipeline: `input` holds the decoded streams of block number `block` and is
-    /// used as scratch; the result lands in `dst`. `block0` is the decoded block 0 (DELTA).
+    /// used as scratch; the result lands in `dst`, every byte of which is written on success.
+    /// `block0` is the decoded block 0 (DELTA).
     pub fn backward(
         &self,
         input: &mut Vec<u8>,
         tmp: &mut Vec<u8>,
-        dst: &mut [u8],
+        mut dst: Out,
         block0: &[u8],
         block: usize,
     ) -> Result<()> {
         let n = dst.len();
-        tmp.resize(n, 0);
+        let Some((last, rest)) = self.back.split_last() else {
+            dst.copy_from_slice(&input[..n]);
+            return Ok(());
+        };
+        if !rest.is_empty() {
+            tmp.resize(n, 0);
+        }
         let (mut cur, mut other) = (input, tmp);
-        for (k, step) in self.back.iter().enumerate() {
+        for step in rest {
             let p = self.params(step, block0, block);
-            let r = if k + 1 == self.back.len() {
-                step.entry.filter.backward(&p, &cur[..n], dst)
-            } else {
-                let r = step.entry.filter.backward(&p, &cur[..n], &mut other[..n]);
-                std::mem::swap(&mut cur, &mut other);
-                r
-            };
-            r.map_err(|r| fail(step, block, r))?;
+            step.entry.filter.backward(&p, &cur[..n], &mut other[..n]).map_err(|r| fail(step, block, r))?;
+            std::mem::swap(&mut cur, &mut other);
         }
-        if self.back.is_empty() {
-            dst.copy_from_slice(&cur[..n]);
+        let p = self.params(last, block0, block);
+        if last.entry.id == filter::SHUFFLE {
+            // IDs below 32 only ever hold the built-ins: unshuffle writes every byte of `dst`
+            // directly, so a fresh output is never zero-filled first.
+            filter::shuffle::unshuffle_out(filter::shuffle::elem_size(last.meta, p.typesize), &cur[..n], &mut dst);
+            return Ok(());
         }
-        Ok(())
+        last.entry.filter.backward(&p, &cur[..n], dst.zeroed()).map_err(|r| fail(last, block, r))
     }
 }
 

@@ -1,31 +1,89 @@
 //! Output buffers whose bytes need not be initialised (a fresh Python `bytes`, a `Vec`'s
-//! spare capacity): the one place in the decoder that turns them into `&mut [u8]`.
+//! spare capacity), and the one type the decoder writes its output through.
 //!
-//! Zero-filling a whole fresh output before decoding costs a full extra pass over memory
-//! that is not yet in cache (and takes its page faults there). Zeroing each block right
-//! before it is decoded makes that pass hit the cache the decoder writes next.
+//! Zero-filling a fresh output before decoding costs a full extra pass over memory that is
+//! not yet in cache. The decoder instead writes into an [`Out`]: a slice of possibly
+//! uninitialised bytes into which safe code can only store initialised values, so the same
+//! type also wraps a caller's `&mut [u8]` soundly. A writer that reports success has written
+//! every byte of its `Out` (codecs check the decoded length; shuffle writes every byte);
+//! writers that cannot promise that (plugins, rare filters) get [`Out::zeroed`] instead.
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
 
-/// A byte of decoder output: `u8` (already initialised) or `MaybeUninit<u8>`.
-pub(crate) trait OutByte: Sized + Send + Sync {
-    /// `s` as initialised bytes, zero-filling it first when its contents are unknown.
-    fn init(s: &mut [Self]) -> &mut [u8];
-}
+/// Decoder output: bytes that are either initialised or unknown, written only with
+/// initialised values.
+pub(crate) struct Out<'a>(&'a mut [MaybeUninit<u8>]);
 
-impl OutByte for u8 {
-    fn init(s: &mut [u8]) -> &mut [u8] {
-        s
-    }
-}
-
-impl OutByte for MaybeUninit<u8> {
-    fn init(s: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+impl<'a> Out<'a> {
+    /// Wrap initialised bytes (a caller's buffer).
+    pub(crate) fn init(s: &'a mut [u8]) -> Self {
         let (ptr, len) = (s.as_mut_ptr(), s.len());
+        // SAFETY: `u8` and `MaybeUninit<u8>` have the same layout; `Out` never stores an
+        // uninitialised value (every method writes initialised bytes, and `slots` requires
+        // its callers to do the same), so `s` stays initialised for the caller.
+        Out(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), len) })
+    }
+
+    /// Wrap bytes whose contents are unknown.
+    pub(crate) fn uninit(s: &'a mut [MaybeUninit<u8>]) -> Self {
+        Out(s)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// A shorter-lived `Out` over the same bytes.
+    pub(crate) fn reborrow(&mut self) -> Out<'_> {
+        Out(self.0)
+    }
+
+    /// Split at `mid` (panics if `mid > len`, like `split_at_mut`).
+    pub(crate) fn split_at(self, mid: usize) -> (Out<'a>, Out<'a>) {
+        let (a, b) = self.0.split_at_mut(mid);
+        (Out(a), Out(b))
+    }
+
+    /// Bytes `[lo, hi)` (panics when out of range).
+    pub(crate) fn slice(&mut self, lo: usize, hi: usize) -> Out<'_> {
+        Out(&mut self.0[lo..hi])
+    }
+
+    pub(crate) fn fill(&mut self, v: u8) {
+        self.0.fill(MaybeUninit::new(v));
+    }
+
+    /// Copy `src` (of the same length) in.
+    pub(crate) fn copy_from_slice(&mut self, src: &[u8]) {
+        assert_eq!(src.len(), self.0.len(), "Out::copy_from_slice: length mismatch");
+        // SAFETY: both regions are `src.len()` bytes long (asserted), `src` is initialised,
+        // and a shared and an exclusive borrow cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.0.as_mut_ptr().cast::<u8>(), src.len()) }
+    }
+
+    /// Store byte `i` (bounds-checked).
+    #[inline(always)]
+    pub(crate) fn set(&mut self, i: usize, v: u8) {
+        self.0[i] = MaybeUninit::new(v);
+    }
+
+    /// Raw write access, for FFI decoders and SIMD stores.
+    ///
+    /// # Safety
+    /// The caller stores only initialised bytes (never `MaybeUninit::uninit()`): the slots
+    /// may belong to a caller's initialised `&mut [u8]`.
+    pub(crate) unsafe fn slots(&mut self) -> &mut [MaybeUninit<u8>] {
+        self.0
+    }
+
+    /// Zero the bytes and view them as initialised: for writers that cannot promise to write
+    /// every byte (plugins, filters without an `Out` path). Costs one pass over the bytes.
+    pub(crate) fn zeroed(self) -> &'a mut [u8] {
+        let (ptr, len) = (self.0.as_mut_ptr(), self.0.len());
         // SAFETY: `ptr` is valid for writes of `len` elements (it comes from the slice), and
         // after write_bytes every element is initialised, so viewing them as `u8` is sound;
-        // the returned slice borrows `s` exclusively for its lifetime.
+        // the returned slice borrows the bytes exclusively for its lifetime.
         unsafe {
             std::ptr::write_bytes(ptr, 0, len);
             std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len)
@@ -33,10 +91,20 @@ impl OutByte for MaybeUninit<u8> {
     }
 }
 
+/// A vector of `n` bytes filled by `fill`, which must write every byte of its `Out` before
+/// returning `Ok` (the decoder's contract). Skips the zero-fill `vec![0; n]` would cost.
+pub(crate) fn filled_vec<E>(n: usize, fill: impl FnOnce(Out<'_>) -> Result<(), E>) -> Result<Vec<u8>, E> {
+    let mut v: Vec<u8> = Vec::with_capacity(n);
+    fill(Out::uninit(&mut v.spare_capacity_mut()[..n]))?;
+    // SAFETY: capacity >= n, and `fill` returned Ok, so it wrote all first `n` bytes.
+    unsafe { v.set_len(n) };
+    Ok(v)
+}
+
 /// Zero `s` and view it as initialised bytes: for callers that fill a fresh buffer piece by
 /// piece and want each piece zeroed right before it is written (while it is in cache).
 pub fn zero_init(s: &mut [MaybeUninit<u8>]) -> &mut [u8] {
-    OutByte::init(s)
+    Out::uninit(s).zeroed()
 }
 
 #[cfg(test)]
@@ -47,10 +115,20 @@ mod tests {
     fn uninit_bytes_are_zeroed() {
         let mut v: Vec<MaybeUninit<u8>> = Vec::with_capacity(100);
         v.resize_with(100, MaybeUninit::uninit);
-        let s = OutByte::init(&mut v[..]);
+        let s = zero_init(&mut v[..]);
         assert!(s.iter().all(|&b| b == 0));
         s[3] = 7;
-        let mut w = [1u8, 2, 3];
-        assert_eq!(OutByte::init(&mut w[..]), &[1, 2, 3]);
+    }
+
+    #[test]
+    fn out_over_initialised_bytes_writes_through() {
+        let mut w = [1u8, 2, 3, 4];
+        let mut o = Out::init(&mut w);
+        o.slice(1, 3).copy_from_slice(&[9, 8]);
+        o.set(3, 5);
+        let (_, mut b) = o.split_at(2);
+        assert_eq!(b.len(), 2);
+        b.reborrow().slice(0, 1).fill(6);
+        assert_eq!(w, [1, 9, 6, 5]);
     }
 }

@@ -17,6 +17,7 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
 
 use oxblosc_chunk::{CParams, ChunkContext, ChunkHeader, DParams, SpecialKind};
@@ -686,11 +687,60 @@ impl SChunk {
     /// Like [`SChunk::get_slice`], into the first bytes of `out` (which must hold them):
     /// callers that own an output buffer avoid an allocation and a copy.
     pub fn get_slice_into(&self, start: u64, stop: u64, out: &mut [u8]) -> Result<()> {
+        self.slice_pieces(start, stop, out.len(), |i, c, r, part| {
+            let dst = &mut out[r];
+            match part {
+                None => oxblosc_chunk::decompress_into_with(c, dst, &self.dparams, &self.ctx).map(|_| ()),
+                Some((lo, len)) => self.decode_part(c, lo, len, dst),
+            }
+            .map_err(chunk_err(i))
+        })
+    }
+
+    /// [`SChunk::get_slice_into`] for bytes that need not be initialised (a fresh Python
+    /// `bytes`): whole chunks are decoded straight into them without zero-filling; partial
+    /// chunks at the ends are zeroed first. On error the contents are unspecified.
+    pub fn get_slice_into_uninit(&self, start: u64, stop: u64, out: &mut [MaybeUninit<u8>]) -> Result<()> {
+        self.slice_pieces(start, stop, out.len(), |i, c, r, part| {
+            let dst = &mut out[r];
+            match part {
+                None => oxblosc_chunk::decompress_into_uninit_with(c, dst, &self.dparams, &self.ctx).map(|_| ()),
+                Some((lo, len)) => self.decode_part(c, lo, len, oxblosc_chunk::zero_init(dst)),
+            }
+            .map_err(chunk_err(i))
+        })
+    }
+
+    /// Bytes `[lo, lo + len)` of a chunk into `dst`: through `getitem` when they are whole
+    /// items of fixed-size blocks, else by decoding the chunk.
+    fn decode_part(&self, c: &[u8], lo: u64, len: u64, dst: &mut [u8]) -> oxblosc_chunk::Result<()> {
+        let h = ChunkHeader::parse(c)?;
+        let hts = u64::from(h.typesize.max(1));
+        if h.is_vlblocks() || lo % hts != 0 || len % hts != 0 {
+            let all = oxblosc_chunk::decompress_with(c, &self.dparams, &self.ctx)?;
+            dst.copy_from_slice(&all[lo as usize..(lo + len) as usize]);
+        } else {
+            let (start, n) = ((lo / hts) as usize, (len / hts) as usize);
+            oxblosc_chunk::getitem_with(c, start, n, dst, &self.ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Walk the chunks holding items `[start, stop)` (checked against an output of `out_len`
+    /// bytes): `piece(chunk index, chunk bytes, output byte range, None for the whole chunk
+    /// or Some((offset, length)) of a part)`, after checking the chunk's size.
+    fn slice_pieces(
+        &self,
+        start: u64,
+        stop: u64,
+        out_len: usize,
+        mut piece: impl FnMut(usize, &[u8], std::ops::Range<usize>, Option<(u64, u64)>) -> Result<()>,
+    ) -> Result<()> {
         let len = self.slice_len(start, stop)?;
-        if out.len() < len {
+        if out_len < len {
             return Err(Error::InvalidParam {
                 name: "out",
-                reason: format!("holds {} bytes, the slice needs {len}", out.len()),
+                reason: format!("holds {out_len} bytes, the slice needs {len}"),
             });
         }
         let ts = self.typesize() as u64;
@@ -704,7 +754,7 @@ impl SChunk {
                 return Err(Error::BadChunk { chunk: i, offset: 0, reason: "chunk sizes disagree with nbytes".into() });
             }
             let end = ce.min(b1);
-            let dst = &mut out[(b - b0) as usize..(end - b0) as usize];
+            let r = (b - b0) as usize..(end - b0) as usize;
             self.with_chunk(i, |c| -> Result<()> {
                 let h = ChunkHeader::parse(c).map_err(chunk_err(i))?;
                 if h.nbytes as u64 != ce - cs {
@@ -714,20 +764,7 @@ impl SChunk {
                         reason: format!("holds {} bytes, the frame's chunk size says {}", h.nbytes, ce - cs),
                     }));
                 }
-                if b == cs && end == ce {
-                    oxblosc_chunk::decompress_into_with(c, dst, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
-                } else {
-                    let hts = u64::from(h.typesize.max(1));
-                    let (lo, len) = (b - cs, end - b);
-                    if h.is_vlblocks() || lo % hts != 0 || len % hts != 0 {
-                        let all = oxblosc_chunk::decompress_with(c, &self.dparams, &self.ctx).map_err(chunk_err(i))?;
-                        dst.copy_from_slice(&all[lo as usize..(lo + len) as usize]);
-                    } else {
-                        let (start, n) = ((lo / hts) as usize, (len / hts) as usize);
-                        oxblosc_chunk::getitem_with(c, start, n, dst, &self.ctx).map_err(chunk_err(i))?;
-                    }
-                }
-                Ok(())
+                piece(i, c, r, if b == cs && end == ce { None } else { Some((b - cs, end - b)) })
             })?;
             b = end;
         }

@@ -6,6 +6,7 @@
 use super::{blosclz, lz4, zlib, zstd, Dict};
 use crate::format::codec_id;
 use crate::registry::{Codec, CodecParams, DictKind};
+use crate::uninit::Out;
 
 /// Every built-in codec with its compcode.
 pub(crate) fn all() -> Vec<(u8, Box<dyn Codec>)> {
@@ -16,6 +17,24 @@ pub(crate) fn all() -> Vec<(u8, Box<dyn Codec>)> {
         (codec_id::ZLIB, Box::new(Zlib)),
         (codec_id::ZSTD, Box::new(Zstd)),
     ]
+}
+
+/// Decode with built-in codec `id` into possibly uninitialised output, when that codec has
+/// such a path (`None`: it has not; BloscLZ reads back its own output through `&mut [u8]`).
+/// On `Some(Ok)` every byte of `out` was written. IDs 0-31 can only hold the built-ins.
+pub(crate) fn decode_out(id: u8, p: &CodecParams, src: &[u8], out: &mut Out) -> Option<Result<(), String>> {
+    Some(match id {
+        codec_id::LZ4 | codec_id::LZ4HC => match p.dict {
+            Some(Dict::Lz4(d)) => lz4::decompress_out(src, out, Some(d)),
+            _ => lz4::decompress_out(src, out, None),
+        },
+        codec_id::ZLIB => zlib::decompress_out(src, out),
+        codec_id::ZSTD => match p.dict {
+            Some(Dict::Zstd(d)) => zstd::decompress_out(src, out, Some(d)),
+            _ => zstd::decompress_out(src, out, None),
+        },
+        _ => return None,
+    })
 }
 
 /// LZ4 and BloscLZ add at most 255 output bytes per length-extension byte.

@@ -6,6 +6,7 @@
 #![allow(unsafe_code)]
 
 // Links the static liblz4 that lz4-sys builds (we declare the symbols we need below).
+use crate::uninit::Out;
 use lz4_sys as _;
 use std::cell::RefCell;
 use std::os::raw::{c_char, c_int, c_void};
@@ -185,6 +186,26 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     // SAFETY: LZ4_decompress_safe never reads past `n` input bytes nor writes past `cap`.
     let r = unsafe { LZ4_decompress_safe(src.as_ptr().cast(), dst.as_mut_ptr().cast(), n, cap) };
     check(r, dst.len())
+}
+
+/// Decode one raw LZ4 block (against `dict`, if any) into exactly `dst.len()` bytes of
+/// possibly uninitialised output; on `Ok` every byte of `dst` was written.
+pub(crate) fn decompress_out(src: &[u8], dst: &mut Out, dict: Option<&[u8]>) -> Result<(), String> {
+    let want = dst.len();
+    let (Some(n), Some(cap), Some(dn)) = (to_int(src.len()), to_int(want), to_int(dict.map_or(0, <[u8]>::len))) else {
+        return Err("stream larger than 2 GiB".into());
+    };
+    // SAFETY: liblz4 only stores decoded (initialised) bytes; it never reads past `n` input
+    // bytes nor writes past `cap`, and the safe decoders only read output they wrote. `check`
+    // accepts only a result of exactly `want` bytes, so on Ok the whole of `dst` was written.
+    let r = unsafe {
+        let out = dst.slots().as_mut_ptr().cast::<c_char>();
+        match dict {
+            Some(d) => LZ4_decompress_safe_usingDict(src.as_ptr().cast(), out, n, cap, d.as_ptr().cast(), dn),
+            None => LZ4_decompress_safe(src.as_ptr().cast(), out, n, cap),
+        }
+    };
+    check(r, want)
 }
 
 /// Decode a block compressed against `dict`.

@@ -4,8 +4,11 @@
 //! byte-identical). Level = 2*clevel - 1 for clevel < 9, the maximum level for 9.
 //! Contexts are kept per thread: creating one per block cost a peer 17% of its time.
 
+#![allow(unsafe_code)]
+
+use crate::uninit::Out;
 use std::cell::RefCell;
-use zstd_safe::{CCtx, CDict, DCtx, DDict};
+use zstd_safe::{CCtx, CDict, DCtx, DDict, WriteBuf};
 
 thread_local! {
     static CCTX: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
@@ -38,6 +41,49 @@ fn decoded(r: Result<usize, usize>, want: usize) -> Result<(), String> {
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     let want = dst.len();
     DCTX.with(|d| decoded(d.borrow_mut().decompress(dst, src), want))
+}
+
+/// Possibly uninitialised output for libzstd: the first `filled` bytes are initialised.
+struct Sink {
+    ptr: *mut u8,
+    cap: usize,
+    filled: usize,
+}
+
+// SAFETY: `as_slice` covers only the `filled` bytes libzstd reported written, `capacity` and
+// `as_mut_ptr` describe the `Out` the sink was made from (alive for the sink's use), and
+// libzstd stores only decoded, initialised bytes there.
+unsafe impl WriteBuf for Sink {
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: the first `filled` bytes were written by libzstd (filled_until).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.filled) }
+    }
+    fn capacity(&self) -> usize {
+        self.cap
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+    unsafe fn filled_until(&mut self, n: usize) {
+        self.filled = n;
+    }
+}
+
+/// Decode one zstd frame (with a prepared dictionary, if any) into exactly `dst.len()`
+/// bytes of possibly uninitialised output; on `Ok` every byte of `dst` was written.
+pub(crate) fn decompress_out(src: &[u8], dst: &mut Out, dict: Option<&PreparedDict>) -> Result<(), String> {
+    let want = dst.len();
+    // SAFETY: libzstd stores only initialised bytes; the sink lives only during this call,
+    // while `dst` is borrowed exclusively.
+    let mut sink = Sink { ptr: unsafe { dst.slots() }.as_mut_ptr().cast(), cap: want, filled: 0 };
+    let r = match dict {
+        Some(d) => {
+            let Some(ddict) = d.ddict.as_ref() else { return Err("no decompression dictionary".into()) };
+            DCTX.with(|c| c.borrow_mut().decompress_using_ddict(&mut sink, src, ddict))
+        }
+        None => DCTX.with(|c| c.borrow_mut().decompress(&mut sink, src)),
+    };
+    decoded(r, want)
 }
 
 /// A dictionary digested once per chunk for both directions.

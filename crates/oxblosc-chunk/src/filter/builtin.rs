@@ -23,11 +23,7 @@ pub(crate) fn all() -> Vec<(u8, Box<dyn Filter>)> {
 /// The filter's meta, or the typesize when meta is 0 (shuffle element size, bytedelta
 /// stream count).
 fn meta_or_typesize(p: &FilterParams) -> usize {
-    if p.meta == 0 {
-        p.typesize
-    } else {
-        usize::from(p.meta)
-    }
+    shuffle::elem_size(p.meta, p.typesize)
 }
 
 /// Keep the reason of a filter module's error (the pipeline adds the filter's name).

@@ -5,6 +5,16 @@
 //! `len % E` bytes are copied unchanged. `E = 1` is the identity.
 
 use super::kernels;
+use crate::uninit::Out;
+
+/// The element size of a SHUFFLE slot: its meta, or the typesize when the meta is 0.
+pub(crate) fn elem_size(meta: u8, typesize: usize) -> usize {
+    if meta == 0 {
+        typesize
+    } else {
+        usize::from(meta)
+    }
+}
 
 /// Byte-shuffle `src` into `dst` by `elem_size` (callers guarantee equal lengths).
 pub fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
@@ -13,7 +23,39 @@ pub fn shuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
 
 /// Undo [`shuffle`].
 pub fn unshuffle(elem_size: usize, src: &[u8], dst: &mut [u8]) {
+    unshuffle_at(kernels::level(), elem_size, src, &mut Out::init(dst));
+}
+
+/// [`unshuffle`] into possibly uninitialised output: writes every byte of `dst`.
+pub(crate) fn unshuffle_out(elem_size: usize, src: &[u8], dst: &mut Out) {
     unshuffle_at(kernels::level(), elem_size, src, dst);
+}
+
+/// Most rows [`unshuffle_rows`] takes.
+pub(crate) const MAX_ROWS: usize = 8;
+
+/// Can [`unshuffle_rows`] take `e` rows on this CPU?
+pub(crate) fn rows_supported(e: usize) -> bool {
+    kernels::unshuffle_rows_supported(kernels::level(), e)
+}
+
+/// [`unshuffle`] from the `e` rows of a shuffled buffer held separately (row j = byte j of
+/// every element, all of one length): writes every byte of `dst` (`e` times a row's length).
+/// Only for the element sizes [`rows_supported`] accepts.
+pub(crate) fn unshuffle_rows(rows: &[&[u8]], dst: &mut Out) {
+    unshuffle_rows_at(kernels::level(), rows, dst);
+}
+
+pub(crate) fn unshuffle_rows_at(level: kernels::Level, rows: &[&[u8]], dst: &mut Out) {
+    let n = rows.first().map_or(0, |r| r.len());
+    assert!(rows.iter().all(|r| r.len() == n) && dst.len() == n * rows.len(), "unshuffle_rows: lengths");
+    if !kernels::unshuffle_rows(level, rows, dst) {
+        for (j, row) in rows.iter().enumerate() {
+            for (i, b) in row.iter().enumerate() {
+                dst.set(i * rows.len() + j, *b);
+            }
+        }
+    }
 }
 
 pub(crate) fn shuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], dst: &mut [u8]) {
@@ -33,7 +75,7 @@ pub(crate) fn shuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], ds
     dt.copy_from_slice(st);
 }
 
-pub(crate) fn unshuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], dst: &mut [u8]) {
+pub(crate) fn unshuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], dst: &mut Out) {
     assert!(elem_size >= 1, "unshuffle: element size 0");
     assert_eq!(src.len(), dst.len(), "unshuffle: length mismatch");
     let n = src.len() / elem_size;
@@ -43,9 +85,9 @@ pub(crate) fn unshuffle_at(level: kernels::Level, elem_size: usize, src: &[u8], 
         return;
     }
     let (sb, st) = src.split_at(body);
-    let (db, dt) = dst.split_at_mut(body);
-    if !kernels::unshuffle(level, elem_size, sb, db) {
-        unshuffle_scalar(elem_size, sb, db);
+    let (mut db, mut dt) = dst.reborrow().split_at(body);
+    if !kernels::unshuffle(level, elem_size, sb, &mut db) {
+        unshuffle_scalar(elem_size, sb, &mut db);
     }
     dt.copy_from_slice(st);
 }
@@ -60,12 +102,12 @@ pub(crate) fn shuffle_scalar(e: usize, src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// Scalar twin: `src.len()` is a multiple of `e`.
-pub(crate) fn unshuffle_scalar(e: usize, src: &[u8], dst: &mut [u8]) {
+/// Scalar twin: `src.len()` is a multiple of `e`; writes every byte of `dst`.
+pub(crate) fn unshuffle_scalar(e: usize, src: &[u8], dst: &mut Out) {
     let n = src.len() / e;
     for (j, row) in src.chunks_exact(n).enumerate() {
-        for (s, o) in row.iter().zip(dst[j..].iter_mut().step_by(e)) {
-            *o = *s;
+        for (i, s) in row.iter().enumerate() {
+            dst.set(i * e + j, *s);
         }
     }
 }
@@ -114,8 +156,29 @@ mod tests {
                     assert_eq!(dst, &want[..], "shuffle e={e} len={len} {lv:?}");
                     let mut bbuf = vec![0xEEu8; len + 16];
                     let back = &mut bbuf[(off + 3) % 16..(off + 3) % 16 + len];
-                    unshuffle_at(lv, e, &want, back);
+                    unshuffle_at(lv, e, &want, &mut Out::init(back));
                     assert_eq!(back, src, "unshuffle e={e} len={len} {lv:?}");
+                }
+            }
+        }
+    }
+
+    /// The rows kernel equals the contiguous unshuffle, rows placed anywhere (unaligned).
+    #[test]
+    fn unshuffle_rows_matches_unshuffle() {
+        let mut rng = Rng::new(3);
+        for e in [2, 4, 8, 3] {
+            for n in (0..200).chain([1021, 4099, 65_537]) {
+                let src = rng.bytes(n * e);
+                let mut want = vec![0u8; n * e];
+                unshuffle_at(kernels::Level::Scalar, e, &src, &mut Out::init(&mut want));
+                let copies: Vec<Vec<u8>> =
+                    (0..e).map(|j| [vec![0u8; 1 + j % 3], src[j * n..(j + 1) * n].to_vec()].concat()).collect();
+                let rows: Vec<&[u8]> = copies.iter().enumerate().map(|(j, c)| &c[1 + j % 3..]).collect();
+                for &lv in &available_levels() {
+                    let mut got = vec![0xEEu8; n * e];
+                    unshuffle_rows_at(lv, &rows, &mut Out::init(&mut got));
+                    assert!(got == want, "e={e} n={n} {lv:?}");
                 }
             }
         }

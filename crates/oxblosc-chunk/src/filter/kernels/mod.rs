@@ -5,6 +5,8 @@
 
 #![allow(unsafe_code)]
 
+use crate::uninit::Out;
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
@@ -81,19 +83,25 @@ pub(crate) fn shuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> boo
     }
 }
 
-/// SIMD inverse of [`shuffle`]; `false` = not handled.
-pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> bool {
+/// SIMD inverse of [`shuffle`] into possibly uninitialised output (every byte of `dst` is
+/// written when it returns `true`); `false` = not handled.
+pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bool {
     debug_assert!(e >= 2 && src.len() == dst.len() && src.len() % e == 0);
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
+        if level == Level::Scalar {
+            return false;
+        }
+        assert_eq!(src.len(), dst.len(), "unshuffle: length mismatch");
+        // SAFETY: the kernels and the tail store only bytes read from `src`.
+        let d = unsafe { dst.slots() };
         let done = match level {
-            Level::Scalar => return false,
             // SAFETY: `level` never exceeds what `detect` found on this CPU; lengths as required.
-            Level::Sse2 => unsafe { x86_shuffle::unshuffle_sse2(e, src, dst, 0) },
+            Level::Avx2 => unsafe { x86_shuffle::unshuffle_avx2(e, src, d) },
             // SAFETY: as above.
-            Level::Avx2 => unsafe { x86_shuffle::unshuffle_avx2(e, src, dst) },
+            _ => unsafe { x86_shuffle::unshuffle_sse2(e, src, d, 0) },
         };
-        unshuffle_tail(e, src, dst, done);
+        unshuffle_tail(e, src, d, done);
         true
     }
     #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
@@ -101,6 +109,36 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> b
         let _ = (level, e, src, dst);
         false
     }
+}
+
+/// Does [`unshuffle_rows`] handle `e` rows at `level`?
+pub(crate) fn unshuffle_rows_supported(level: Level, e: usize) -> bool {
+    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level == Level::Avx2 && matches!(e, 2 | 4 | 8)
+}
+
+/// SIMD unshuffle from separate rows of equal length (row j = byte j of every element) into
+/// `dst`, every byte of which is written when it returns `true`; `false` = not handled.
+pub(crate) fn unshuffle_rows(level: Level, rows: &[&[u8]], dst: &mut Out) -> bool {
+    let e = rows.len();
+    if !unshuffle_rows_supported(level, e) {
+        return false;
+    }
+    let n = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == n) && dst.len() == n * e, "unshuffle_rows: lengths");
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        // SAFETY: the kernel and the tail store only bytes read from the rows.
+        let d = unsafe { dst.slots() };
+        // SAFETY: `unshuffle_rows_supported` checked AVX2 (never above what `detect` found) and
+        // e in {2, 4, 8}; lengths asserted above.
+        let done = unsafe { x86_shuffle::unshuffle_rows_avx2(rows, n, d) };
+        for i in done..n {
+            for (j, row) in rows.iter().enumerate() {
+                d[i * e + j] = MaybeUninit::new(row[i]);
+            }
+        }
+    }
+    true
 }
 
 /// Scalar shuffle of elements `i0..n` (the part the SIMD tiles did not cover).
@@ -115,11 +153,11 @@ fn shuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
 }
 
 #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
-fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [u8], i0: usize) {
+fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], i0: usize) {
     let n = src.len() / e;
     for i in i0..n {
         for j in 0..e {
-            dst[i * e + j] = src[j * n + i];
+            dst[i * e + j] = MaybeUninit::new(src[j * n + i]);
         }
     }
 }
@@ -205,7 +243,7 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -
                 }
             }
             if t > 1 {
-                unshuffle(level, t, &scratch[..kc * t], &mut dst[i0 * t..(i0 + kc) * t]);
+                unshuffle(level, t, &scratch[..kc * t], &mut Out::init(&mut dst[i0 * t..(i0 + kc) * t]));
             }
             i0 += kc;
         }

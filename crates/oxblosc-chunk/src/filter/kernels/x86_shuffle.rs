@@ -14,6 +14,7 @@
 use std::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 // ---------- rounds ----------
 
@@ -119,10 +120,10 @@ unsafe fn shuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [u8], mut i
 /// # Safety
 /// SSE2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "sse2")]
-unsafe fn unshuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
     let n = src.len() / E;
     let g = E.trailing_zeros();
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     while i + 16 <= n {
         let mut v = [_mm_setzero_si128(); E];
         for p in 0..E {
@@ -190,10 +191,10 @@ unsafe fn shuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [u8], mut i: usiz
 /// # Safety
 /// SSE2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
 #[target_feature(enable = "sse2")]
-unsafe fn unshuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
     let len = src.len();
     let n = len / e;
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     if e < 16 {
         // Overlapping 16-byte stores in increasing address order: each spill is rewritten
         // by the next element's store (or the scalar tail, which runs after).
@@ -257,25 +258,64 @@ unsafe fn shuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i
 /// # Safety
 /// AVX2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "avx2")]
-unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], i: usize) -> usize {
     let n = src.len() / E;
+    let sp = src.as_ptr();
+    let mut rows = [sp; E];
+    for (p, r) in rows.iter_mut().enumerate() {
+        // SAFETY: row p starts at p*n <= len.
+        *r = sp.add(p * n);
+    }
+    unshuffle_rows_compact_avx2::<E>(rows, n, dst, i)
+}
+
+/// Unshuffle elements `i..` (whole tiles of 32) from `E` rows of `n` bytes into `dst`.
+///
+/// # Safety
+/// AVX2 available; every `rows[p]` is valid for reads of `n` bytes; `dst.len() == n * E`.
+#[target_feature(enable = "avx2")]
+unsafe fn unshuffle_rows_compact_avx2<const E: usize>(
+    rows: [*const u8; E],
+    n: usize,
+    dst: &mut [MaybeUninit<u8>],
+    mut i: usize,
+) -> usize {
     let g = E.trailing_zeros();
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let dp = dst.as_mut_ptr().cast::<u8>();
     while i + 32 <= n {
         let mut v = [_mm256_setzero_si256(); E];
         for p in 0..E {
-            // SAFETY: p*n + i + 32 <= E*n.
-            v[p] = ld256(sp.add(p * n + i));
+            // SAFETY: i + 32 <= n.
+            v[p] = ld256(rows[p].add(i));
         }
         let v = rounds256(v, g);
-        for k in 0..E {
+        // Lane 0 of v[k] belongs at i*E + 16k, lane 1 at (i+16)*E + 16k: pair the lanes of
+        // v[k] and v[k+1] into whole 32-byte stores (half the stores, no extracts).
+        for k in (0..E).step_by(2) {
             // SAFETY: bytes [i*E, (i+32)*E) are inside dst.
-            st128(dp.add(i * E + 16 * k), _mm256_castsi256_si128(v[k]));
-            st128(dp.add((i + 16) * E + 16 * k), _mm256_extracti128_si256::<1>(v[k]));
+            st256(dp.add(i * E + 16 * k), _mm256_permute2x128_si256::<0x20>(v[k], v[k + 1]));
+            st256(dp.add((i + 16) * E + 16 * k), _mm256_permute2x128_si256::<0x31>(v[k], v[k + 1]));
         }
         i += 32;
     }
     i
+}
+
+/// Unshuffle from separate rows (element sizes 2, 4 and 8); returns the elements done.
+///
+/// # Safety
+/// AVX2 available; `rows.len()` is 2, 4 or 8 and every row has `n` bytes; `dst.len() == n * rows.len()`.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn unshuffle_rows_avx2(rows: &[&[u8]], n: usize, dst: &mut [MaybeUninit<u8>]) -> usize {
+    fn ptrs<const E: usize>(rows: &[&[u8]]) -> [*const u8; E] {
+        std::array::from_fn(|p| rows[p].as_ptr())
+    }
+    match rows.len() {
+        2 => unshuffle_rows_compact_avx2::<2>(ptrs(rows), n, dst, 0),
+        4 => unshuffle_rows_compact_avx2::<4>(ptrs(rows), n, dst, 0),
+        8 => unshuffle_rows_compact_avx2::<8>(ptrs(rows), n, dst, 0),
+        _ => 0,
+    }
 }
 
 /// # Safety
@@ -322,10 +362,10 @@ unsafe fn shuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usiz
 /// # Safety
 /// AVX2 available; `e >= 3`; `src.len() == dst.len() == n * e`.
 #[target_feature(enable = "avx2")]
-unsafe fn unshuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+unsafe fn unshuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], mut i: usize) -> usize {
     let len = src.len();
     let n = len / e;
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     if e < 16 {
         while i + 32 <= n && (i + 31) * e + 16 <= len {
             let mut v = [_mm256_setzero_si256(); 16];
@@ -383,7 +423,7 @@ pub(super) unsafe fn shuffle_sse2(e: usize, src: &[u8], dst: &mut [u8], i: usize
 /// # Safety
 /// SSE2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn unshuffle_sse2(e: usize, src: &[u8], dst: &mut [u8], i: usize) -> usize {
+pub(super) unsafe fn unshuffle_sse2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], i: usize) -> usize {
     match e {
         2 => unshuffle_compact_sse2::<2>(src, dst, i),
         4 => unshuffle_compact_sse2::<4>(src, dst, i),
@@ -408,7 +448,7 @@ pub(super) unsafe fn shuffle_avx2(e: usize, src: &[u8], dst: &mut [u8]) -> usize
 /// # Safety
 /// AVX2 available; `e >= 2`; `src.len() == dst.len()`, a multiple of `e`.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn unshuffle_avx2(e: usize, src: &[u8], dst: &mut [u8]) -> usize {
+pub(super) unsafe fn unshuffle_avx2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>]) -> usize {
     let i = match e {
         2 => unshuffle_compact_avx2::<2>(src, dst, 0),
         4 => unshuffle_compact_avx2::<4>(src, dst, 0),

@@ -1,0 +1,51 @@
+//! Decode one chunk of a smooth float field in a loop, for `perf`/callgrind and quick timings:
+//! `cargo run --release -p oxblosc-chunk --example decode_modes -- MODE CODEC TYPESIZE [MiB] [reps]`
+//! with MODE `into` (caller buffer), `fresh` (`decompress`, a new vector), `uninit`
+//! (`decompress_into_uninit` into a vector's spare capacity) or `memcpy` (the same bytes
+//! copied), CODEC a Blosc compcode (0 blosclz, 1 lz4, 4 zlib, 5 zstd) and TYPESIZE 4 or 8.
+
+use oxblosc_chunk::{compress, decompress, decompress_into, decompress_into_uninit, CParams, DParams};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().map_or("into", String::as_str).to_owned();
+    let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (codec, typesize, mib, reps) = (num(1, 1) as u8, num(2, 4), num(3, 8), num(4, 20));
+    let items = (mib << 20) / typesize;
+    let value = |i: usize| {
+        let (y, x) = ((i / 1440) as f64, (i % 1440) as f64);
+        280.0 + 20.0 * (y * 0.01).sin() + 5.0 * (x * 0.02).cos() + (i % 13) as f64 * 0.001
+    };
+    let src: Vec<u8> = if typesize == 8 {
+        (0..items).flat_map(|i| value(i).to_le_bytes()).collect()
+    } else {
+        (0..items).flat_map(|i| (value(i) as f32).to_le_bytes()).collect()
+    };
+    let cp = CParams { codec, clevel: 5, typesize, nthreads: 1, ..CParams::default() };
+    let chunk = compress(&src, &cp).expect("compress");
+    let dp = DParams { nthreads: 1 };
+    let mut dst = vec![0u8; src.len()];
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        match mode.as_str() {
+            "memcpy" => std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src)),
+            "fresh" => dst = decompress(&chunk, &dp).expect("decode"),
+            "uninit" => {
+                let mut v: Vec<u8> = Vec::with_capacity(src.len());
+                let n = decompress_into_uninit(&chunk, v.spare_capacity_mut(), &dp).expect("decode");
+                assert_eq!(n, src.len());
+                std::hint::black_box(&v);
+            }
+            _ => {
+                decompress_into(&chunk, &mut dst, &dp).expect("decode");
+            }
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    assert!(mode == "uninit" || dst == src);
+    println!(
+        "{mode} codec {codec} typesize {typesize}: ratio {:.2}, {:.2} GB/s",
+        src.len() as f64 / chunk.len() as f64,
+        (src.len() * reps) as f64 / secs / 1e9
+    );
+}
