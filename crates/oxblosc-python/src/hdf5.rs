@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use oxblosc::hdf5::lazy::{self, ReadError, Stored};
+use oxblosc::hdf5::lazy::{self, PartSpec, ReadError, ReadOpts, Stored};
 use oxblosc::hdf5::read::{read_part, read_part_into};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -45,44 +45,64 @@ pub fn hdf5_read_part<'py>(
     Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded))
 }
 
-/// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part`] of the chunk at `offset` of `path`, reading from the file only the
-/// chunk's headers, block-offset table and needed blocks. `file_id` (device, inode) is the file
-/// the address came from: a file replaced since, a truncated file or a failed read raise
-/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`). With `out` (as in
-/// [`hdf5_read_part`]) the part is decoded into it and `bytes` is None.
-#[pyfunction]
-#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, file_id=None, out=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn hdf5_read_part_lazy<'py>(
-    py: Python<'py>,
-    path: PathBuf,
-    offset: u64,
-    size: usize,
-    filter_id: i32,
-    chunk_dims: Vec<u64>,
-    typesize: usize,
-    sel: Vec<(u64, u64)>,
-    nthreads: usize,
-    file_id: Option<(u64, u64)>,
-    out: Option<&Bound<'py, PyAny>>,
-) -> PyResult<(Option<Bound<'py, PyBytes>>, u64, u64)> {
-    let at = Stored { path: &path, offset, size, file_id };
-    let raise = |e| match e {
+/// An HDF5 file open for lazy chunk reads (`oxblosc::hdf5::lazy::ChunkFile`): the file stays
+/// open and each chunk's headers are read once. `file_id` (device, inode) is the file the
+/// chunk addresses came from: a file replaced since, a truncated file or a failed read raise
+/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`).
+#[pyclass(module = "oxblosc._native", frozen)]
+pub struct Hdf5ChunkFile(lazy::ChunkFile);
+
+fn read_error(py: Python<'_>, e: ReadError) -> PyErr {
+    match e {
         ReadError::Io(s) => PyOSError::new_err(s),
         ReadError::Bad(s) => chunk_error(py, s),
-    };
-    let nt = nthreads.max(1);
-    if let Some(out) = out {
-        let mut dst = ByteView::writable(out)?;
-        let dst = dst.as_mut_slice();
-        let (n, nread) = py
-            .allow_threads(|| lazy::read_part_at_into(&at, filter_id, &chunk_dims, typesize, &sel, nt, dst))
-            .map_err(raise)?;
-        return Ok((None, n, nread));
     }
-    let part =
-        py.allow_threads(|| lazy::read_part_at(&at, filter_id, &chunk_dims, typesize, &sel, nt)).map_err(raise)?;
-    Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded, part.bytes_read))
+}
+
+#[pymethods]
+impl Hdf5ChunkFile {
+    #[new]
+    #[pyo3(signature = (path, file_id=None))]
+    fn new(py: Python<'_>, path: PathBuf, file_id: Option<(u64, u64)>) -> PyResult<Self> {
+        lazy::ChunkFile::open(&path, file_id).map(Hdf5ChunkFile).map_err(|e| read_error(py, e))
+    }
+
+    /// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part`] of the chunk of `size` bytes
+    /// at `offset`, reading from the file only the chunk's headers (the first time), block-offset
+    /// table and needed blocks. With `out` (as in [`hdf5_read_part`]) the part is decoded into
+    /// it and `bytes` is None.
+    #[pyo3(signature = (offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, out=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn read_part<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        size: usize,
+        filter_id: i32,
+        chunk_dims: Vec<u64>,
+        typesize: usize,
+        sel: Vec<(u64, u64)>,
+        nthreads: usize,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, u64, u64)> {
+        let at = Stored { offset, size };
+        let spec = PartSpec { filter_id, chunk_dims: &chunk_dims, typesize, sel: &sel };
+        let opts = ReadOpts { nthreads: nthreads.max(1), ..ReadOpts::default() };
+        if let Some(out) = out {
+            let mut dst = ByteView::writable(out)?;
+            let dst = dst.as_mut_slice();
+            let (n, nread) =
+                py.allow_threads(|| self.0.read_part_into(at, &spec, &opts, dst)).map_err(|e| read_error(py, e))?;
+            return Ok((None, n, nread));
+        }
+        let part = py.allow_threads(|| self.0.read_part(at, &spec, &opts)).map_err(|e| read_error(py, e))?;
+        Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded, part.bytes_read))
+    }
+
+    /// Forget the chunk layouts read so far (after writing to the file).
+    fn forget(&self) {
+        self.0.forget();
+    }
 }
 
 /// `(chunks, blocks, chunk_bytes, block_bytes, reason)`: HDF5 chunks about the L3 cache and

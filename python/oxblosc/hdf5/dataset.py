@@ -70,10 +70,14 @@ class Dataset:
         self._owned_file = None
         # The file chunks are read from directly (None: through h5py's read_direct_chunk).
         self._path = dataset.file.filename if self._filter is not None and self._can_pread(dataset.file) else None
-        self._file_id = None
+        # Held open while this object lives, with each chunk's headers once read (a small read
+        # then reads only its blocks).
+        self._file = None
         if self._path is not None:
             st = os.stat(self._path)
-            self._file_id = (st.st_dev, st.st_ino)
+            self._file = _native.Hdf5ChunkFile(self._path, (st.st_dev, st.st_ino))
+        # A file open read-only without SWMR cannot change extent under h5py: no check per read.
+        self._fixed_extent = dataset.file.mode == "r" and not dataset.file.swmr_mode
 
     # ------------------------------------------------------------------ properties
 
@@ -126,7 +130,7 @@ class Dataset:
         self._info.clear()
 
     def _check_extent(self) -> None:
-        if self._d.id.shape != self._shape:
+        if not self._fixed_extent and self._d.id.shape != self._shape:
             self.refresh()
 
     def __getitem__(self, key) -> np.ndarray:
@@ -211,13 +215,11 @@ class Dataset:
             return out
         many = self.nthreads > 1 and len(jobs) > 1
         inner = 1 if many else self.nthreads
-        fid, typesize, dtype, where, path = self._filter, self._typesize, self._dtype, self._where, self._path
+        fid, typesize, dtype, where, file = self._filter, self._typesize, self._dtype, self._where, self._file
         dims = list(chunks)
         # Rows of a compound type are copied as bytes (NumPy copies structured items field by field).
         raw = dtype if dtype.names is None else np.dtype((np.void, dtype.itemsize))
         out_raw = out.view(raw)
-
-        file_id = self._file_id
 
         def run(job):
             addr, size, stored, sel, dest, start = job
@@ -228,9 +230,7 @@ class Dataset:
             buf = target if in_place else _scratch(target.nbytes)
             try:
                 if stored is None:
-                    _, n, nread = _native.hdf5_read_part_lazy(
-                        path, addr, size, fid, dims, typesize, sel, inner, file_id, buf
-                    )
+                    _, n, nread = file.read_part(addr, size, fid, dims, typesize, sel, inner, buf)
                 else:
                     (_, n), nread = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner, buf), len(stored)
             except (ValueError, OSError) as e:
