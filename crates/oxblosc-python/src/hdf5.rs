@@ -99,6 +99,39 @@ impl Hdf5ChunkFile {
         Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded, part.bytes_read))
     }
 
+    /// `(blocks_decoded, bytes_read, parts_in_place)`: several chunk parts into the C-order
+    /// box `out` (a writable buffer of `box_dims` items of `typesize` bytes), each part
+    /// `(offset, size, sel, origin)`: `sel` of the chunk stored at `offset`, placed at `origin`
+    /// of the box; rows of chunks decoded on up to `nthreads` threads (GIL released). The
+    /// exception of a failing part has its index as `part`.
+    #[pyo3(signature = (filter_id, chunk_dims, typesize, parts, box_dims, out, nthreads=1))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn read_box<'py>(
+        &self,
+        py: Python<'py>,
+        filter_id: i32,
+        chunk_dims: Vec<u64>,
+        typesize: usize,
+        parts: Vec<(u64, usize, Vec<(u64, u64)>, Vec<u64>)>,
+        box_dims: Vec<u64>,
+        out: &Bound<'py, PyAny>,
+        nthreads: usize,
+    ) -> PyResult<(u64, u64, u64)> {
+        let parts: Vec<lazy::BoxPart> = parts
+            .into_iter()
+            .map(|(offset, size, sel, origin)| lazy::BoxPart { at: Stored { offset, size }, sel, origin })
+            .collect();
+        let spec = PartSpec { filter_id, chunk_dims: &chunk_dims, typesize, sel: &[] };
+        let opts = ReadOpts { nthreads: nthreads.max(1), ..ReadOpts::default() };
+        let mut dst = ByteView::writable(out)?;
+        let dst = dst.as_mut_slice();
+        py.allow_threads(|| self.0.read_box(&parts, &spec, &box_dims, &opts, dst)).map_err(|(i, e)| {
+            let err = read_error(py, e);
+            let _ = err.value(py).setattr("part", i);
+            err
+        })
+    }
+
     /// Forget the chunk layouts read so far (after writing to the file).
     fn forget(&self) {
         self.0.forget();

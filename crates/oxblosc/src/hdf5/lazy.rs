@@ -40,6 +40,104 @@ pub struct Stored {
     pub size: usize,
 }
 
+/// One part of a box read ([`ChunkFile::read_box`]): `sel` of the chunk `at`, placed at
+/// `origin` (items, per dim) of the box.
+#[derive(Debug, Clone)]
+pub struct BoxPart {
+    pub at: Stored,
+    pub sel: Vec<(u64, u64)>,
+    pub origin: Vec<u64>,
+}
+
+/// A box read's slabs: per distinct leading-dim range of the parts, its row count, its rows of
+/// `out` and its parts. Parts must lie inside the box, and those sharing rows must share them
+/// exactly (a row of chunks).
+#[allow(clippy::type_complexity)]
+fn slabs<'o>(
+    parts: &[BoxPart],
+    box_dims: &[u64],
+    ts: usize,
+    out: &'o mut [u8],
+) -> std::result::Result<Vec<(u64, &'o mut [u8], Vec<usize>)>, String> {
+    let r = box_dims.len();
+    let items: u64 = box_dims.iter().product();
+    if r == 0 || out.len() as u64 != items * ts as u64 {
+        return Err(format!("an output of {} bytes for a box of {box_dims:?} items of {ts} bytes", out.len()));
+    }
+    let mut groups: std::collections::BTreeMap<(u64, u64), Vec<usize>> = Default::default();
+    for (i, p) in parts.iter().enumerate() {
+        let inside = p.sel.len() == r
+            && p.origin.len() == r
+            && (0..r).all(|d| p.sel[d].0 <= p.sel[d].1 && p.origin[d] + (p.sel[d].1 - p.sel[d].0) <= box_dims[d]);
+        if !inside {
+            return Err(format!("part {i} ({:?} at {:?}) leaves the box {box_dims:?}", p.sel, p.origin));
+        }
+        groups.entry((p.origin[0], p.sel[0].1 - p.sel[0].0)).or_default().push(i);
+    }
+    let row = out.len() / box_dims[0].max(1) as usize;
+    let mut rest = out;
+    let mut at = 0u64;
+    let mut slabs = Vec::with_capacity(groups.len());
+    for ((lo, n), idx) in groups {
+        if lo < at {
+            return Err(format!("parts overlap in rows {lo}..{}", lo + n));
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut((lo - at) as usize * row);
+        let (slab, tail) = tail.split_at_mut(n as usize * row);
+        rest = tail;
+        at = lo + n;
+        slabs.push((n, slab, idx));
+    }
+    Ok(slabs)
+}
+
+/// Copy the box of `extent` items at `src_lo` of the C-order `src` (`src_dims` items) to
+/// `dst_lo` of the C-order `dst` (`dst_dims` items), items of `ts` bytes, row by row.
+#[allow(clippy::too_many_arguments)]
+fn copy_box(
+    src: &[u8],
+    src_dims: &[u64],
+    src_lo: &[u64],
+    dst: &mut [u8],
+    dst_dims: &[u64],
+    dst_lo: &[u64],
+    extent: &[u64],
+    ts: usize,
+) {
+    let r = extent.len();
+    if extent.iter().any(|&e| e == 0) {
+        return;
+    }
+    let strides = |dims: &[u64]| {
+        let mut s = vec![ts; r];
+        for d in (0..r.saturating_sub(1)).rev() {
+            s[d] = s[d + 1] * dims[d + 1] as usize;
+        }
+        s
+    };
+    let (ss, ds) = (strides(src_dims), strides(dst_dims));
+    let run = extent[r - 1] as usize * ts;
+    let mut idx = vec![0u64; r];
+    loop {
+        let a: usize = (0..r).map(|d| (src_lo[d] + idx[d]) as usize * ss[d]).sum();
+        let b: usize = (0..r).map(|d| (dst_lo[d] + idx[d]) as usize * ds[d]).sum();
+        dst[b..b + run].copy_from_slice(&src[a..a + run]);
+        // Odometer over all dims but the last.
+        let mut d = r - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < extent[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
 /// The part to read: the box `sel` (`[start, stop)` per dim, relative to the chunk) of a chunk
 /// of `chunk_dims` items of `typesize` bytes that the filter `filter_id` stored.
 #[derive(Debug, Clone, Copy)]
@@ -203,6 +301,83 @@ impl ChunkFile {
         Ok(Part { data, blocks_decoded, bytes_read })
     }
 
+    /// Several chunk parts into one C-order box `out` of `box_dims` items: part `i` is `sel` of
+    /// the chunk `at`, placed at `origin` in the box. Parts in different rows of chunks (their
+    /// leading-dim ranges) are decoded on up to `opts.nthreads` threads at once, each into its
+    /// own slab of `out`; parts filling their slab decode straight into it. Returns the sums of
+    /// `(blocks_decoded, bytes_read, parts_in_place)`, or the failing part's index and error.
+    pub fn read_box(
+        &self,
+        parts: &[BoxPart],
+        spec: &PartSpec,
+        box_dims: &[u64],
+        opts: &ReadOpts,
+        out: &mut [u8],
+    ) -> std::result::Result<(u64, u64, u64), (usize, ReadError)> {
+        let ts = spec.typesize;
+        let slabs = slabs(parts, box_dims, ts, out).map_err(|e| (0, ReadError::Bad(e)))?;
+        let nt = opts.nthreads.clamp(1, slabs.len().max(1));
+        let inner = ReadOpts { nthreads: if nt > 1 { 1 } else { opts.nthreads.max(1) }, ..*opts };
+        let run = |(rows, slab, idx): (u64, &mut [u8], Vec<usize>)| {
+            let mut sums = (0, 0, 0);
+            let slab_dims: Vec<u64> = std::iter::once(rows).chain(box_dims[1..].iter().copied()).collect();
+            for i in idx {
+                let p = &parts[i];
+                let spec = PartSpec { sel: &p.sel, ..*spec };
+                let dims: Vec<u64> = p.sel.iter().map(|&(a, b)| b - a).collect();
+                let r = if dims == slab_dims {
+                    sums.2 += 1;
+                    self.read_part_into(p.at, &spec, &inner, slab)
+                } else {
+                    let n = part_bytes(ts, &p.sel);
+                    with_buf(
+                        &PART,
+                        n,
+                        |buf| {
+                            let r = self.read_part_into(p.at, &spec, &inner, buf)?;
+                            let mut lo = p.origin.clone();
+                            lo[0] = 0;
+                            copy_box(buf, &dims, &vec![0; dims.len()], slab, &slab_dims, &lo, &dims, ts);
+                            Ok(r)
+                        },
+                        |e| ReadError::Bad(format!("{n} bytes of scratch: {e}")),
+                    )
+                };
+                let (b, n) = r.map_err(|e| (i, e))?;
+                sums.0 += b;
+                sums.1 += n;
+            }
+            Ok(sums)
+        };
+        let results: Vec<_> = if nt == 1 {
+            slabs.into_iter().map(run).collect()
+        } else {
+            let queue = Mutex::new(slabs.into_iter());
+            std::thread::scope(|sc| {
+                let workers: Vec<_> = (0..nt)
+                    .map(|_| {
+                        sc.spawn(|| {
+                            let mut mine = Vec::new();
+                            loop {
+                                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                                let Some(job) = next else { break };
+                                mine.push(run(job));
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                workers.into_iter().flat_map(|w| w.join().expect("a read thread panicked")).collect()
+            })
+        };
+        let mut total = (0, 0, 0);
+        for r in results {
+            let (a, b, c) = r?;
+            total = (total.0 + a, total.1 + b, total.2 + c);
+        }
+        Ok(total)
+    }
+
     /// The chunk's layout, from the cache or read from its headers (not cached when bad).
     fn layout(&self, src: &mut Src, filter_id: i32) -> Result<Arc<Layout>> {
         let key = (src.at, filter_id);
@@ -296,6 +471,8 @@ thread_local! {
     static COMPACT: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     /// Decoded n-d blocks, reused.
     static BLOCKS: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// Box parts that are not one run of their slab, reused.
+    static PART: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// `f` with this thread's buffer `cell` grown to `len` bytes (contents unspecified).
@@ -540,55 +717,25 @@ fn nd_part(
     let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
     crate::chunk::decompress_ranges(chunk, &ranges, dec, nthreads)?;
     let r = sel.len();
-    let ts = g.typesize;
-    let out_dims: Vec<usize> = sel.iter().map(|&(lo, hi)| (hi - lo) as usize).collect();
-    let stride = |dims: &[usize]| {
-        let mut s = vec![ts; r];
-        for d in (0..r - 1).rev() {
-            s[d] = s[d + 1] * dims[d + 1];
-        }
-        s
-    };
-    let bshape: Vec<usize> = g.blocks.iter().map(|&b| b as usize).collect();
-    let (ostride, bstride) = (stride(&out_dims), stride(&bshape));
+    let out_dims: Vec<u64> = sel.iter().map(|&(lo, hi)| hi - lo).collect();
     for (k, &b) in blocks.iter().enumerate() {
         // The block's origin in the chunk, and its box's overlap with the selection.
-        let mut rest = b;
-        let mut origin = vec![0usize; r];
+        let mut rest = b as u64;
+        let mut origin = vec![0u64; r];
         for d in (0..r).rev() {
-            let n = g.bgrid[d] as usize;
-            origin[d] = (rest % n) * bshape[d];
-            rest /= n;
+            origin[d] = (rest % g.bgrid[d]) * g.blocks[d];
+            rest /= g.bgrid[d];
         }
-        let lo: Vec<usize> = (0..r).map(|d| (sel[d].0 as usize).max(origin[d])).collect();
-        let hi: Vec<usize> = (0..r).map(|d| (sel[d].1 as usize).min(origin[d] + bshape[d])).collect();
+        let lo: Vec<u64> = (0..r).map(|d| sel[d].0.max(origin[d])).collect();
+        let hi: Vec<u64> = (0..r).map(|d| sel[d].1.min(origin[d] + g.blocks[d])).collect();
         if (0..r).any(|d| lo[d] >= hi[d]) {
             continue;
         }
+        let src_lo: Vec<u64> = (0..r).map(|d| lo[d] - origin[d]).collect();
+        let dst_lo: Vec<u64> = (0..r).map(|d| lo[d] - sel[d].0).collect();
+        let extent: Vec<u64> = (0..r).map(|d| hi[d] - lo[d]).collect();
         let block = &dec[k * bb..(k + 1) * bb];
-        let run = (hi[r - 1] - lo[r - 1]) * ts;
-        let mut idx = lo.clone();
-        loop {
-            let src: usize = (0..r).map(|d| (idx[d] - origin[d]) * bstride[d]).sum();
-            let dst: usize = (0..r).map(|d| (idx[d] - sel[d].0 as usize) * ostride[d]).sum();
-            data[dst..dst + run].copy_from_slice(&block[src..src + run]);
-            // Odometer over all dims but the last.
-            let mut d = r - 1;
-            loop {
-                if d == 0 {
-                    break;
-                }
-                d -= 1;
-                idx[d] += 1;
-                if idx[d] < hi[d] {
-                    break;
-                }
-                idx[d] = lo[d];
-            }
-            if d == 0 && idx[0] == lo[0] {
-                break;
-            }
-        }
+        copy_box(block, &g.blocks, &src_lo, data, &out_dims, &dst_lo, &extent, g.typesize);
     }
     Ok(blocks.len() as u64)
 }
@@ -768,6 +915,62 @@ mod tests {
         assert!(second.bytes_read + 256 < first.bytes_read, "{} then {}", first.bytes_read, second.bytes_read);
         f.forget();
         assert_eq!(f.read_part(at, &spec, &ReadOpts::default()).unwrap().bytes_read, first.bytes_read);
+    }
+
+    #[test]
+    fn a_box_over_many_chunks_equals_the_array_on_one_and_two_threads() {
+        // A 300 x 200 int32 array in 128 x 128 chunks (3 x 2, edge chunks padded).
+        let (rows, cols, c) = (300u64, 200u64, 128u64);
+        let item = |i: u64, j: u64| ((i * 7919 + j * 31) % 100_003) as u32;
+        let mut file = vec![9u8; 50];
+        let mut stored = Vec::new();
+        for (ci, cj) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)] {
+            let raw: Vec<u8> = (0..c * c)
+                .flat_map(|k| {
+                    let (i, j) = (ci * c + k / c, cj * c + k % c);
+                    (if i < rows && j < cols { item(i, j) } else { 0 }).to_le_bytes()
+                })
+                .collect();
+            let enc = encode_blosc2(&[1, 4096, 4, (c * c * 4) as u32, 5, 1, 1, 2, c as u32, c as u32], &raw).unwrap();
+            stored.push(((ci, cj), Stored { offset: file.len() as u64, size: enc.len() }));
+            file.extend(enc);
+        }
+        let (path, _tmp) = file_with(&file, "box");
+        let f = ChunkFile::open(&path, None).unwrap();
+        let (lo, hi) = ([10u64, 5], [290u64, 195]);
+        let parts: Vec<BoxPart> = stored
+            .iter()
+            .map(|&((ci, cj), at)| {
+                let start = [ci * c, cj * c];
+                let sel: Vec<(u64, u64)> =
+                    (0..2).map(|d| (lo[d].max(start[d]) - start[d], hi[d].min(start[d] + c) - start[d])).collect();
+                let origin = (0..2).map(|d| start[d] + sel[d].0 - lo[d]).collect();
+                BoxPart { at: Stored { offset: at.offset + 1000, ..at }, sel, origin }
+            })
+            .collect();
+        let box_dims = [hi[0] - lo[0], hi[1] - lo[1]];
+        let want: Vec<u8> =
+            (lo[0]..hi[0]).flat_map(|i| (lo[1]..hi[1]).flat_map(move |j| item(i, j).to_le_bytes())).collect();
+        let spec = PartSpec { filter_id: BLOSC2_ID, chunk_dims: &[c, c], typesize: 4, sel: &[] };
+        for nthreads in [1, 2] {
+            let mut out = vec![0u8; want.len()];
+            let opts = ReadOpts { nthreads, whole_below: 0 };
+            let (blocks, read, _) = f.read_box(&parts, &spec, &box_dims, &opts, &mut out).unwrap();
+            assert_eq!(out, want, "{nthreads} threads");
+            assert!(blocks > 0 && read > 0);
+        }
+        // Overlapping rows, a part outside the box, a bad chunk: errors, the last naming its part.
+        let mut out = vec![0u8; want.len()];
+        let mut bad = parts.clone();
+        bad[2].origin[0] -= 1;
+        assert!(f.read_box(&bad, &spec, &box_dims, &ReadOpts::default(), &mut out).is_err());
+        bad = parts.clone();
+        bad[5].origin[1] += 1;
+        assert!(f.read_box(&bad, &spec, &box_dims, &ReadOpts::default(), &mut out).is_err());
+        bad = parts.clone();
+        bad[3].at.offset += 1;
+        let (i, e) = f.read_box(&bad, &spec, &box_dims, &ReadOpts::default(), &mut out).unwrap_err();
+        assert!(i == 3 && matches!(e, ReadError::Bad(_)), "{i} {e}");
     }
 
     #[test]
