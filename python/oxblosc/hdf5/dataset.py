@@ -38,8 +38,10 @@ class Dataset:
     chunk writes.
 
     Cached: the dataset's shape and, for files open read-only, per chunk its file address,
-    stored size and filter mask (writable files ask h5py for every chunk: writes through h5py
-    move chunks). Every read and write checks the dataset's extent (h5py ``id.shape``) and
+    stored size and filter mask, and the chunk's Blosc headers (writable files ask h5py for
+    every chunk and read the headers again: writes through h5py move and rewrite chunks; HDF5
+    flushes the dataset's chunk cache to the file before each read). Every read and write
+    checks the dataset's extent (h5py ``id.shape``; not for read-only files without SWMR) and
     drops the cache when it changed (``resize``, SWMR ``refresh``); ``refresh()`` drops
     everything. Chunks read straight from the file are checked to come
     from the file opened (device and inode): a file replaced since raises ``OSError``.
@@ -79,6 +81,7 @@ class Dataset:
             self._file = _native.Hdf5ChunkFile(self._path, (st.st_dev, st.st_ino))
         # A file open read-only without SWMR cannot change extent under h5py: no check per read.
         self._fixed_extent = dataset.file.mode == "r" and not dataset.file.swmr_mode
+        self._writable = dataset.file.mode != "r"
 
     # ------------------------------------------------------------------ properties
 
@@ -201,7 +204,13 @@ class Dataset:
             return out
         chunks = self.chunks
         ranges = [range(a // c, (b - 1) // c + 1) for a, b, c in zip(lo, hi, chunks, strict=True)]
-        if self._file is not None and not self._all_info and np.prod([len(r) for r in ranges]) > _ITER_ABOVE:
+        if self._file is not None and self._writable:
+            # What h5py wrote may still sit in HDF5's chunk cache: to the file first (HDF5's
+            # chunk-info calls flush too; 1 us when clean); and chunks rewritten in place keep
+            # their address, maybe within one mtime tick, so their headers are read again.
+            self._d.id.flush()
+            self._file.forget()
+        elif self._file is not None and not self._all_info and np.prod([len(r) for r in ranges]) > _ITER_ABOVE:
             self._load_all_info()
         jobs = []
         for coords in product(*ranges):
@@ -292,7 +301,7 @@ class Dataset:
                 return (None, 0, 0)
             si = self._d.id.get_chunk_info_by_coord(start)
             info = (si.byte_offset, si.size, si.filter_mask)
-            if self._path is not None:  # a read-only file: h5py cannot change it behind us
+            if self._path is not None and not self._writable:  # h5py cannot change it behind us
                 self._info[start] = info
         return info
 
@@ -389,10 +398,19 @@ class Dataset:
 
     @staticmethod
     def _can_pread(f) -> bool:
-        """Chunk bytes come from the file itself only when HDF5 has nothing newer in memory
-        (read-only), file addresses are file offsets (no user block) and the file is one
-        plain file on disk; otherwise through h5py's ``read_direct_chunk``."""
-        return f.mode == "r" and f.driver in ("sec2", "stdio") and f.userblock_size == 0 and os.path.isfile(f.filename)
+        """Chunk bytes come from the file itself only when the file is one plain file on disk,
+        file addresses are file offsets (no user block), and what HDF5 writes reaches the file
+        when the dataset is flushed (writable: the sec2 driver, which writes through, and no
+        page buffer); otherwise through h5py's ``read_direct_chunk``."""
+        if f.userblock_size != 0 or not os.path.isfile(f.filename):
+            return False
+        if f.mode == "r":
+            return f.driver in ("sec2", "stdio")
+        try:
+            paged = f.id.get_access_plist().get_page_buffer_size()[0] != 0
+        except AttributeError:  # an h5py without page buffers
+            paged = False
+        return f.driver == "sec2" and not paged
 
 
 _local = threading.local()
