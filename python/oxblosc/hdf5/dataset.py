@@ -369,9 +369,9 @@ class Dataset:
             bufs.append(full)
         encoded = _native.hdf5_encode_chunks(self._filter, self._cd_values, bufs, self.nthreads)
         for (start, _), raw, enc in zip(items, bufs, encoded, strict=True):
-            if enc is None:
+            if isinstance(enc, str):  # the filter refuses the chunk
                 if not self._optional:
-                    raise ValueError(f"{self._where}: filter {self._filter} cannot compress the chunk at {start}")
+                    raise ValueError(f"{self._where}, chunk at {start}: {enc}")
                 # What HDF5 does with an optional filter that fails: the chunk stored as is.
                 d.id.write_direct_chunk(start, raw.tobytes(), filter_mask=1)
             else:
