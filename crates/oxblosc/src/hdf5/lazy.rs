@@ -105,7 +105,7 @@ fn copy_box(
     ts: usize,
 ) {
     let r = extent.len();
-    if extent.iter().any(|&e| e == 0) {
+    if extent.contains(&0) {
         return;
     }
     let strides = |dims: &[u64]| {
@@ -202,6 +202,9 @@ impl Stamp {
     }
 }
 
+/// The layouts of a file's chunks read so far, per stored chunk and filter.
+type Layouts = HashMap<(Stored, i32), Arc<Layout>>;
+
 /// Layouts kept per file at most (each a few KiB); more drop them all.
 const MAX_LAYOUTS: usize = 1 << 14;
 
@@ -213,7 +216,7 @@ pub struct ChunkFile {
     file: File,
     /// The (device, inode) the chunk addresses belong to.
     id: (u64, u64),
-    state: Mutex<(Stamp, HashMap<(Stored, i32), Arc<Layout>>)>,
+    state: Mutex<(Stamp, Layouts)>,
 }
 
 impl ChunkFile {
@@ -403,7 +406,7 @@ impl ChunkFile {
 enum Layout {
     /// Read it whole (small, special, memcpyed, VL blocks, not one chunk in the frame).
     Whole,
-    Blocks(Blocks),
+    Blocks(Box<Blocks>),
 }
 
 /// A Blosc chunk whose blocks can be read one by one.
@@ -602,7 +605,7 @@ fn chunk_layout(src: &mut Src, at: usize, geom: Option<Geometry>) -> Result<Layo
             (s, sorted.get(i).copied().unwrap_or(cbytes).min(cbytes))
         })
         .collect();
-    Ok(Layout::Blocks(Blocks {
+    Ok(Layout::Blocks(Box::new(Blocks {
         at,
         prefix,
         header_len: hl,
@@ -611,7 +614,7 @@ fn chunk_layout(src: &mut Src, at: usize, geom: Option<Geometry>) -> Result<Layo
         nbytes: h.nbytes,
         delta: h.filters.contains(&crate::chunk::filter::DELTA),
         geom,
-    }))
+    })))
 }
 
 /// The part from the blocks it needs (a compact copy of the chunk holding only them); None
