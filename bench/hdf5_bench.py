@@ -281,9 +281,9 @@ def ours_write(kind, path, data, chunks, nthreads) -> dict:
                     full = np.zeros(c, data.dtype)
                     full[tuple(slice(0, n) for n in block.shape)] = block
                     block = full
-                return _native.hdf5_encode_chunk(
-                    32026, cd, np.ascontiguousarray(block), 1 if len(starts) > 1 else nthreads
-                )
+                return _native.hdf5_encode_chunks(
+                    32026, cd, [np.ascontiguousarray(block)], 1 if len(starts) > 1 else nthreads
+                )[0]
 
             with ThreadPoolExecutor(nthreads) as pool:
                 for s, b in zip(starts, pool.map(enc, starts), strict=True):

@@ -190,6 +190,21 @@ def hdf5_read_part(
     nthreads: int = 1,
 ) -> tuple[bytes, int]: ...
 
+class Hdf5ChunkFile:
+    def __init__(self, path: str, file_id: tuple[int, int] | None = None) -> None: ...
+    def read_part(
+        self,
+        offset: int,
+        size: int,
+        filter_id: int,
+        chunk_dims: list[int],
+        typesize: int,
+        sel: list[tuple[int, int]],
+        nthreads: int = 1,
+        out: Any = None,
+    ) -> tuple[bytes | None, int, int]: ...
+    def forget(self) -> None: ...
+
 # Read-ahead streaming into caller-owned ring buffers (python/oxblosc/streamer.py)
 class NativeStreamer:
     def __init__(

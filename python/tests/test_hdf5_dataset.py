@@ -142,8 +142,8 @@ def test_flat_chunks_decode_only_their_blocks(tmp_path, opts):
 
 
 def test_other_ways_to_the_chunks(tmp_path):
-    # Writable files (HDF5 may hold newer chunks in memory), in-memory files, unfiltered
-    # chunks, chunks never written and other filters all read right.
+    # Writable files (HDF5 may hold newer chunks in memory: flushed first), in-memory files,
+    # unfiltered chunks, chunks never written and other filters all read right.
     a = (np.arange(60 * 70) % 97).astype("<i2").reshape(60, 70)
     path = tmp_path / "w.h5"
     with h5py.File(path, "w") as f:
@@ -153,7 +153,7 @@ def test_other_ways_to_the_chunks(tmp_path):
         e[20:40, 10:50] = a[20:40, 10:50]
         for name in ("x", "e"):
             ds = oh5.Dataset(f[name])
-            assert ds._path is None  # through read_direct_chunk
+            assert ds._path is not None  # a writable sec2 file: read from the file too
             assert np.array_equal(ds[5:50, 7:69], f[name][5:50, 7:69])
         want_e = np.full((60, 70), -3, "<i2")
         want_e[20:40, 10:50] = a[20:40, 10:50]
@@ -166,6 +166,7 @@ def test_other_ways_to_the_chunks(tmp_path):
     with h5py.File("mem.h5", "w", driver="core", backing_store=False) as f:
         f.create_dataset("x", data=a, chunks=(16, 32), **oh5.Blosc2("lz4", 5))
         ds = oh5.Dataset(f["x"], nthreads=2)
+        assert ds._path is None  # through read_direct_chunk
         assert np.array_equal(ds[1:59, 2:68], a[1:59, 2:68]) and ds.blocks_decoded > 0
 
 
@@ -275,3 +276,28 @@ def test_the_chunk_cache_follows_resizes_and_writes(tmp_path):
         # h5py resized and wrote behind our back: shape and chunk addresses are read again.
         assert ds.shape == (14, 8)
         assert np.array_equal(ds[9:], np.r_[np.arange(72, 80).reshape(1, 8), np.full((4, 8), 7)])
+
+
+def test_writable_files_read_blocks_lazily_and_see_every_write(tmp_path):
+    """On a file open "r+" chunks are read block by block from the file too: what h5py still
+    holds in HDF5's chunk cache is flushed first, and chunks rewritten in place (same address
+    and size) have their headers read again."""
+    path = tmp_path / "w.h5"
+    a = np.random.default_rng(5).integers(0, 1 << 20, (512, 512)).astype("<i4")
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", data=a, chunks=(256, 512), **oh5.Blosc2("lz4", 5, blocksize=16384))
+        ds = oh5.Dataset(d)
+        assert np.array_equal(ds[3, :7], a[3, :7])
+        assert 0 < ds.bytes_read < d.id.get_chunk_info(0).size // 8  # the lazy path
+        for k in range(3):
+            # Written through h5py (a 512 KiB chunk: HDF5's cache keeps it until flushed), then
+            # through our direct chunk write, then by h5py again with the same bytes' size.
+            a[100 + k, :] = -k - 1
+            d[100 + k, :] = -k - 1
+            assert np.array_equal(ds[95:110, 250:260], a[95:110, 250:260]), k
+            a[200:210] = k
+            ds[:, :] = a
+            assert np.array_equal(ds[195:215, :3], a[195:215, :3]), k
+        before = ds.bytes_read
+        assert np.array_equal(ds[511, 500:], a[511, 500:])
+        assert ds.bytes_read - before < d.id.get_chunk_info(0).size // 8

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use oxblosc::hdf5::lazy::{self, ReadError, Stored};
+use oxblosc::hdf5::lazy::{self, PartSpec, ReadError, ReadOpts, Stored};
 use oxblosc::hdf5::read::{read_part, read_part_into};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -45,44 +45,97 @@ pub fn hdf5_read_part<'py>(
     Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded))
 }
 
-/// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part`] of the chunk at `offset` of `path`, reading from the file only the
-/// chunk's headers, block-offset table and needed blocks. `file_id` (device, inode) is the file
-/// the address came from: a file replaced since, a truncated file or a failed read raise
-/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`). With `out` (as in
-/// [`hdf5_read_part`]) the part is decoded into it and `bytes` is None.
-#[pyfunction]
-#[pyo3(signature = (path, offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, file_id=None, out=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn hdf5_read_part_lazy<'py>(
-    py: Python<'py>,
-    path: PathBuf,
-    offset: u64,
-    size: usize,
-    filter_id: i32,
-    chunk_dims: Vec<u64>,
-    typesize: usize,
-    sel: Vec<(u64, u64)>,
-    nthreads: usize,
-    file_id: Option<(u64, u64)>,
-    out: Option<&Bound<'py, PyAny>>,
-) -> PyResult<(Option<Bound<'py, PyBytes>>, u64, u64)> {
-    let at = Stored { path: &path, offset, size, file_id };
-    let raise = |e| match e {
+/// An HDF5 file open for lazy chunk reads (`oxblosc::hdf5::lazy::ChunkFile`): the file stays
+/// open and each chunk's headers are read once. `file_id` (device, inode) is the file the
+/// chunk addresses came from: a file replaced since, a truncated file or a failed read raise
+/// `OSError`; bad chunk bytes raise `oxblosc.ChunkError` (a `ValueError`).
+#[pyclass(module = "oxblosc._native", frozen)]
+pub struct Hdf5ChunkFile(lazy::ChunkFile);
+
+fn read_error(py: Python<'_>, e: ReadError) -> PyErr {
+    match e {
         ReadError::Io(s) => PyOSError::new_err(s),
         ReadError::Bad(s) => chunk_error(py, s),
-    };
-    let nt = nthreads.max(1);
-    if let Some(out) = out {
+    }
+}
+
+#[pymethods]
+impl Hdf5ChunkFile {
+    #[new]
+    #[pyo3(signature = (path, file_id=None))]
+    fn new(py: Python<'_>, path: PathBuf, file_id: Option<(u64, u64)>) -> PyResult<Self> {
+        lazy::ChunkFile::open(&path, file_id).map(Hdf5ChunkFile).map_err(|e| read_error(py, e))
+    }
+
+    /// `(bytes, blocks_decoded, bytes_read)`: [`hdf5_read_part`] of the chunk of `size` bytes
+    /// at `offset`, reading from the file only the chunk's headers (the first time), block-offset
+    /// table and needed blocks. With `out` (as in [`hdf5_read_part`]) the part is decoded into
+    /// it and `bytes` is None.
+    #[pyo3(signature = (offset, size, filter_id, chunk_dims, typesize, sel, nthreads=1, out=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn read_part<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        size: usize,
+        filter_id: i32,
+        chunk_dims: Vec<u64>,
+        typesize: usize,
+        sel: Vec<(u64, u64)>,
+        nthreads: usize,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Option<Bound<'py, PyBytes>>, u64, u64)> {
+        let at = Stored { offset, size };
+        let spec = PartSpec { filter_id, chunk_dims: &chunk_dims, typesize, sel: &sel };
+        let opts = ReadOpts { nthreads: nthreads.max(1), ..ReadOpts::default() };
+        if let Some(out) = out {
+            let mut dst = ByteView::writable(out)?;
+            let dst = dst.as_mut_slice();
+            let (n, nread) =
+                py.allow_threads(|| self.0.read_part_into(at, &spec, &opts, dst)).map_err(|e| read_error(py, e))?;
+            return Ok((None, n, nread));
+        }
+        let part = py.allow_threads(|| self.0.read_part(at, &spec, &opts)).map_err(|e| read_error(py, e))?;
+        Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded, part.bytes_read))
+    }
+
+    /// `(blocks_decoded, bytes_read, parts_in_place)`: several chunk parts into the C-order
+    /// box `out` (a writable buffer of `box_dims` items of `typesize` bytes), each part
+    /// `(offset, size, sel, origin)`: `sel` of the chunk stored at `offset`, placed at `origin`
+    /// of the box; rows of chunks decoded on up to `nthreads` threads (GIL released). The
+    /// exception of a failing part has its index as `part`.
+    #[pyo3(signature = (filter_id, chunk_dims, typesize, parts, box_dims, out, nthreads=1))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn read_box<'py>(
+        &self,
+        py: Python<'py>,
+        filter_id: i32,
+        chunk_dims: Vec<u64>,
+        typesize: usize,
+        parts: Vec<(u64, usize, Vec<(u64, u64)>, Vec<u64>)>,
+        box_dims: Vec<u64>,
+        out: &Bound<'py, PyAny>,
+        nthreads: usize,
+    ) -> PyResult<(u64, u64, u64)> {
+        let parts: Vec<lazy::BoxPart> = parts
+            .into_iter()
+            .map(|(offset, size, sel, origin)| lazy::BoxPart { at: Stored { offset, size }, sel, origin })
+            .collect();
+        let spec = PartSpec { filter_id, chunk_dims: &chunk_dims, typesize, sel: &[] };
+        let opts = ReadOpts { nthreads: nthreads.max(1), ..ReadOpts::default() };
         let mut dst = ByteView::writable(out)?;
         let dst = dst.as_mut_slice();
-        let (n, nread) = py
-            .allow_threads(|| lazy::read_part_at_into(&at, filter_id, &chunk_dims, typesize, &sel, nt, dst))
-            .map_err(raise)?;
-        return Ok((None, n, nread));
+        py.allow_threads(|| self.0.read_box(&parts, &spec, &box_dims, &opts, dst)).map_err(|(i, e)| {
+            let err = read_error(py, e);
+            let _ = err.value(py).setattr("part", i);
+            err
+        })
     }
-    let part =
-        py.allow_threads(|| lazy::read_part_at(&at, filter_id, &chunk_dims, typesize, &sel, nt)).map_err(raise)?;
-    Ok((Some(PyBytes::new(py, &part.data)), part.blocks_decoded, part.bytes_read))
+
+    /// Forget the chunk layouts read so far (after writing to the file).
+    fn forget(&self) {
+        self.0.forget();
+    }
 }
 
 /// `(chunks, blocks, chunk_bytes, block_bytes, reason)`: HDF5 chunks about the L3 cache and
@@ -106,44 +159,4 @@ pub fn hdf5_suggest_chunks(
 #[pyfunction]
 pub fn hdf5_block_shape(chunk_dims: Vec<u64>, block_items: u64) -> Vec<u64> {
     oxblosc::hdf5::codec::block_shape(&chunk_dims, block_items)
-}
-
-/// The stored bytes of whole HDF5 chunks (each the full chunk, C order) exactly as the filter
-/// `filter_id` with the dataset's final `cd_values` writes them, compressed in parallel on up
-/// to `nthreads` threads (GIL released). An entry is None where the filter refuses the chunk
-/// (HDF5 then stores it unfiltered when the filter is optional).
-#[pyfunction]
-#[pyo3(signature = (filter_id, cd_values, chunks, nthreads=1))]
-pub fn hdf5_encode_chunks<'py>(
-    py: Python<'py>,
-    filter_id: i32,
-    cd_values: Vec<u32>,
-    chunks: Vec<Bound<'py, PyAny>>,
-    nthreads: usize,
-) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-    use oxblosc::hdf5::codec::{encode_blosc1, encode_blosc2};
-    let encode = match filter_id {
-        oxblosc::hdf5::cdvalues::BLOSC2_ID => encode_blosc2,
-        oxblosc::hdf5::cdvalues::BLOSC_ID => encode_blosc1,
-        other => return Err(PyValueError::new_err(format!("filter {other} is not a Blosc filter"))),
-    };
-    let views = chunks.iter().map(ByteView::readable).collect::<PyResult<Vec<_>>>()?;
-    let slices: Vec<&[u8]> = views.iter().map(|v| v.as_slice()).collect();
-    let nt = nthreads.clamp(1, slices.len().max(1));
-    let out: Vec<Option<Vec<u8>>> = py.allow_threads(|| {
-        let mut out = vec![None; slices.len()];
-        std::thread::scope(|sc| {
-            let per = slices.len().div_ceil(nt).max(1);
-            for (ins, outs) in slices.chunks(per).zip(out.chunks_mut(per)) {
-                let cd = &cd_values;
-                sc.spawn(move || {
-                    for (i, o) in ins.iter().zip(outs) {
-                        *o = encode(cd, i).ok();
-                    }
-                });
-            }
-        });
-        out
-    });
-    Ok(out.into_iter().map(|o| o.map(|b| PyBytes::new(py, &b))).collect())
 }

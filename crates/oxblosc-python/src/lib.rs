@@ -313,11 +313,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::table_query, m)?)?;
     m.add_function(wrap_pyfunction!(expr::expr_evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(expr::expr_names, m)?)?;
-    m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part_lazy, m)?)?;
+    m.add_class::<hdf5::Hdf5ChunkFile>()?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_suggest_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_block_shape, m)?)?;
-    m.add_function(wrap_pyfunction!(hdf5::hdf5_encode_chunks, m)?)?;
-    m.add_function(wrap_pyfunction!(hdf5_write::hdf5_encode_chunk, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_write::hdf5_encode_chunks, m)?)?;
     m.add_class::<schunk::NativeSChunk>()?;
     m.add_class::<ndarray::NativeNDArray>()?;
     m.add_class::<streamer::NativeStreamer>()?;

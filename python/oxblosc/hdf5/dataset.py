@@ -38,8 +38,10 @@ class Dataset:
     chunk writes.
 
     Cached: the dataset's shape and, for files open read-only, per chunk its file address,
-    stored size and filter mask (writable files ask h5py for every chunk: writes through h5py
-    move chunks). Every read and write checks the dataset's extent (h5py ``id.shape``) and
+    stored size and filter mask, and the chunk's Blosc headers (writable files ask h5py for
+    every chunk and read the headers again: writes through h5py move and rewrite chunks; HDF5
+    flushes the dataset's chunk cache to the file before each read). Every read and write
+    checks the dataset's extent (h5py ``id.shape``; not for read-only files without SWMR) and
     drops the cache when it changed (``resize``, SWMR ``refresh``); ``refresh()`` drops
     everything. Chunks read straight from the file are checked to come
     from the file opened (device and inode): a file replaced since raises ``OSError``.
@@ -58,6 +60,7 @@ class Dataset:
         self.parts_in_place = 0
         self.chunks_written_direct = 0
         self._info: dict[tuple[int, ...], tuple[int | None, int, int]] = {}
+        self._all_info = False  # _info holds every allocated chunk (read-only files)
         self._typesize = dataset.dtype.itemsize
         self._filter = self._blosc_filter(dataset)
         if self._filter is not None:
@@ -70,10 +73,15 @@ class Dataset:
         self._owned_file = None
         # The file chunks are read from directly (None: through h5py's read_direct_chunk).
         self._path = dataset.file.filename if self._filter is not None and self._can_pread(dataset.file) else None
-        self._file_id = None
+        # Held open while this object lives, with each chunk's headers once read (a small read
+        # then reads only its blocks).
+        self._file = None
         if self._path is not None:
             st = os.stat(self._path)
-            self._file_id = (st.st_dev, st.st_ino)
+            self._file = _native.Hdf5ChunkFile(self._path, (st.st_dev, st.st_ino))
+        # A file open read-only without SWMR cannot change extent under h5py: no check per read.
+        self._fixed_extent = dataset.file.mode == "r" and not dataset.file.swmr_mode
+        self._writable = dataset.file.mode != "r"
 
     # ------------------------------------------------------------------ properties
 
@@ -124,9 +132,10 @@ class Dataset:
         """Forget the cached shape and chunk addresses (read them again from h5py)."""
         self._shape = self._d.shape
         self._info.clear()
+        self._all_info = False
 
     def _check_extent(self) -> None:
-        if self._d.id.shape != self._shape:
+        if not self._fixed_extent and self._d.id.shape != self._shape:
             self.refresh()
 
     def __getitem__(self, key) -> np.ndarray:
@@ -195,67 +204,104 @@ class Dataset:
             return out
         chunks = self.chunks
         ranges = [range(a // c, (b - 1) // c + 1) for a, b, c in zip(lo, hi, chunks, strict=True)]
+        if self._file is not None and self._writable:
+            # What h5py wrote may still sit in HDF5's chunk cache: to the file first (HDF5's
+            # chunk-info calls flush too; 1 us when clean); and chunks rewritten in place keep
+            # their address, maybe within one mtime tick, so their headers are read again.
+            self._d.id.flush()
+            self._file.forget()
+        elif self._file is not None and not self._all_info and np.prod([len(r) for r in ranges]) > _ITER_ABOVE:
+            self._load_all_info()
         jobs = []
         for coords in product(*ranges):
             start = [i * c for i, c in zip(coords, chunks, strict=True)]
             sel = [(max(a, s) - s, min(b, s + c) - s) for a, b, s, c in zip(lo, hi, start, chunks, strict=True)]
-            dest = tuple(slice(s + a - o, s + b - o) for (a, b), s, o in zip(sel, start, lo, strict=True))
             addr, size, mask = self._chunk_info(tuple(start))
             if addr is None or mask != 0:
                 # Never written (fill value) or stored unfiltered: HDF5 knows best.
+                dest = tuple(slice(s + a - o, s + b - o) for (a, b), s, o in zip(sel, start, lo, strict=True))
                 out[dest] = self._d[tuple(slice(s + a, s + b) for (a, b), s in zip(sel, start, strict=True))]
                 continue
-            stored = None if self._path is not None else self._d.id.read_direct_chunk(tuple(start))[1]
-            jobs.append((addr, size, stored, sel, dest, tuple(start)))
+            jobs.append((addr, size, sel, start))
         if not jobs:
             return out
+        # Rows of a compound type are copied as bytes (NumPy copies structured items field by field).
+        raw = self._dtype if self._dtype.names is None else np.dtype((np.void, self._dtype.itemsize))
+        out_raw = out.view(raw)
+        if self._file is not None:
+            parts = [
+                (a, n, sel, [s + x - o for (x, _), s, o in zip(sel, st, lo, strict=True)]) for a, n, sel, st in jobs
+            ]
+            try:
+                counts = [
+                    self._file.read_box(
+                        self._filter, list(chunks), self._typesize, parts, list(out.shape), out_raw, self.nthreads
+                    )
+                ]
+            except (ValueError, OSError) as e:
+                i = getattr(e, "part", None)
+                if i is None:
+                    raise
+                addr, size, _, start = jobs[i]
+                raise type(e)(
+                    f"{self._where}, chunk at {tuple(start)} (stored at byte {addr}, {size} bytes): {e}"
+                ) from None
+        else:
+            counts = self._read_direct(jobs, lo, out_raw, raw)
+        self.blocks_decoded += sum(c[0] for c in counts)
+        self.bytes_read += sum(c[1] for c in counts)
+        self.parts_in_place += sum(c[2] for c in counts)
+        return out
+
+    def _read_direct(self, jobs, lo, out_raw, raw) -> list:
+        """Chunk parts from h5py's ``read_direct_chunk`` (files we do not read ourselves)."""
         many = self.nthreads > 1 and len(jobs) > 1
         inner = 1 if many else self.nthreads
-        fid, typesize, dtype, where, path = self._filter, self._typesize, self._dtype, self._where, self._path
-        dims = list(chunks)
-        # Rows of a compound type are copied as bytes (NumPy copies structured items field by field).
-        raw = dtype if dtype.names is None else np.dtype((np.void, dtype.itemsize))
-        out_raw = out.view(raw)
-
-        file_id = self._file_id
+        fid, typesize, where, dims = self._filter, self._typesize, self._where, list(self.chunks)
+        jobs = [(a, n, sel, st, self._d.id.read_direct_chunk(tuple(st))[1]) for a, n, sel, st in jobs]
 
         def run(job):
-            addr, size, stored, sel, dest, start = job
-            target = out_raw[dest]
+            addr, size, sel, start, stored = job
+            target = out_raw[tuple(slice(s + a - o, s + b - o) for (a, b), s, o in zip(sel, start, lo, strict=True))]
             # A part that is C-contiguous in ``out`` (a whole chunk, whole rows, the leading-axis
             # slab) is decoded straight into it; the others into a per-thread scratch buffer.
             in_place = target.flags.c_contiguous
             buf = target if in_place else _scratch(target.nbytes)
             try:
-                if stored is None:
-                    _, n, nread = _native.hdf5_read_part_lazy(
-                        path, addr, size, fid, dims, typesize, sel, inner, file_id, buf
-                    )
-                else:
-                    (_, n), nread = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner, buf), len(stored)
+                (_, n), nread = _native.hdf5_read_part(fid, stored, dims, typesize, sel, inner, buf), len(stored)
             except (ValueError, OSError) as e:
-                raise type(e)(f"{where}, chunk at {start} (stored at byte {addr}, {size} bytes): {e}") from None
+                raise type(e)(f"{where}, chunk at {tuple(start)} (stored at byte {addr}, {size} bytes): {e}") from None
             if not in_place:
                 target[...] = buf.view(raw).reshape(target.shape)
             return n, nread, in_place
 
         if many:
             with ThreadPoolExecutor(min(self.nthreads, len(jobs))) as pool:
-                counts = list(pool.map(run, jobs))
-        else:
-            counts = list(map(run, jobs))
-        self.blocks_decoded += sum(c[0] for c in counts)
-        self.bytes_read += sum(c[1] for c in counts)
-        self.parts_in_place += sum(c[2] for c in counts)
-        return out
+                return list(pool.map(run, jobs))
+        return list(map(run, jobs))
+
+    def _load_all_info(self) -> None:
+        """Every allocated chunk's info in one pass over HDF5's chunk index (a lookup per chunk
+        walks the index: quadratic over thousands of chunks)."""
+        if not hasattr(self._d.id, "chunk_iter"):
+            return
+        info = self._info
+
+        def keep(si):
+            info[tuple(si.chunk_offset)] = (si.byte_offset, si.size, si.filter_mask)
+
+        self._d.id.chunk_iter(keep)
+        self._all_info = True
 
     def _chunk_info(self, start: tuple[int, ...]) -> tuple[int | None, int, int]:
         """(file address or None when not allocated, stored size, filter mask) of a chunk."""
         info = self._info.get(start)
         if info is None:
+            if self._all_info:
+                return (None, 0, 0)
             si = self._d.id.get_chunk_info_by_coord(start)
             info = (si.byte_offset, si.size, si.filter_mask)
-            if self._path is not None:  # a read-only file: h5py cannot change it behind us
+            if self._path is not None and not self._writable:  # h5py cannot change it behind us
                 self._info[start] = info
         return info
 
@@ -280,6 +326,7 @@ class Dataset:
         if parsed is None or any(p is not None and not isinstance(p, int) for p in parsed[2]):
             d[key] = values
             self._info.clear()
+            self._all_info = False
             return
         lo, hi, post = parsed
         box = [b - a for a, b in zip(lo, hi, strict=True)]
@@ -297,6 +344,7 @@ class Dataset:
             b = [min(x, e) for x, e in zip(hi, stop, strict=True)]
             part = vals[tuple(slice(x - o, y - o) for x, y, o in zip(a, b, lo, strict=True))]
             self._info.pop(start, None)
+            self._all_info = False
             if a == list(start) and b == stop:
                 whole.append((start, part))
             else:
@@ -321,9 +369,9 @@ class Dataset:
             bufs.append(full)
         encoded = _native.hdf5_encode_chunks(self._filter, self._cd_values, bufs, self.nthreads)
         for (start, _), raw, enc in zip(items, bufs, encoded, strict=True):
-            if enc is None:
+            if isinstance(enc, str):  # the filter refuses the chunk
                 if not self._optional:
-                    raise ValueError(f"{self._where}: filter {self._filter} cannot compress the chunk at {start}")
+                    raise ValueError(f"{self._where}, chunk at {start}: {enc}")
                 # What HDF5 does with an optional filter that fails: the chunk stored as is.
                 d.id.write_direct_chunk(start, raw.tobytes(), filter_mask=1)
             else:
@@ -350,10 +398,19 @@ class Dataset:
 
     @staticmethod
     def _can_pread(f) -> bool:
-        """Chunk bytes come from the file itself only when HDF5 has nothing newer in memory
-        (read-only), file addresses are file offsets (no user block) and the file is one
-        plain file on disk; otherwise through h5py's ``read_direct_chunk``."""
-        return f.mode == "r" and f.driver in ("sec2", "stdio") and f.userblock_size == 0 and os.path.isfile(f.filename)
+        """Chunk bytes come from the file itself only when the file is one plain file on disk,
+        file addresses are file offsets (no user block), and what HDF5 writes reaches the file
+        when the dataset is flushed (writable: the sec2 driver, which writes through, and no
+        page buffer); otherwise through h5py's ``read_direct_chunk``."""
+        if f.userblock_size != 0 or not os.path.isfile(f.filename):
+            return False
+        if f.mode == "r":
+            return f.driver in ("sec2", "stdio")
+        try:
+            paged = f.id.get_access_plist().get_page_buffer_size()[0] != 0
+        except AttributeError:  # an h5py without page buffers
+            paged = False
+        return f.driver == "sec2" and not paged
 
 
 _local = threading.local()
@@ -369,6 +426,9 @@ def _scratch(nbytes: int) -> np.ndarray:
             _local.buf = buf
     return buf[:nbytes]
 
+
+# Reads touching more chunks than this list them all first (``_load_all_info``).
+_ITER_ABOVE = 16
 
 # Scratch buffers larger than this are not kept between reads.
 _KEEP_SCRATCH = 256 << 20

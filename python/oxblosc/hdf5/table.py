@@ -320,12 +320,12 @@ class Table:
         inner = 1 if many else self._nthreads
 
         def encode(k):
-            try:
-                return 0, _native.hdf5_encode_chunk(fid, cd, raw[k], inner)
-            except ValueError:
-                if fid != _BLOSC_ID:
-                    raise
-                return 1, raw[k]  # Blosc could not shrink it: stored raw, filter skipped (mask bit 0)
+            (enc,) = _native.hdf5_encode_chunks(fid, cd, [raw[k]], inner)
+            if not isinstance(enc, str):
+                return 0, enc
+            if fid != _BLOSC_ID:
+                raise ValueError(f"{self._ds._where}, chunk at row {start + k * c}: {enc}")
+            return 1, raw[k]  # Blosc could not shrink it: stored raw, filter skipped (mask bit 0)
 
         dsid = self._d.id
         width = max(1, self._nthreads) if many else 1

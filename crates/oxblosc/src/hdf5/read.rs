@@ -330,12 +330,15 @@ mod tests {
         let path = dir.join("c.bin");
         std::fs::write(&path, [vec![9u8; 123], enc.clone(), vec![9u8; 7]].concat()).unwrap();
         let sel = [(3, 9), (10, 90)];
-        let at = |offset, size| super::super::lazy::Stored { path: &path, offset, size, file_id: None };
-        let p = super::super::lazy::read_part_at(&at(123, enc.len()), BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap();
+        use super::super::lazy::{ChunkFile, PartSpec, ReadOpts, Stored};
+        let spec = PartSpec { filter_id: BLOSC2_ID, chunk_dims: &[40, 100], typesize: 4, sel: &sel };
+        let f = ChunkFile::open(&path, None).unwrap();
+        let read = |offset, size| f.read_part(Stored { offset, size }, &spec, &ReadOpts::default());
+        let p = read(123, enc.len()).unwrap();
         assert_eq!(p.data, reference(&data, &[40, 100], 4, &sel));
         // Past the end of the file, a wrong offset, an absurd size: errors naming the file.
         for (off, size) in [(123, enc.len() + 100), (100, enc.len()), (0, usize::MAX / 2)] {
-            let e = super::super::lazy::read_part_at(&at(off, size), BLOSC2_ID, &[40, 100], 4, &sel, 1).unwrap_err();
+            let e = read(off, size).unwrap_err();
             assert!(e.to_string().contains("c.bin"), "{e}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
