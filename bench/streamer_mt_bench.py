@@ -23,13 +23,14 @@ thread). Rounds interleaved, medians; ratio = multitables time / Streamer time.
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from functools import partial
+from importlib import metadata
 from pathlib import Path
 
 import multitables
@@ -145,7 +146,7 @@ def main() -> None:
             pytables_file(h5, data, level, block)
             oxblosc_file(h5, b2, level, block)
             assert np.array_equal(ox.open(b2)[:], data)
-            t = interleaved({"pt": lambda: plain_pt(h5, block, rows), "ox": lambda: plain_ox(b2, block, rows)},
+            t = interleaved({"pt": partial(plain_pt, h5, block, rows), "ox": partial(plain_ox, b2, block, rows)},
                             args.rounds)  # fmt: skip
             mbp = data.nbytes / 1e6
             out.append((level, "plain read, 1 thread", "-", mbp / t["pt"], mbp / t["ox"]))
@@ -153,14 +154,16 @@ def main() -> None:
             for n in workers:
                 for ordered in (True, False):
                     t = interleaved({
-                        "mt": lambda: mt_queue(h5, n, block, nblocks, ordered),
-                        "ox": lambda: ox_queue(b2, n, block, nblocks, ordered),
+                        "mt": partial(mt_queue, h5, n, block, nblocks, ordered),
+                        "ox": partial(ox_queue, b2, n, block, nblocks, ordered),
                     }, args.rounds)  # fmt: skip
-                    out.append((level, "queue, " + ("ordered" if ordered else "unordered"), n, mb / t["mt"], mb / t["ox"]))
+                    out.append(
+                        (level, "queue, " + ("ordered" if ordered else "unordered"), n, mb / t["mt"], mb / t["ox"])
+                    )
                     print(out[-1], file=sys.stderr, flush=True)
                 t = interleaved({
-                    "mt": lambda: mt_gen(h5, n, block, rows * args.cycles),
-                    "ox": lambda: ox_gen(b2, n, block, rows * args.cycles),
+                    "mt": partial(mt_gen, h5, n, block, rows * args.cycles),
+                    "ox": partial(ox_gen, b2, n, block, rows * args.cycles),
                 }, args.rounds)  # fmt: skip
                 out.append((level, "generator (rows), ordered", n, mb / t["mt"], mb / t["ox"]))
                 print(out[-1], file=sys.stderr, flush=True)
@@ -170,7 +173,8 @@ def main() -> None:
     ncpu = os.cpu_count()
     lines = [
         f"Python {sys.version.split()[0]}, NumPy {np.__version__}, PyTables {tables.__version__}, multitables "
-        f"{metadata.version('multitables')}, wrapt {metadata.version('wrapt')}; oxblosc release wheel. {ncpu} cores, shared with other jobs: "
+        f"{metadata.version('multitables')}, wrapt {metadata.version('wrapt')}; oxblosc release wheel. {ncpu} cores, "
+        "shared with other jobs: "
         f"{100 * (c1 - c0) / (w1 - w0) / ncpu:.0f}% busy on average during the run (ours included). "
         f"{rows} x 16 float64 normal random ({data.nbytes / 1e6:.0f} MB), chunks of {block} rows, BloscLZ + shuffle "
         f"(PyTables' `complib=\"blosc\"`; no filter at level 0), page-cached files; {args.cycles} cycles per run "
