@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import dask
@@ -64,12 +65,14 @@ def _base(shape) -> np.ndarray:
 def _make_chunk(block_info=None):
     info = block_info[None]
     shape = tuple(b - a for a, b in info["array-location"])
-    k = sum(i * 7 ** n for n, i in enumerate(info["chunk-location"]))
+    k = sum(i * 7**n for n, i in enumerate(info["chunk-location"]))
     return _base(CHUNKS)[tuple(slice(0, n) for n in shape)] + np.float32(k % 1000)
 
 
 def source(shape) -> da.Array:
-    return da.map_blocks(_make_chunk, chunks=tuple(_split(n, c) for n, c in zip(shape, CHUNKS)), dtype="f4")
+    return da.map_blocks(
+        _make_chunk, chunks=tuple(_split(n, c) for n, c in zip(shape, CHUNKS, strict=False)), dtype="f4"
+    )
 
 
 def _split(n: int, c: int) -> tuple[int, ...]:
@@ -224,7 +227,8 @@ def run(tmp: Path, shape, rounds: int, log) -> list[str]:
                     with h5py.File(paths["h5+ox"], "r") as f:
                         assert np.array_equal(f["x"][::64, ::64, ::64], ref)
                 for op, fn in ops.items():
-                    results[(sched, op)] = interleaved({k: (lambda y=y: fn(y)) for k, y in srcs.items()}, rounds, log)
+                    cases = {k: partial(fn, y) for k, y in srcs.items()}
+                    results[(sched, op)] = interleaved(cases, rounds, log)
         finally:
             H5.close_all()
             if client is not None:
@@ -243,7 +247,8 @@ def run(tmp: Path, shape, rounds: int, log) -> list[str]:
         "file sizes (MB): " + ", ".join(f"{names[k]} {v:.0f}" for k, v in sizes.items()) + ". "
         "Seconds (median of the rounds) and ratio = that source's time / oxblosc b2nd time (> 1: oxblosc faster). "
         "`threads`: Dask's threaded scheduler, 2 threads; `processes`: `distributed.LocalCluster(n_workers=2, "
-        "threads_per_worker=1)`. Slab = `x[n/2-12 : n/2+18]` (30 planes, two chunk layers), strided = `x[::32, ::4, ::4]`. "
+        "threads_per_worker=1)`. Slab = `x[n/2-12 : n/2+18]` (30 planes, three chunk layers), "
+        "strided = `x[::32, ::4, ::4]`. "
         "HDF5 reads of `oxblosc.hdf5.Dataset` are of the h5py + hdf5plugin file.",
         "",
         "| scheduler | op | " + " | ".join(names.values()) + " |",
