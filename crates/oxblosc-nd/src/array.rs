@@ -49,16 +49,6 @@ impl Fetched {
 /// A chunk number and the compressed bytes that replace it.
 type NewChunk = (u64, Vec<u8>);
 
-/// Decoded chunks larger than this are not kept between reads.
-const READ_BUFFER_KEEP_LIMIT: usize = 64 << 20;
-
-thread_local! {
-    /// The decode buffer of one-thread reads, kept per thread between calls: Dask and other
-    /// callers read one chunk per call, and a fresh chunk-sized buffer each time (zeroed,
-    /// page-faulted) cost about as much as decoding it.
-    static READ_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
 /// An n-dimensional array stored as a b2nd super-chunk.
 #[derive(Debug)]
 pub struct NdArray {
@@ -426,13 +416,10 @@ impl NdArray {
         let copier = Copier::new(&self.geom, plan);
         let zero_block = vec![0u8; self.geom.block_bytes()];
         if nt <= 1 || chunks.len() <= 1 {
-            let mut buf = READ_BUFFER.take();
+            let mut buf = Vec::new();
             for (n, parts) in &chunks {
                 let f = self.fetch(*n, plan, parts, nt, buf)?;
                 buf = self.scatter(&copier, parts, f, &zero_block, out);
-            }
-            if buf.capacity() <= READ_BUFFER_KEEP_LIMIT {
-                READ_BUFFER.set(buf);
             }
             return Ok(());
         }
