@@ -108,6 +108,16 @@ bench-nd: develop-release
 	$(PIP) install -q -r bench/requirements.txt
 	$(PY) bench/nd_bench.py $(ND_ARGS)
 
+## bench-multitables: Streamer vs multitables in a NumPy-1 venv (MT_VENV, made on demand; not in CI)
+MT_VENV ?= /tmp/oxblosc-np1-venv
+.PHONY: bench-multitables
+bench-multitables: $(STAMP)
+	test -x $(MT_VENV)/bin/python || python3.11 -m venv $(MT_VENV)
+	$(MT_VENV)/bin/pip install -q -r bench/multitables-requirements.txt
+	rm -rf $(MT_VENV)/wheel && $(VENV)/bin/maturin build -q --release -o $(MT_VENV)/wheel
+	$(MT_VENV)/bin/pip install -q --force-reinstall --no-deps $(MT_VENV)/wheel/oxblosc-*.whl
+	$(MT_VENV)/bin/python bench/streamer_mt_bench.py $(MT_ARGS)
+
 ## fuzz: every fuzz target for FUZZ_SECONDS each (needs cargo-fuzz; installs it)
 FUZZ_SECONDS ?= 600
 fuzz:

@@ -146,9 +146,9 @@ def bench_streamer(tmp: Path, nrows: int, rounds: int) -> list[str]:
         log(rows[-1])
     rows += [
         "",
-        "multitables (the seed's reader) was not measured: 2.0.1 installs but does not run on this "
-        "stack (it uses `np.unicode_`, removed in NumPy 2; with that shimmed, its first batch raises "
-        "`ReleasedResourceError` under the current `wrapt`).",
+        "multitables (the seed's reader) does not run on this stack (it uses `np.unicode_`, removed in "
+        "NumPy 2, and raises `ReleasedResourceError` on its first batch under wrapt 2): it is compared "
+        "in a NumPy-1 venv by `make bench-multitables` (bench/streamer_mt_bench.py), see below.",
     ]
     return rows
 

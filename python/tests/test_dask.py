@@ -57,6 +57,18 @@ def test_from_array_threads(tmp_path):
     assert dask.base.tokenize(a) == dask.base.tokenize(ox.open(a.urlpath))
 
 
+def test_whole_chunk_reads_of_a_python_blosc2_file(tmp_path):
+    """Dask asks for whole chunks; with blocks in C order (one row thick, full width) they
+    decode straight into the output: values as python-blosc2 wrote them."""
+    blosc2 = pytest.importorskip("blosc2")
+    path = str(tmp_path / "b.b2nd")
+    blosc2.asarray(DATA, urlpath=path, mode="w", chunks=(40, 30), blocks=(1, 30))
+    a = ox.open(path)
+    x = da.from_array(a, chunks=a.chunks)
+    np.testing.assert_array_equal(x.compute(scheduler="threads"), DATA)
+    np.testing.assert_array_equal(a[40:80, 60:90], DATA[40:80, 60:90])
+
+
 def test_to_oxblosc_threads(tmp_path):
     x = da.from_array(DATA, chunks=(35, 50))  # irregular against the file's chunks
     out = to_oxblosc(x, str(tmp_path / "t.b2nd"), chunks=(40, 30), scheduler="threads")

@@ -1,31 +1,61 @@
 //! Thread pools, one per requested size, created once and reused by every call.
 //!
 //! One-thread calls never touch a pool, so they pay no synchronisation at all.
+//!
+//! `unsafe`: the per-process pool map is reached through a raw pointer (see [`pools`]).
+#![allow(unsafe_code)]
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// The pools of this process, and which process that is.
-type Pools = (u32, HashMap<usize, Arc<rayon::ThreadPool>>);
-
-/// The shared pool with `n` worker threads.
+/// The pools of one process, and which process that is.
 ///
 /// A process forked after a pool was made (Python's `multiprocessing` "fork", Dask's
-/// process pools) inherits the pool but none of its threads: work sent there would wait
-/// forever. So pools belong to the process id that made them; a child leaks the parent's
-/// (dropping them would signal threads that do not exist) and makes its own.
-pub fn pool(n: usize) -> Arc<rayon::ThreadPool> {
-    static POOLS: OnceLock<Mutex<Pools>> = OnceLock::new();
-    let mut guard = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+/// process pools) inherits the pools but none of their threads: work sent there would wait
+/// forever. It also inherits this map's lock as it was at the fork: held, if another thread
+/// was looking up or making a pool, by a thread that does not exist in the child. So a child
+/// touches neither: it installs a map of its own (found by process id before any lock is
+/// taken) and leaks the parent's (dropping its pools would signal threads that do not exist).
+struct Pools {
+    pid: u32,
+    map: Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>,
+}
+
+/// The current process's [`Pools`], installed once per process and never freed.
+static POOLS: AtomicPtr<Pools> = AtomicPtr::new(std::ptr::null_mut());
+
+fn pools() -> &'static Pools {
     let pid = std::process::id();
-    if guard.0 != pid {
-        std::mem::forget(std::mem::take(&mut guard.1));
-        guard.0 = pid;
+    loop {
+        let current = POOLS.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer here came from `Box::into_raw` below and is never freed.
+        if let Some(p) = unsafe { current.as_ref() } {
+            if p.pid == pid {
+                return p;
+            }
+        }
+        let fresh = Box::into_raw(Box::new(Pools { pid, map: Mutex::default() }));
+        if POOLS.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // Another thread of this process installed one first: use that one.
+            // SAFETY: `fresh` was never shared.
+            drop(unsafe { Box::from_raw(fresh) });
+        }
     }
-    guard
-        .1
-        .entry(n)
+}
+
+/// Run `f` while holding the pool map's lock (tests fork while another thread holds it).
+#[doc(hidden)]
+pub fn with_pool_map_locked<R>(f: impl FnOnce() -> R) -> R {
+    let _guard = pools().map.lock().unwrap_or_else(|e| e.into_inner());
+    f()
+}
+
+/// The shared pool with `n` worker threads (per process, see [`Pools`]).
+pub fn pool(n: usize) -> Arc<rayon::ThreadPool> {
+    let mut map = pools().map.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(n)
         .or_insert_with(|| {
             Arc::new(
                 rayon::ThreadPoolBuilder::new()

@@ -59,6 +59,8 @@ pub struct NdArray {
     meta_name: &'static str,
     nthreads: usize,
     decoded_blocks: AtomicU64,
+    /// Reads of one whole chunk decoded straight into the caller's buffer.
+    decoded_in_place: AtomicU64,
 }
 
 impl NdArray {
@@ -98,6 +100,7 @@ impl NdArray {
             meta_name: NAME,
             nthreads,
             decoded_blocks: AtomicU64::new(0),
+            decoded_in_place: AtomicU64::new(0),
         };
         a.fill_chunks(a.geom.nchunks, &fill)?;
         Ok(a)
@@ -125,7 +128,8 @@ impl NdArray {
         }
         schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
-        Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks: AtomicU64::new(0) })
+        let (decoded_blocks, decoded_in_place) = (AtomicU64::new(0), AtomicU64::new(0));
+        Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks, decoded_in_place })
     }
 
     /// The metalayer of `schunk`, checked against the frame: its name, dtype and geometry.
@@ -241,6 +245,12 @@ impl NdArray {
         self.decoded_blocks.load(Ordering::Relaxed)
     }
 
+    /// Reads of exactly one whole chunk decoded straight into the output (no intermediate
+    /// buffer: blocks laid out in C order), for tests.
+    pub fn chunks_decoded_in_place(&self) -> u64 {
+        self.decoded_in_place.load(Ordering::Relaxed)
+    }
+
     // ------------------------------------------------------------------ reading
 
     /// The hyperslab `sel` (one `DimSlice` per dimension) as C-order bytes.
@@ -253,7 +263,7 @@ impl NdArray {
             .map_err(|_| Error::param("slice", format!("{need} bytes of output cannot be allocated")))?;
         let plan = self.geom.plan(sel)?;
         out.resize(need, 0);
-        self.read_plan(&plan, &mut out)?;
+        self.read_selection(sel, &plan, &mut out)?;
         Ok(out)
     }
 
@@ -264,7 +274,63 @@ impl NdArray {
             return Err(Error::param("out", format!("{} bytes given, the selection has {need}", out.len())));
         }
         let plan = self.geom.plan(sel)?;
-        self.read_plan(&plan, out)
+        self.read_selection(sel, &plan, out)
+    }
+
+    /// Read `sel` (planned as `plan`) into `out`.
+    fn read_selection(&self, sel: &[DimSlice], plan: &SlicePlan, out: &mut [u8]) -> Result<()> {
+        match self.whole_chunk_in_c_order(sel) {
+            Some(n) => self.decode_chunk_into(n, out),
+            None => self.read_plan(plan, out),
+        }
+    }
+
+    /// The chunk `sel` selects exactly (step 1, no edge), if its decoded bytes are already
+    /// in C order (blocks span every axis after one and are one item thick on every axis
+    /// before it): such a read decodes straight into the output, with no intermediate buffer
+    /// (a fresh multi-megabyte buffer per read cost more than the decoding; Dask reads whole
+    /// chunks this way).
+    fn whole_chunk_in_c_order(&self, sel: &[DimSlice]) -> Option<u64> {
+        let g = &self.geom;
+        if g.ndim() == 0 || g.chunks.contains(&0) {
+            return None;
+        }
+        let exact = sel
+            .iter()
+            .zip(&g.chunks)
+            .zip(&g.shape)
+            .all(|((s, &c), &n)| s.step == 1 && s.start % c == 0 && s.stop - s.start == c && s.stop <= n);
+        let split = g.blocks.iter().position(|&b| b != 1).unwrap_or(g.ndim() - 1);
+        let c_order = g.blocks.iter().zip(&g.chunks).enumerate().all(|(d, (&b, &c))| match d.cmp(&split) {
+            std::cmp::Ordering::Less => b == 1,
+            std::cmp::Ordering::Equal => c % b == 0,
+            std::cmp::Ordering::Greater => b == c,
+        });
+        if !exact || !c_order || g.chunk_bytes() != g.chunks.iter().product::<u64>() as usize * g.typesize {
+            return None;
+        }
+        let coords: Vec<u64> = sel.iter().zip(&g.chunks).map(|(s, &c)| s.start / c).collect();
+        Some(g.chunk_index(&coords))
+    }
+
+    /// Decode chunk `n` (whole, in C order: see [`Self::whole_chunk_in_c_order`]) into `out`.
+    fn decode_chunk_into(&self, n: u64, out: &mut [u8]) -> Result<()> {
+        self.with_checked_chunk(n, |c| {
+            let err = |source| oxblosc_frame::Error::Chunk { chunk: oxblosc_frame::ChunkId::Data(n as usize), source };
+            let special = ChunkHeader::parse(c).and_then(|h| h.special()).map_err(err)?;
+            if matches!(special, SpecialKind::Zeros | SpecialKind::Uninit) {
+                out.fill(0);
+                self.decoded_in_place.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            let dp = DParams { nthreads: self.nthreads };
+            oxblosc_chunk::decompress_into_with(c, out, &dp, self.schunk.chunk_context()).map_err(err)?;
+            self.decoded_in_place.fetch_add(1, Ordering::Relaxed);
+            if special == SpecialKind::None {
+                self.decoded_blocks.fetch_add(self.geom.blocks_per_chunk as u64, Ordering::Relaxed);
+            }
+            Ok(())
+        })
     }
 
     /// The whole array as C-order bytes.

@@ -295,3 +295,54 @@ fn a_selection_too_large_for_memory_is_an_error() {
     assert!(e.contains("cannot be allocated"), "{e}");
     assert_eq!(a.get_slice(&[DimSlice::new(5, 9, 1)]).unwrap(), vec![0; 4]);
 }
+
+/// Every whole chunk read on its own, against the reference; returns how many of those
+/// reads decoded straight into the output.
+fn read_each_chunk(shape: &[u64], chunks: &[u64], blocks: &[u64], nthreads: usize) -> u64 {
+    let g = Geometry::new(shape, chunks, blocks, 4).unwrap();
+    let n: u64 = shape.iter().product();
+    let data = reference(n, 4);
+    let mut a = NdArray::from_buffer(schunk(4, nthreads), g.clone(), Some("<u4"), &data).unwrap();
+    // The last chunk all zeros (a special chunk): read as zeros either way.
+    let (zlo, zhi) = g.chunk_region(g.nchunks - 1);
+    let zsel: Vec<DimSlice> = zlo.iter().zip(&zhi).map(|(&a, &b)| DimSlice::new(a, b, 1)).collect();
+    let zitems = zsel.iter().map(DimSlice::len).product::<u64>() as usize;
+    a.set_slice(&zsel, &vec![0u8; zitems * 4]).unwrap();
+    let mut expect_all = data.clone();
+    for i in 0..n as usize {
+        let mut idx = Vec::new();
+        let mut r = i as u64;
+        for &s in shape.iter().rev() {
+            idx.push(r % s);
+            r /= s;
+        }
+        idx.reverse();
+        if idx.iter().zip(zlo.iter().zip(&zhi)).all(|(&x, (&lo, &hi))| lo <= x && x < hi) {
+            expect_all[i * 4..i * 4 + 4].fill(0);
+        }
+    }
+    for c in 0..g.nchunks {
+        let (lo, hi) = g.chunk_region(c);
+        let sel: Vec<DimSlice> = lo.iter().zip(&hi).map(|(&a, &b)| DimSlice::new(a, b, 1)).collect();
+        let got = a.get_slice(&sel).unwrap();
+        assert_eq!(got, naive_get(&expect_all, shape, 4, &sel), "chunk {c} of {shape:?} {chunks:?} {blocks:?}");
+    }
+    a.chunks_decoded_in_place()
+}
+
+#[test]
+fn whole_chunks_in_c_order_decode_straight_into_the_output() {
+    for nthreads in [1, 3] {
+        // Blocks one item thick on the leading axes, whole on the trailing ones: every
+        // chunk (2 x 2 x 2 = 8, the zero chunk included) decodes in place.
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 3, 5], nthreads), 8);
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[2, 6, 5], nthreads), 8);
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 1, 1], nthreads), 8);
+        // Edge chunks (shape not a multiple of chunks) go the general way: 4 interior of 18.
+        assert_eq!(read_each_chunk(&[9, 13, 10], &[4, 6, 5], &[1, 3, 5], nthreads), 4 * 2);
+        // Blocks not in C order, or padded: never in place, same values.
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[2, 3, 5], nthreads), 0);
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 6, 2], nthreads), 0);
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[3, 6, 5], nthreads), 0);
+    }
+}

@@ -1,0 +1,307 @@
+"""Dask over oxblosc vs Zarr and HDF5 on a >= 4 GB array, threads and a 2-process cluster.
+
+One 3-D float32 array (default (1024, 1024, 1024), 4.3 GB) made chunk by chunk by Dask
+(cheap: a fixed base chunk plus an integer per chunk, values on a 1/16 grid, so it
+compresses about as well as a quantised field), stored with the same chunks and the same
+codec settings (LZ4, clevel 5, shuffle) in:
+
+- an oxblosc b2nd file: ``oxblosc.dask.to_oxblosc`` / ``da.from_array(oxblosc.open(...))``;
+- Zarr v2 with ``numcodecs.Blosc`` (``da.to_zarr`` / ``da.from_zarr``), and the same with
+  ``oxblosc.numcodecs.Blosc`` as the compressor (our codec inside Zarr);
+- HDF5 through h5py + hdf5plugin's Blosc2 filter (``da.store`` with a lock: HDF5 writes one
+  chunk at a time, and from processes only one writer may have the file open), and the same
+  file read through ``oxblosc.hdf5.Dataset`` (our reader of Blosc2 HDF5 chunks); writes
+  through ``oxblosc.hdf5.Dataset`` (compressed outside HDF5, direct chunk writes) with the
+  threaded scheduler.
+
+Each operation (write; ``x.sum()``; a 30-plane slab across two chunk layers; a strided selection
+``x[::32, ::4, ::4]``) runs on Dask's threaded scheduler (2 threads) and on a
+``distributed.LocalCluster`` of 2 worker processes (1 thread each); the sources of one
+operation run interleaved, ``--rounds`` times; medians; ratio = peer time / oxblosc time.
+Files go to a temporary directory (``--tmp``), removed at the end. Writes the ``daskbig``
+block of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+import dask
+import dask.array as da
+import h5py
+import hdf5plugin
+import numcodecs
+import numpy as np
+import oxblosc as ox
+import oxblosc.dask
+import oxblosc.hdf5
+import oxblosc.numcodecs
+import zarr
+
+CHUNKS = (16, 512, 512)
+_BASE: dict[tuple, np.ndarray] = {}
+
+
+def _base(shape) -> np.ndarray:
+    """The base chunk, made once per process (worker processes make their own)."""
+    b = _BASE.get(shape)
+    if b is None:
+        rng = np.random.default_rng(0)
+        walk = np.cumsum(rng.normal(size=shape).astype("f4"), axis=-1)
+        b = _BASE[shape] = np.round(walk * 16) / np.float32(16)
+    return b
+
+
+def _make_chunk(block_info=None):
+    info = block_info[None]
+    shape = tuple(b - a for a, b in info["array-location"])
+    k = sum(i * 7**n for n, i in enumerate(info["chunk-location"]))
+    return _base(CHUNKS)[tuple(slice(0, n) for n in shape)] + np.float32(k % 1000)
+
+
+def source(shape) -> da.Array:
+    return da.map_blocks(
+        _make_chunk, chunks=tuple(_split(n, c) for n, c in zip(shape, CHUNKS, strict=False)), dtype="f4"
+    )
+
+
+def _split(n: int, c: int) -> tuple[int, ...]:
+    return tuple(min(c, n - i) for i in range(0, n, c))
+
+
+class H5:
+    """An HDF5 dataset as a Dask source or target that pickles as (path, name) and opens the
+    file itself (h5py objects do not pickle): once per process for reading, for each write
+    (another process may write next)."""
+
+    _open: dict[tuple, tuple[int, h5py.Dataset]] = {}
+
+    def __init__(self, path, name, shape, ours: bool = False):
+        self.path, self.name, self.shape, self.ours = str(path), name, tuple(shape), ours
+        self.dtype, self.ndim = np.dtype("f4"), len(shape)
+
+    def __reduce__(self):
+        return H5, (self.path, self.name, self.shape, self.ours)
+
+    def _dataset(self):
+        key = (self.path, self.name, self.ours)
+        got = H5._open.get(key)
+        if got is None or got[0] != os.getpid():
+            d = h5py.File(self.path, "r")[self.name]
+            got = H5._open[key] = (os.getpid(), oxblosc.hdf5.Dataset(d, nthreads=1) if self.ours else d)
+        return got[1]
+
+    def __getitem__(self, key):
+        return self._dataset()[key]
+
+    def __setitem__(self, key, value):
+        with h5py.File(self.path, "r+") as f:
+            d = f[self.name]
+            if self.ours:
+                oxblosc.hdf5.Dataset(d, nthreads=1)[key] = value
+            else:
+                d[key] = value
+
+    @staticmethod
+    def close_all():
+        for _, d in H5._open.values():
+            (d.close() if hasattr(d, "close") and not isinstance(d, h5py.Dataset) else d.file.close())
+        H5._open.clear()
+
+
+def h5_create(path, shape, cname="lz4"):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", shape=shape, chunks=CHUNKS, dtype="f4",
+                         **hdf5plugin.Blosc2(cname=cname, clevel=5, filters=hdf5plugin.Blosc2.SHUFFLE))  # fmt: skip
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def interleaved(cases: dict, rounds: int, log) -> dict[str, float]:
+    times = {k: [] for k in cases}
+    for r in range(rounds):
+        for k, fn in cases.items():
+            times[k].append(timed(fn))
+            log(f"  round {r} {k}: {times[k][-1]:.2f} s")
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def dir_size(p: Path) -> int:
+    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+
+def run(tmp: Path, shape, rounds: int, log) -> list[str]:
+    x = source(shape)
+    mb = x.nbytes / 1e6
+    paths = {
+        "ox": tmp / "x.b2nd",
+        "zarr": tmp / "x.zarr",
+        "zarr+ox": tmp / "xo.zarr",
+        "h5": tmp / "x.h5",
+        "h5+ox": tmp / "xo.h5",
+    }
+    cp = {"codec": ox.Codec.LZ4, "clevel": 5, "nthreads": 1}
+    lock = threading.Lock()
+
+    def w_ox():
+        oxblosc.dask.to_oxblosc(x, paths["ox"], chunks=CHUNKS, cparams=cp)
+
+    def w_zarr(codec, key):
+        def go():
+            z = zarr.create_array(str(paths[key]), shape=shape, chunks=CHUNKS, dtype="f4", zarr_format=2,
+                                  compressors=codec, overwrite=True)  # fmt: skip
+            da.to_zarr(x, z)
+
+        return go
+
+    def w_h5(ours, key, lk):
+        def go():
+            h5_create(paths[key], shape)
+            da.store(x, H5(paths[key], "x", shape, ours), lock=lk)
+
+        return go
+
+    def readers():
+        H5.close_all()
+        a = ox.open(str(paths["ox"]))
+        a.schunk.dparams = ox.DParams(nthreads=1)  # Dask supplies the parallelism
+        return {
+            "ox": da.from_array(a, chunks=CHUNKS),
+            "zarr": da.from_zarr(zarr.open_array(str(paths["zarr"]), mode="r")),
+            "zarr+ox": da.from_zarr(zarr.open_array(str(paths["zarr+ox"]), mode="r")),
+            "h5": da.from_array(H5(paths["h5"], "x", shape), chunks=CHUNKS),
+            "h5+ox": da.from_array(H5(paths["h5"], "x", shape, ours=True), chunks=CHUNKS),
+        }
+
+    ops = {
+        "sum": lambda y: y.sum(dtype="f8").compute(),
+        "slab": lambda y: y[shape[0] // 2 - 12 : shape[0] // 2 + 18].compute(),
+        "strided": lambda y: y[::32, ::4, ::4].compute(),
+    }
+    results = {}
+    zblosc = numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)
+    oblosc = oxblosc.numcodecs.Blosc("lz4", 5, oxblosc.numcodecs.Blosc.SHUFFLE)
+    for sched in ("threads", "processes"):
+        log(f"scheduler: {sched}")
+        if sched == "threads":
+            ctx = dask.config.set(scheduler="threads", num_workers=2)
+            client = cluster = None
+            h5lock = lock
+        else:
+            from distributed import Client, LocalCluster, Lock
+
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = Client(cluster)
+            ctx = dask.config.set(scheduler=client.get)
+            h5lock = Lock("h5-writer")
+        try:
+            with ctx:
+                writes = {
+                    "ox": w_ox,
+                    "zarr": w_zarr(zblosc, "zarr"),
+                    "zarr+ox": w_zarr(oblosc, "zarr+ox"),
+                    "h5": w_h5(False, "h5", h5lock),
+                }
+                if sched == "threads":  # one h5py file handle in one process
+                    writes["h5+ox"] = w_h5(True, "h5+ox", h5lock)
+                results[(sched, "write")] = interleaved(writes, rounds, log)
+                srcs = readers()
+                if sched == "threads":  # every source holds the same values (h5+ox was written by us)
+                    ref = srcs["ox"][::64, ::64, ::64].compute()
+                    for k, y in srcs.items():
+                        assert np.array_equal(y[::64, ::64, ::64].compute(), ref), k
+                    with h5py.File(paths["h5+ox"], "r") as f:
+                        assert np.array_equal(f["x"][::64, ::64, ::64], ref)
+                for op, fn in ops.items():
+                    cases = {k: partial(fn, y) for k, y in srcs.items()}
+                    results[(sched, op)] = interleaved(cases, rounds, log)
+        finally:
+            H5.close_all()
+            if client is not None:
+                client.close()
+                cluster.close()
+    sizes = {k: dir_size(p) / 1e6 for k, p in paths.items() if p.exists()}
+    names = {
+        "ox": "oxblosc b2nd",
+        "zarr": "Zarr v2, numcodecs.Blosc",
+        "zarr+ox": "Zarr v2, oxblosc.numcodecs.Blosc",
+        "h5": "HDF5, h5py + hdf5plugin Blosc2",
+        "h5+ox": "HDF5 via oxblosc.hdf5.Dataset",
+    }
+    rows = [
+        f"Array {shape} float32 ({mb:.0f} MB), chunks {CHUNKS}, LZ4 clevel 5 + shuffle everywhere; "
+        "file sizes (MB): " + ", ".join(f"{names[k]} {v:.0f}" for k, v in sizes.items()) + ". "
+        "Seconds (median of the rounds) and ratio = that source's time / oxblosc b2nd time (> 1: oxblosc faster). "
+        "`threads`: Dask's threaded scheduler, 2 threads; `processes`: `distributed.LocalCluster(n_workers=2, "
+        "threads_per_worker=1)`. Slab = `x[n/2-12 : n/2+18]` (30 planes, three chunk layers), "
+        "strided = `x[::32, ::4, ::4]`. "
+        "HDF5 reads of `oxblosc.hdf5.Dataset` are of the h5py + hdf5plugin file.",
+        "",
+        "| scheduler | op | " + " | ".join(names.values()) + " |",
+        "|---|---|" + "---:|" * len(names),
+    ]
+    for (sched, op), t in results.items():
+        cells = []
+        for k in names:
+            if k not in t:
+                cells.append("-")
+            elif k == "ox":
+                cells.append(f"{t[k]:.2f} s")
+            else:
+                cells.append(f"{t[k]:.2f} s ({t[k] / t['ox']:.2f})")
+        rows.append(f"| {sched} | {op} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def main() -> None:
+    from _benchutil import cpu_busy, log, machine_info, write_block
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", default="1024,1024,1024")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--tmp", default=None, help="directory for the files (default: the system's temp)")
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"))
+    p.add_argument("--no-write", action="store_true", help="print only")
+    args = p.parse_args()
+    shape = tuple(int(s) for s in args.shape.split(","))
+    tmp = Path(tempfile.mkdtemp(prefix="oxblosc-daskbig-", dir=args.tmp))
+    w0, c0 = cpu_busy()
+    try:
+        rows = run(tmp, shape, args.rounds, log)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    w1, c1 = cpu_busy()
+    m = machine_info()
+    head = [
+        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, dask {dask.__version__}, zarr "
+        f"{zarr.__version__}, numcodecs {numcodecs.__version__}, h5py {h5py.__version__}, hdf5plugin "
+        f"{hdf5plugin.version}; oxblosc release build; {args.rounds} interleaved rounds, medians. The machine was "
+        f"shared with other jobs: {100 * (c1 - c0) / (w1 - w0) / m['cores']:.0f}% busy on average during the run "
+        f"(ours included); {(w1 - w0) / 60:.0f} min in all.",
+        "",
+    ]
+    text = "\n".join(head + rows)
+    print(text)
+    if not args.no_write:
+        write_block(Path(args.out), "daskbig", "Dask on a >= 4 GB array: oxblosc vs Zarr and HDF5", text)
+
+
+if __name__ == "__main__":
+    # Run as the importable module `dask_bench` so that worker processes unpickle its
+    # functions and classes by reference (they import it from this directory).
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.exit(importlib.import_module("dask_bench").main())
