@@ -1,9 +1,10 @@
-//! The built-in codecs as registry entries (IDs 0, 1, 2, 4, 5).
+//! The built-in codecs as registry entries (IDs 0, 1, 2, 4, 5, and the Blosc-registered
+//! NDLZ, 32).
 //!
 //! Thin adapters from the [`Codec`] trait to the codec modules; the clevel -> codec-level
 //! mapping stays in each module (format spec 3.3-3.5).
 
-use super::{blosclz, lz4, zlib, zstd, Dict};
+use super::{blosclz, lz4, ndlz, zlib, zstd, Dict};
 use crate::format::codec_id;
 use crate::registry::{Codec, CodecParams, DictKind};
 
@@ -15,6 +16,7 @@ pub(crate) fn all() -> Vec<(u8, Box<dyn Codec>)> {
         (codec_id::LZ4HC, Box::new(Lz4 { hc: true })),
         (codec_id::ZLIB, Box::new(Zlib)),
         (codec_id::ZSTD, Box::new(Zstd)),
+        (ndlz::ID, Box::new(ndlz::Ndlz)),
     ]
 }
 
