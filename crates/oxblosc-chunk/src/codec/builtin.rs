@@ -6,7 +6,7 @@
 
 use super::{blosclz, lz4, ndlz, zlib, zstd, Dict};
 use crate::format::codec_id;
-use crate::registry::{Codec, CodecParams, DictKind};
+use crate::registry::{BlockTuning, Codec, CodecParams, DictKind};
 
 /// Every built-in codec with its compcode.
 pub(crate) fn all() -> Vec<(u8, Box<dyn Codec>)> {
@@ -30,6 +30,9 @@ impl Codec for BloscLz {
     fn name(&self) -> &str {
         "blosclz"
     }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: false, split_max_clevel: Some(9), blosc1_split: true }
+    }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(blosclz::compress(p.clevel, src, dst))
     }
@@ -52,6 +55,9 @@ impl Codec for Lz4 {
         } else {
             "lz4"
         }
+    }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: self.hc, split_max_clevel: if self.hc { None } else { Some(9) }, blosc1_split: true }
     }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(match (self.hc, p.dict) {
@@ -80,6 +86,9 @@ impl Codec for Zlib {
     fn name(&self) -> &str {
         "zlib"
     }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: true, split_max_clevel: None, blosc1_split: true }
+    }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(zlib::compress(p.clevel, src, dst))
     }
@@ -97,6 +106,9 @@ struct Zstd;
 impl Codec for Zstd {
     fn name(&self) -> &str {
         "zstd"
+    }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: true, split_max_clevel: Some(5), blosc1_split: false }
     }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(match p.dict {
