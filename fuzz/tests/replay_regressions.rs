@@ -17,6 +17,7 @@ fn run(target: &str, data: &[u8]) {
         "hdf5_decode" => oxblosc_fuzz::fuzz_hdf5_decode(data),
         "hdf5_lazy" => oxblosc_fuzz::fuzz_hdf5_lazy(data),
         "nd_filters" => oxblosc_fuzz::fuzz_nd_filters(data),
+        "ndlz" => oxblosc_fuzz::fuzz_ndlz(data),
         "expr_parse" => oxblosc_fuzz::fuzz_expr_parse(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
@@ -64,6 +65,7 @@ fn regressions() {
         "hdf5_decode",
         "hdf5_lazy",
         "nd_filters",
+        "ndlz",
         "expr_parse",
     ] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {

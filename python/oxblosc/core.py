@@ -34,6 +34,7 @@ class Codec(enum.IntEnum):
     LZ4HC = 2
     ZLIB = 4
     ZSTD = 5
+    NDLZ = 32
 
 
 class Filter(enum.IntEnum):

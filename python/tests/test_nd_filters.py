@@ -108,3 +108,33 @@ def test_cli_writes_ndcell_arrays_python_blosc2_reads(tmp_path):
         timeout=120,
     )
     assert r.returncode != 0 and "needs a cell edge" in r.stderr
+
+
+def test_ndmean_blocks_thinner_than_a_cell(tmp_path):
+    """Blocks thinner than the cell in dimension 0 (3 rows, cells of 4): C-Blosc2's NDMEAN
+    writes such chunks but refuses to read them back (its cells overlap and it checks that
+    they tile the block). We write the same bytes, and read both files: each cell's mean
+    scattered in cell order (a later cell wins an item), 0 where no cell reaches."""
+    a = np.arange(12 * 12, dtype="f4").reshape(12, 12) * 0.5
+    cp = {"filters": [blosc2.Filter.NDMEAN], "filters_meta": [4], "codec": blosc2.Codec.ZSTD, "nthreads": 1}
+    theirs = blosc2.asarray(a, chunks=(12, 12), blocks=(3, 12), cparams=cp, urlpath=str(tmp_path / "t.b2nd"), mode="w")
+    ours = ox.asarray(
+        a,
+        chunks=(12, 12),
+        blocks=(3, 12),
+        cparams={**cp, "filters": [ox.Filter.NDMEAN]},
+        urlpath=str(tmp_path / "o.b2nd"),
+        mode="w",
+    )
+    assert ours.schunk.get_chunk(0) == theirs.schunk.get_chunk(0)
+    with pytest.raises(RuntimeError):
+        theirs[...]
+    # Cells of each 3-row block: origins at columns 0, 3, 6 (stepping by the block's 3
+    # rows), 4 columns wide; columns 10-11 belong to no cell.
+    expected = np.zeros_like(a)
+    for r in range(0, 12, 3):
+        for c in (0, 3, 6):
+            expected[r : r + 3, c : c + 4] = a[r : r + 3, c : c + 4].mean(dtype="f4")
+    for path in ("t.b2nd", "o.b2nd"):
+        for nthreads in (1, 3):
+            np.testing.assert_array_equal(ox.open(str(tmp_path / path), dparams={"nthreads": nthreads})[...], expected)

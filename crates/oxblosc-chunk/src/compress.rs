@@ -96,12 +96,13 @@ impl Encoder {
         let (blocksize, split, memcpy, hlen);
         match format {
             Format::Blosc2 => {
-                let split_whole = split_block(cp.codec, cp.clevel, has_shuffle, ts, nbytes, cp.splitmode);
-                blocksize = compute_blocksize(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
+                let split_whole = split_block(&codec.tuning, cp.clevel, has_shuffle, ts, nbytes, cp.splitmode);
+                blocksize = compute_blocksize(&codec.tuning, cp.clevel, ts, nbytes, cp.blocksize, split_whole);
                 // A block smaller than one element cannot be cut into `typesize` streams
                 // (a forced blocksize < typesize with ALWAYS_SPLIT used to panic on
                 // zero-length streams; C-Blosc2 writes a corrupt chunk): never split it.
-                split = blocksize >= hts && split_block(cp.codec, cp.clevel, has_shuffle, hts, blocksize, cp.splitmode);
+                split = blocksize >= hts
+                    && split_block(&codec.tuning, cp.clevel, has_shuffle, hts, blocksize, cp.splitmode);
                 memcpy = cp.clevel == 0 || nbytes < MIN_BUFFERSIZE;
                 hlen = EXT_HEADER_LEN;
             }
@@ -126,9 +127,9 @@ impl Encoder {
                     });
                 }
                 let judged_on = if cp.blocksize > 0 { cp.blocksize.max(128) } else { nbytes };
-                let split_first = split_block_blosc1(cp.codec, hts, judged_on);
-                blocksize = compute_blocksize_blosc1(cp.codec, cp.clevel, ts, nbytes, cp.blocksize, split_first);
-                split = split_block_blosc1(cp.codec, hts, blocksize);
+                let split_first = split_block_blosc1(&codec.tuning, hts, judged_on);
+                blocksize = compute_blocksize_blosc1(&codec.tuning, cp.clevel, ts, nbytes, cp.blocksize, split_first);
+                split = split_block_blosc1(&codec.tuning, hts, blocksize);
                 memcpy = cp.clevel == 0 || nbytes < BLOSC1_MIN_BUFFERSIZE;
                 hlen = MIN_HEADER_LEN;
             }

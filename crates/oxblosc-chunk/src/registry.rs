@@ -12,6 +12,7 @@
 
 use std::sync::{Once, OnceLock};
 
+pub use crate::blocks::BlockTuning;
 use crate::codec::Dict;
 use crate::{Error, Result};
 
@@ -75,6 +76,10 @@ pub trait Codec: Send + Sync {
     /// Which chunk dictionary this codec uses (format spec 1.11); `None`: no dictionaries.
     fn dict_kind(&self) -> Option<DictKind> {
         None
+    }
+    /// How the automatic block size and split treat this codec (read once, at registration).
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning::PLUGIN
     }
 }
 
@@ -171,6 +176,8 @@ pub struct CodecEntry {
     /// The codec's name, fixed at registration (so errors can carry it).
     pub name: &'static str,
     pub origin: Origin,
+    /// The codec's [`Codec::block_tuning`], fixed at registration.
+    pub tuning: BlockTuning,
     pub codec: Box<dyn Codec>,
 }
 
@@ -201,8 +208,13 @@ pub enum Kind {
 fn builtins() {
     BUILTINS.call_once(|| {
         for (id, c) in crate::codec::builtin::all() {
-            let _ =
-                CODECS[usize::from(id)].set(CodecEntry { id, name: leak(c.name()), origin: Origin::BuiltIn, codec: c });
+            let _ = CODECS[usize::from(id)].set(CodecEntry {
+                id,
+                name: leak(c.name()),
+                origin: Origin::BuiltIn,
+                tuning: c.block_tuning(),
+                codec: c,
+            });
         }
         for (id, f) in crate::filter::builtin::all() {
             let _ = FILTERS[usize::from(id)].set(FilterEntry {
@@ -255,7 +267,7 @@ pub fn register_codec(id: u8, codec: Box<dyn Codec>, origin: Origin) -> Result<(
     let mut fresh = false;
     let entry = slot.get_or_init(|| {
         fresh = true;
-        CodecEntry { id, name, origin, codec }
+        CodecEntry { id, name, origin, tuning: codec.block_tuning(), codec }
     });
     if fresh {
         Ok(())

@@ -95,7 +95,7 @@ Examples:
 
 #[derive(Args, Debug, Clone)]
 pub struct CodecArgs {
-    /// blosclz, lz4, lz4hc, zlib or zstd
+    /// blosclz, lz4, lz4hc, zlib, zstd or ndlz[:4|8] (2-D uint8 .npy input)
     #[arg(long, default_value = "zstd")]
     pub codec: String,
     /// Compression level 0-9

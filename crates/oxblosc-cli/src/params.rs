@@ -8,15 +8,24 @@
 use oxblosc::chunk::format::codec_id;
 use oxblosc::chunk::{filter, SplitMode};
 
-pub fn codec(name: &str) -> Result<u8, String> {
-    Ok(match name.to_ascii_lowercase().as_str() {
+/// One `--codec` value `NAME[:META]` as (compcode, codec_meta). `ndlz` is the Blosc-registered
+/// 2-D codec (b2nd arrays of 1-byte items, i.e. `.npy` input; META 4 or 8, the cell edge,
+/// default 4).
+pub fn codec(spec: &str) -> Result<(u8, u8), String> {
+    let (name, meta) = match spec.split_once(':') {
+        Some((n, m)) => (n, Some(m.parse::<u8>().map_err(|_| format!("codec meta {m:?} is not 0-255"))?)),
+        None => (spec, None),
+    };
+    let id = match name.to_ascii_lowercase().as_str() {
         "blosclz" => codec_id::BLOSCLZ,
         "lz4" => codec_id::LZ4,
         "lz4hc" => codec_id::LZ4HC,
         "zlib" => codec_id::ZLIB,
         "zstd" => codec_id::ZSTD,
-        _ => return Err(format!("unknown codec {name:?} (blosclz, lz4, lz4hc, zlib, zstd)")),
-    })
+        "ndlz" => return Ok((oxblosc::chunk::codec::ndlz::ID, meta.unwrap_or(4))),
+        _ => return Err(format!("unknown codec {name:?} (blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8])")),
+    };
+    Ok((id, meta.unwrap_or(0)))
 }
 
 /// One `--filter` value as (id, meta).

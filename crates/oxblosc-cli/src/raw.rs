@@ -27,8 +27,10 @@ pub fn threads(c: &Common) -> usize {
 /// Compression parameters from the options (`typesize` when not given on the command line).
 pub fn cparams(a: &CodecArgs, common: &Common, typesize: usize) -> Result<CParams> {
     let typesize = a.typesize.unwrap_or(typesize);
+    let (codec, codec_meta) = params::codec(&a.codec).map_err(CliError::new)?;
     let mut cp = CParams {
-        codec: params::codec(&a.codec).map_err(CliError::new)?,
+        codec,
+        codec_meta,
         clevel: a.clevel,
         typesize,
         nthreads: threads(common),

@@ -1,11 +1,12 @@
-//! The built-in codecs as registry entries (IDs 0, 1, 2, 4, 5).
+//! The built-in codecs as registry entries (IDs 0, 1, 2, 4, 5, and the Blosc-registered
+//! NDLZ, 32).
 //!
 //! Thin adapters from the [`Codec`] trait to the codec modules; the clevel -> codec-level
 //! mapping stays in each module (format spec 3.3-3.5).
 
-use super::{blosclz, lz4, zlib, zstd, Dict};
+use super::{blosclz, lz4, ndlz, zlib, zstd, Dict};
 use crate::format::codec_id;
-use crate::registry::{Codec, CodecParams, DictKind};
+use crate::registry::{BlockTuning, Codec, CodecParams, DictKind};
 use crate::uninit::Out;
 
 /// Every built-in codec with its compcode.
@@ -16,6 +17,7 @@ pub(crate) fn all() -> Vec<(u8, Box<dyn Codec>)> {
         (codec_id::LZ4HC, Box::new(Lz4 { hc: true })),
         (codec_id::ZLIB, Box::new(Zlib)),
         (codec_id::ZSTD, Box::new(Zstd)),
+        (ndlz::ID, Box::new(ndlz::Ndlz)),
     ]
 }
 
@@ -47,6 +49,9 @@ impl Codec for BloscLz {
     fn name(&self) -> &str {
         "blosclz"
     }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: false, split_max_clevel: Some(9), blosc1_split: true }
+    }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(blosclz::compress(p.clevel, src, dst))
     }
@@ -69,6 +74,9 @@ impl Codec for Lz4 {
         } else {
             "lz4"
         }
+    }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: self.hc, split_max_clevel: if self.hc { None } else { Some(9) }, blosc1_split: true }
     }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(match (self.hc, p.dict) {
@@ -97,6 +105,9 @@ impl Codec for Zlib {
     fn name(&self) -> &str {
         "zlib"
     }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: true, split_max_clevel: None, blosc1_split: true }
+    }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(zlib::compress(p.clevel, src, dst))
     }
@@ -114,6 +125,9 @@ struct Zstd;
 impl Codec for Zstd {
     fn name(&self) -> &str {
         "zstd"
+    }
+    fn block_tuning(&self) -> BlockTuning {
+        BlockTuning { high_ratio: true, split_max_clevel: Some(5), blosc1_split: false }
     }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(match p.dict {

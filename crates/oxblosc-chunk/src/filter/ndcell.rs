@@ -199,8 +199,15 @@ impl Filter for NdMean {
             Ok(())
         })
     }
+    /// When the block is thinner than a cell in dimension 0, C-Blosc2's cell origins step by
+    /// that thickness in every dimension, so cells overlap and some items belong to no cell;
+    /// C-Blosc2 then refuses to read its own chunk. We scatter the cells in order (a later
+    /// cell wins an item) and give 0 to items no cell covers (docs/plugins.md).
     fn backward(&self, p: &FilterParams, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         let cells = Self::cells(p, src.len())?;
+        if cells.step != cells.edge {
+            dst.fill(0);
+        }
         scatter(p.blockshape, &cells, p.typesize, src, dst)
     }
 }
@@ -224,6 +231,22 @@ mod tests {
         let mut back = vec![0; 20];
         NdCell.backward(&params(&shape, 2, 1), &out, &mut back).unwrap();
         assert_eq!(back, src);
+    }
+
+    /// Blocks thinner than a cell in dimension 0: overlapping cells, two columns no cell
+    /// reaches. Those come out 0 whatever the output buffer held (C-Blosc2 refuses to read).
+    #[test]
+    fn ndmean_thin_block_uncovered_items_are_zero() {
+        let shape = [3, 12];
+        let src: Vec<u8> = (0..36).flat_map(|v| (v as f32).to_le_bytes()).collect();
+        let mut enc = vec![0; src.len()];
+        NdMean.forward(&params(&shape, 4, 4), &src, &mut enc).unwrap();
+        let mut back = vec![0xFF; src.len()];
+        NdMean.backward(&params(&shape, 4, 4), &enc, &mut back).unwrap();
+        let got: Vec<f32> = back.chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        // Cells at columns 0, 3, 6 (4 wide; a later cell wins), columns 10-11 uncovered.
+        let row = [13.5, 13.5, 13.5, 16.5, 16.5, 16.5, 19.5, 19.5, 19.5, 19.5, 0., 0.];
+        assert_eq!(got, [row, row, row].concat());
     }
 
     #[test]

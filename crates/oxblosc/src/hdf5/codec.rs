@@ -66,9 +66,9 @@ pub fn encode_blosc2_threads(cd: &[u32], data: &[u8], nthreads: usize) -> Result
     let schunk = SChunk::new(cp.clone(), DParams::default()).map_err(|e| err(&e))?;
     match nd_dims {
         Some(dims) => {
-            let split =
-                blocks::split_block(cp.codec, cp.clevel, cp.has_filter(1), cp.typesize, data.len(), cp.splitmode);
-            let target = blocks::compute_blocksize(cp.codec, cp.clevel, cp.typesize, data.len(), p.blocksize, split);
+            let t = crate::chunk::registry::codec(cp.codec).map_err(|e| err(&e))?.tuning;
+            let split = blocks::split_block(&t, cp.clevel, cp.has_filter(1), cp.typesize, data.len(), cp.splitmode);
+            let target = blocks::compute_blocksize(&t, cp.clevel, cp.typesize, data.len(), p.blocksize, split);
             let bshape = block_shape(dims, (target / p.typesize).max(1) as u64);
             let geom = Geometry::new(dims, dims, &bshape, p.typesize).map_err(|e| err(&e))?;
             let dtype = format!("|V{}", p.typesize);
