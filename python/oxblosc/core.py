@@ -256,8 +256,9 @@ _CODEC_LIBRARY = {0: "BloscLZ", 1: "LZ4", 2: "LZ4", 4: "Zlib", 5: "Zstd"}
 
 
 def compressor_list(plugins: bool = False) -> list[Codec]:
-    """The codecs this build compresses with (there are no plugins)."""
-    return list(Codec)
+    """The codecs this build compresses with; the registered Blosc2 plugin codecs (ids 32 and
+    up, such as NDLZ) only with ``plugins=True``, as in python-blosc2."""
+    return [c for c in Codec if plugins or c < 32]
 
 
 def get_clib(bytesobj: Any) -> str:

@@ -84,6 +84,8 @@ def test_compress_typesize_none_takes_the_item_size(src):
 
 def test_codec_names_and_forced_blocksize():
     x = np.arange(1000)
+    assert [c.name for c in ox.compressor_list()] == [c.name for c in blosc2.compressor_list()]
+    assert ox.Codec.NDLZ in ox.compressor_list(plugins=True)
     for c in ox.compressor_list():
         assert ox.get_clib(ox.compress2(x, codec=c)) == blosc2.get_clib(blosc2.compress2(x, codec=c))
     ox.set_blocksize(1024)
