@@ -42,6 +42,7 @@ mod compile;
 mod dtype;
 mod error;
 mod eval;
+mod fastmath;
 mod kernels;
 mod parse;
 mod range;
