@@ -94,6 +94,16 @@ fn fix<T: Copy>(x: &[T], o: &mut [T], slow: &impl Fn(T) -> T, ok: &impl Fn(T) ->
     }
 }
 
+/// `c[0] + z * (c[1] + z * (c[2] + ...))`.
+#[inline(always)]
+fn horner<const N: usize>(z: f64, c: [f64; N]) -> f64 {
+    let mut acc = c[N - 1];
+    for &ci in c[..N - 1].iter().rev() {
+        acc = acc * z + ci;
+    }
+    acc
+}
+
 /// |x| <= 2^25: k stays below 2^26, so the reduction's products are exact. Zero goes to
 /// libm too: the polynomial would turn sin(-0) into +0.
 #[inline(always)]
@@ -122,22 +132,34 @@ fn sincos(x: f64, shift: u64) -> f64 {
     // sin r = r - r^3/3! + ... + r^17/17!;  cos r = 1 - r^2/2! + ... + r^18/18!
     let s = r + r
         * z
-        * (-1.0 / 6.0
-            + z * (1.0 / 120.0
-                + z * (-1.0 / 5040.0
-                    + z * (1.0 / 362880.0
-                        + z * (-1.0 / 39916800.0
-                            + z * (1.0 / 6227020800.0
-                                + z * (-1.0 / 1307674368000.0 + z * (1.0 / 355687428096000.0))))))));
+        * horner(
+            z,
+            [
+                -1.0 / 6.0,
+                1.0 / 120.0,
+                -1.0 / 5040.0,
+                1.0 / 362880.0,
+                -1.0 / 39916800.0,
+                1.0 / 6227020800.0,
+                -1.0 / 1307674368000.0,
+                1.0 / 355687428096000.0,
+            ],
+        );
     let c = 1.0 - 0.5 * z
         + z * z
-            * (1.0 / 24.0
-                + z * (-1.0 / 720.0
-                    + z * (1.0 / 40320.0
-                        + z * (-1.0 / 3628800.0
-                            + z * (1.0 / 479001600.0
-                                + z * (-1.0 / 87178291200.0
-                                    + z * (1.0 / 20922789888000.0 + z * (-1.0 / 6402373705728000.0))))))));
+            * horner(
+                z,
+                [
+                    1.0 / 24.0,
+                    -1.0 / 720.0,
+                    1.0 / 40320.0,
+                    -1.0 / 3628800.0,
+                    1.0 / 479001600.0,
+                    -1.0 / 87178291200.0,
+                    1.0 / 20922789888000.0,
+                    -1.0 / 6402373705728000.0,
+                ],
+            );
     // Odd quadrants take the cosine; quadrants 2 and 3 negate.
     let odd = (q & 1).wrapping_neg();
     let v = (s.to_bits() & !odd) | (c.to_bits() & odd);
@@ -163,17 +185,23 @@ fn exp(x: f64) -> f64 {
     let p = 1.0
         + r
         + r * r
-            * (1.0 / 2.0
-                + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0
-                        + r * (1.0 / 120.0
-                            + r * (1.0 / 720.0
-                                + r * (1.0 / 5040.0
-                                    + r * (1.0 / 40320.0
-                                        + r * (1.0 / 362880.0
-                                            + r * (1.0 / 3628800.0
-                                                + r * (1.0 / 39916800.0
-                                                    + r * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0))))))))))));
+            * horner(
+                r,
+                [
+                    1.0 / 2.0,
+                    1.0 / 6.0,
+                    1.0 / 24.0,
+                    1.0 / 120.0,
+                    1.0 / 720.0,
+                    1.0 / 5040.0,
+                    1.0 / 40320.0,
+                    1.0 / 362880.0,
+                    1.0 / 3628800.0,
+                    1.0 / 39916800.0,
+                    1.0 / 479001600.0,
+                    1.0 / 6227020800.0,
+                ],
+            );
     // Outside exp_ok the lane is recomputed, so a wrapped exponent here is harmless.
     p * f64::from_bits(ki.wrapping_add(1023) << 52)
 }
@@ -196,15 +224,21 @@ fn log(x: f64) -> f64 {
     let f = m - 1.0;
     let s = f / (2.0 + f);
     let z = s * s;
-    let r = z
-        * (2.0 / 3.0
-            + z * (2.0 / 5.0
-                + z * (2.0 / 7.0
-                    + z * (2.0 / 9.0
-                        + z * (2.0 / 11.0
-                            + z * (2.0 / 13.0
-                                + z * (2.0 / 15.0
-                                    + z * (2.0 / 17.0 + z * (2.0 / 19.0 + z * (2.0 / 21.0))))))))));
+    let r = z * horner(
+        z,
+        [
+            2.0 / 3.0,
+            2.0 / 5.0,
+            2.0 / 7.0,
+            2.0 / 9.0,
+            2.0 / 11.0,
+            2.0 / 13.0,
+            2.0 / 15.0,
+            2.0 / 17.0,
+            2.0 / 19.0,
+            2.0 / 21.0,
+        ],
+    );
     let hfsq = 0.5 * f * f;
     e * LN2_HI + (f - (hfsq - (s * (hfsq + r) + e * LN2_LO)))
 }
@@ -244,8 +278,12 @@ mod tests {
         key(a).abs_diff(key(b))
     }
 
-    const FUNCS: [(F1, fn(f64) -> f64, fn(f32) -> f32); 4] =
-        [(F1::Sin, f64::sin, f32::sin), (F1::Cos, f64::cos, f32::cos), (F1::Exp, f64::exp, f32::exp), (F1::Log, f64::ln, f32::ln)];
+    const FUNCS: [(F1, fn(f64) -> f64, fn(f32) -> f32); 4] = [
+        (F1::Sin, f64::sin, f32::sin),
+        (F1::Cos, f64::cos, f32::cos),
+        (F1::Exp, f64::exp, f32::exp),
+        (F1::Log, f64::ln, f32::ln),
+    ];
 
     /// Worst ULP distance of the slice kernel from libm over `xs` (f64).
     fn worst64(f: F1, libm: fn(f64) -> f64, xs: &[f64]) -> (u64, f64) {
@@ -265,7 +303,8 @@ mod tests {
         let mut worst = [(0u64, 0f32); 4];
         let mut o = vec![0f32; 1 << 20];
         for batch in (0..u32::MAX / 97).step_by(1 << 20) {
-            let xs: Vec<f32> = (batch..(batch + (1 << 20)).min(u32::MAX / 97)).map(|i| f32::from_bits(i * 97)).collect();
+            let xs: Vec<f32> =
+                (batch..(batch + (1 << 20)).min(u32::MAX / 97)).map(|i| f32::from_bits(i * 97)).collect();
             for (w, (f, libm, _)) in worst.iter_mut().zip(FUNCS) {
                 assert!(f32::vec_f1(f, &xs, &mut o[..xs.len()]));
                 for (&x, &y) in xs.iter().zip(&o) {
@@ -293,7 +332,8 @@ mod tests {
             let c = k as f64 * std::f64::consts::FRAC_PI_2;
             xs.extend([c, c.next_up(), c.next_down(), -c]);
         }
-        for v in [33554432.0f64, 33554431.9, -33554432.0, 709.0, -708.0, 708.9, 1e-300, 5e-324, 2.2250738585072014e-308] {
+        for v in [33554432.0f64, 33554431.9, -33554432.0, 709.0, -708.0, 708.9, 1e-300, 5e-324, 2.2250738585072014e-308]
+        {
             xs.extend([v, v.next_up(), v.next_down()]);
         }
         for (f, libm, _) in FUNCS {
@@ -338,7 +378,10 @@ mod tests {
                     assert!(ulp64(y, want) <= 2, "{f:?}({x:e}) = {y:e}, libm {want:e}");
                 } else {
                     outside += 1;
-                    assert!(y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()), "{f:?}({x:e}) = {y:e}, libm {want:e}");
+                    assert!(
+                        y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()),
+                        "{f:?}({x:e}) = {y:e}, libm {want:e}"
+                    );
                 }
             }
             let xs32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
@@ -349,7 +392,10 @@ mod tests {
                     assert!(ulp32(y, libm(x as f64) as f32) <= 1, "{f:?}({x:e}) f32 = {y:e}");
                 } else {
                     let want = libm32(x);
-                    assert!(y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()), "{f:?}({x:e}) f32 = {y:e}, libm {want:e}");
+                    assert!(
+                        y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()),
+                        "{f:?}({x:e}) f32 = {y:e}, libm {want:e}"
+                    );
                 }
             }
         }

@@ -95,10 +95,19 @@ pub(crate) fn compare<T: PartialOrd + Copy>(op: Cmp, a: Opnd<'_, T>, b: Opnd<'_,
 /// A float function over a block; the function is chosen once, outside the loop.
 #[inline(always)]
 pub(crate) fn float_fn<T: Float>(f: F1, a: Opnd<'_, T>, o: &mut [T]) {
-    if let Opnd::S(x) = a {
-        if T::vec_f1(f, x, o) {
-            return;
+    // Constants too: a one-row input must give the same bits as the same row in a slice.
+    let done = match a {
+        Opnd::S(x) => T::vec_f1(f, x, o),
+        Opnd::C(c) => {
+            let mut v = [c];
+            T::vec_f1(f, &[c], &mut v) && {
+                o.fill(v[0]);
+                true
+            }
         }
+    };
+    if done {
+        return;
     }
     macro_rules! each {
         ($($v:ident),*) => {
