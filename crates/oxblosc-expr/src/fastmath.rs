@@ -112,14 +112,9 @@ fn sincos_ok(x: f64) -> bool {
 }
 
 /// pi/2 as five parts of at most 27 significant bits each (sum exact to about 2^-142).
-const PIO2: [f64; 5] = [
-    f64::from_bits(0x3FF921FB54000000),
-    f64::from_bits(0x3E110B4610000000),
-    f64::from_bits(0x3C5A626330000000),
-    f64::from_bits(0x3A945C06E0000000),
-    f64::from_bits(0x38CCD12900000000),
-];
-const TWO_OVER_PI: f64 = f64::from_bits(0x3FE45F306DC9C883);
+const PIO2: [f64; 5] =
+    [1.570796325802803, 9.920935739593517e-10, 5.721188709663575e-18, 1.6446256892965207e-26, 4.3359050443915694e-35];
+const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
 
 /// `sin(x)` (`shift` 0) or `cos(x)` = sin(x + pi/2) (`shift` 1), valid where `sincos_ok`.
 #[inline(always)]
@@ -166,9 +161,9 @@ fn sincos(x: f64, shift: u64) -> f64 {
     f64::from_bits(v ^ ((q & 2) << 62))
 }
 
-const LN2_HI: f64 = f64::from_bits(0x3FE62E42FEE00000);
-const LN2_LO: f64 = f64::from_bits(0x3DEA39EF35793C76);
-const INV_LN2: f64 = f64::from_bits(0x3FF71547652B82FE);
+const LN2_HI: f64 = 0.6931471803691238;
+const LN2_LO: f64 = 1.9082149292705877e-10;
+const INV_LN2: f64 = std::f64::consts::LOG2_E;
 
 /// The result and 2^k stay normal and finite.
 #[inline(always)]
@@ -278,7 +273,10 @@ mod tests {
         key(a).abs_diff(key(b))
     }
 
-    const FUNCS: [(F1, fn(f64) -> f64, fn(f32) -> f32); 4] = [
+    /// A function, its libm f64 and f32 versions.
+    type Case = (F1, fn(f64) -> f64, fn(f32) -> f32);
+
+    const FUNCS: [Case; 4] = [
         (F1::Sin, f64::sin, f32::sin),
         (F1::Cos, f64::cos, f32::cos),
         (F1::Exp, f64::exp, f32::exp),
