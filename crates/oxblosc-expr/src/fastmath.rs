@@ -1,4 +1,5 @@
-//! Vectorisable `sin`, `cos`, `exp`, `log` over slices (f64 arithmetic; f32 goes through f64).
+//! Vectorisable `sin`, `cos`, `exp`, `log` over slices (f64 arithmetic; f32 goes through f64;
+//! which ones the engine uses: [`VecMath::vec_f1`]).
 //!
 //! The platform libm computes one element per call and dominates expressions such as
 //! `a * b + sin(c)`. Here every lane runs the same branch-free arithmetic (range reduction,
@@ -31,11 +32,20 @@ const ROUND: f64 = 6755399441055744.0;
 
 /// Slice kernels for the functions that have a fast path; `false` means "not handled here".
 pub(crate) trait VecMath: Copy {
+    /// The kernels the engine uses: only where they measured faster than glibc's scalar
+    /// functions on the baseline (SSE2, two f64 lanes, no FMA) target: f64 `sin`, `cos`
+    /// (about 2x) and `exp` (about 1.2x). glibc's f32 functions and `log` are table-driven
+    /// and were faster than these polynomials (docs/benchmarks.md, lazy expressions).
     fn vec_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
+    /// Every kernel of this module (tested; kept for a wider-vector dispatch).
+    fn kernel_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
 }
 
 impl VecMath for f64 {
     fn vec_f1(f: F1, x: &[f64], o: &mut [f64]) -> bool {
+        matches!(f, F1::Sin | F1::Cos | F1::Exp) && Self::kernel_f1(f, x, o)
+    }
+    fn kernel_f1(f: F1, x: &[f64], o: &mut [f64]) -> bool {
         match f {
             F1::Sin => run(x, o, |v| sincos(v, 0), f64::sin, sincos_ok),
             F1::Cos => run(x, o, |v| sincos(v, 1), f64::cos, sincos_ok),
@@ -48,7 +58,10 @@ impl VecMath for f64 {
 }
 
 impl VecMath for f32 {
-    fn vec_f1(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+    fn vec_f1(_: F1, _: &[f32], _: &mut [f32]) -> bool {
+        false
+    }
+    fn kernel_f1(f: F1, x: &[f32], o: &mut [f32]) -> bool {
         match f {
             F1::Sin => run(x, o, |v: f32| sincos(v as f64, 0) as f32, f32::sin, |v| sincos_ok(v as f64)),
             F1::Cos => run(x, o, |v: f32| sincos(v as f64, 1) as f32, f32::cos, |v| sincos_ok(v as f64)),
@@ -286,7 +299,7 @@ mod tests {
     /// Worst ULP distance of the slice kernel from libm over `xs` (f64).
     fn worst64(f: F1, libm: fn(f64) -> f64, xs: &[f64]) -> (u64, f64) {
         let mut o = vec![0.0; xs.len()];
-        assert!(f64::vec_f1(f, xs, &mut o));
+        assert!(f64::kernel_f1(f, xs, &mut o));
         xs.iter().zip(&o).map(|(&x, &y)| (ulp64(y, libm(x)), x)).max_by_key(|p| p.0).unwrap()
     }
 
@@ -304,7 +317,7 @@ mod tests {
             let xs: Vec<f32> =
                 (batch..(batch + (1 << 20)).min(u32::MAX / 97)).map(|i| f32::from_bits(i * 97)).collect();
             for (w, (f, libm, _)) in worst.iter_mut().zip(FUNCS) {
-                assert!(f32::vec_f1(f, &xs, &mut o[..xs.len()]));
+                assert!(f32::kernel_f1(f, &xs, &mut o[..xs.len()]));
                 for (&x, &y) in xs.iter().zip(&o) {
                     let d = ulp32(y, libm(x as f64) as f32);
                     if d > w.0 {
@@ -369,7 +382,7 @@ mod tests {
             // Every position in a chunk and in the remainder.
             let xs: Vec<f64> = specials.iter().cycle().take(specials.len() * 9 + 3).copied().collect();
             let mut o = vec![0.0; xs.len()];
-            assert!(f64::vec_f1(f, &xs, &mut o));
+            assert!(f64::kernel_f1(f, &xs, &mut o));
             for (&x, &y) in xs.iter().zip(&o) {
                 let want = libm(x);
                 if ok(x) {
@@ -384,7 +397,7 @@ mod tests {
             }
             let xs32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
             let mut o32 = vec![0f32; xs32.len()];
-            assert!(f32::vec_f1(f, &xs32, &mut o32));
+            assert!(f32::kernel_f1(f, &xs32, &mut o32));
             for (&x, &y) in xs32.iter().zip(&o32) {
                 if ok(x as f64) {
                     assert!(ulp32(y, libm(x as f64) as f32) <= 1, "{f:?}({x:e}) f32 = {y:e}");
@@ -403,7 +416,10 @@ mod tests {
     #[test]
     fn other_functions_are_left_to_libm() {
         let mut o = [0.0; 4];
-        assert!(!f64::vec_f1(F1::Tan, &[1.0; 4], &mut o));
-        assert!(!f32::vec_f1(F1::Sqrt, &[1.0; 4], &mut [0.0; 4]));
+        assert!(!f64::vec_f1(F1::Log, &[1.0; 4], &mut o));
+        assert!(!f32::vec_f1(F1::Sin, &[1.0; 4], &mut [0.0; 4]));
+        assert!(f64::vec_f1(F1::Sin, &[1.0; 4], &mut o));
+        assert!(!f64::kernel_f1(F1::Tan, &[1.0; 4], &mut o));
+        assert!(!f32::kernel_f1(F1::Sqrt, &[1.0; 4], &mut [0.0; 4]));
     }
 }
