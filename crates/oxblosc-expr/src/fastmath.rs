@@ -33,9 +33,9 @@ const ROUND: f64 = 6755399441055744.0;
 /// Slice kernels for the functions that have a fast path; `false` means "not handled here".
 pub(crate) trait VecMath: Copy {
     /// The kernels the engine uses: only where they measured faster than glibc's scalar
-    /// functions on the baseline (SSE2, two f64 lanes, no FMA) target: f64 `sin`, `cos`
-    /// (about 2x) and `exp` (about 1.2x). glibc's f32 functions and `log` are table-driven
-    /// and were faster than these polynomials (docs/benchmarks.md, lazy expressions).
+    /// functions on the baseline (SSE2, two f64 lanes, no FMA) target: f64 `sin` and `cos`
+    /// (2x). glibc's `exp`, `log` and f32 functions are table-driven and were as fast or
+    /// faster than these polynomials (docs/benchmarks.md, lazy expressions).
     fn vec_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
     /// Every kernel of this module (tested; kept for a wider-vector dispatch).
     fn kernel_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
@@ -43,7 +43,7 @@ pub(crate) trait VecMath: Copy {
 
 impl VecMath for f64 {
     fn vec_f1(f: F1, x: &[f64], o: &mut [f64]) -> bool {
-        matches!(f, F1::Sin | F1::Cos | F1::Exp) && Self::kernel_f1(f, x, o)
+        matches!(f, F1::Sin | F1::Cos) && Self::kernel_f1(f, x, o)
     }
     fn kernel_f1(f: F1, x: &[f64], o: &mut [f64]) -> bool {
         match f {
@@ -417,6 +417,7 @@ mod tests {
     fn other_functions_are_left_to_libm() {
         let mut o = [0.0; 4];
         assert!(!f64::vec_f1(F1::Log, &[1.0; 4], &mut o));
+        assert!(!f64::vec_f1(F1::Exp, &[1.0; 4], &mut o));
         assert!(!f32::vec_f1(F1::Sin, &[1.0; 4], &mut [0.0; 4]));
         assert!(f64::vec_f1(F1::Sin, &[1.0; 4], &mut o));
         assert!(!f64::kernel_f1(F1::Tan, &[1.0; 4], &mut o));
