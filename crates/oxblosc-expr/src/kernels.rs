@@ -95,6 +95,20 @@ pub(crate) fn compare<T: PartialOrd + Copy>(op: Cmp, a: Opnd<'_, T>, b: Opnd<'_,
 /// A float function over a block; the function is chosen once, outside the loop.
 #[inline(always)]
 pub(crate) fn float_fn<T: Float>(f: F1, a: Opnd<'_, T>, o: &mut [T]) {
+    // Constants too: a one-row input must give the same bits as the same row in a slice.
+    let done = match a {
+        Opnd::S(x) => T::vec_f1(f, x, o),
+        Opnd::C(c) => {
+            let mut v = [c];
+            T::vec_f1(f, &[c], &mut v) && {
+                o.fill(v[0]);
+                true
+            }
+        }
+    };
+    if done {
+        return;
+    }
     macro_rules! each {
         ($($v:ident),*) => {
             match f { $(F1::$v => map1(a, o, |x: T| x.f1(F1::$v)),)* }
@@ -295,8 +309,9 @@ macro_rules! bits {
 }
 bits!(bool, i8, i16, i32, i64, u8, u16, u32, u64);
 
-/// Float functions (the platform's libm, as NumPy's scalar paths).
-pub(crate) trait Float: Num {
+/// Float functions (the platform's libm, as NumPy's scalar paths; `sin cos exp log` over
+/// slices from the vectorised kernels of `fastmath`).
+pub(crate) trait Float: Num + crate::fastmath::VecMath {
     fn div(self, b: Self) -> Self;
     fn f1(self, f: F1) -> Self;
     fn atan2(self, b: Self) -> Self;
