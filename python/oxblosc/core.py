@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -363,6 +365,25 @@ def special_chunk(kind: SpecialValue, nbytes: int, typesize: int, value: Any = N
 def chunk_info(src: Any) -> dict:
     """The decoded header of a chunk."""
     return _native.chunk_info(src)
+
+
+def call_nthreads(nthreads: int | None) -> int:
+    """The threads one call uses: ``nthreads`` when given, else ``oxblosc.nthreads`` on the
+    main thread and 1 elsewhere (a ``distributed`` worker, Dask's or Zarr's thread pools:
+    they already run one task per thread, and more threads per call only multiply). Costs
+    one thread-identity check (plus a thread-local lookup when ``distributed`` is loaded)."""
+    if nthreads:
+        return nthreads
+    if threading.current_thread() is not threading.main_thread():
+        return 1
+    dist = sys.modules.get("distributed")
+    if dist is not None:
+        try:
+            dist.get_worker()
+            return 1
+        except ValueError:
+            pass
+    return _default_nthreads()
 
 
 def set_nthreads(n: int) -> int:

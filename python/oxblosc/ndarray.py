@@ -25,6 +25,7 @@ import dataclasses
 import itertools
 import math
 import os
+import sys
 from collections import namedtuple
 from collections.abc import Iterator
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import _native, chunkwise
-from .core import CParams, DParams, _checked, _native_cparams
+from .core import CParams, DParams, _checked, _native_cparams, call_nthreads
 from .info import InfoTable, cparams_summary, human_bytes
 from .operators import Operators
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
@@ -991,8 +992,20 @@ def _reopen(urlpath: str, mode: str, locking: bool, mmap_mode: str | None = None
     from .opening import open as _open  # noqa: PLC0415 - opening sits above this module
 
     if mmap_mode is not None:
-        return _open(urlpath, mmap_mode=mmap_mode)
-    return _open(urlpath, mode=mode, locking=locking) if locking else _open(urlpath, mode=mode)
+        a = _open(urlpath, mmap_mode=mmap_mode)
+    else:
+        a = _open(urlpath, mode=mode, locking=locking) if locking else _open(urlpath, mode=mode)
+    # Reopened in a ``distributed`` worker process (or a pool thread): its tasks already run
+    # one chunk per thread, so this array's own reads and writes use one thread, as the codecs
+    # do. Workers unpickle task arguments outside the task (no worker context yet), so the
+    # process is recognised by the workers it hosts.
+    worker = sys.modules.get("distributed.worker")
+    hosts_workers = bool(getattr(getattr(worker, "Worker", None), "_instances", None))
+    n = 1 if hosts_workers else call_nthreads(None)
+    if n != a.dparams.nthreads:
+        a.schunk.dparams = dataclasses.replace(a.dparams, nthreads=n)
+        a.schunk.cparams = dataclasses.replace(a.cparams, nthreads=n)
+    return a
 
 
 def _from_schunk(s: SChunk) -> NDArray:

@@ -22,8 +22,6 @@ here keeps state across ``fork``: a forked child compresses with fresh thread po
 
 from __future__ import annotations
 
-import sys
-import threading
 from typing import Any
 
 import numpy as np
@@ -31,31 +29,13 @@ from numcodecs.abc import Codec as _NumcodecsCodec
 from numcodecs.compat import ensure_contiguous_ndarray
 
 from . import core as _core
-from .core import MAX_BUFFERSIZE, Codec, Filter, SplitMode, _checked
+from .core import MAX_BUFFERSIZE, Codec, Filter, SplitMode, _checked, call_nthreads
 
 _CNAMES = {"blosclz": Codec.BLOSCLZ, "lz4": Codec.LZ4, "lz4hc": Codec.LZ4HC, "zlib": Codec.ZLIB, "zstd": Codec.ZSTD}
 _SHUFFLE_NAMES = {-1: "AUTOSHUFFLE", 0: "NOSHUFFLE", 1: "SHUFFLE", 2: "BITSHUFFLE"}
 _FILTER_NAMES = {f.name.lower(): f for f in Filter}
 _SPLIT_NAMES = {"always": SplitMode.ALWAYS_SPLIT, "never": SplitMode.NEVER_SPLIT, "auto": SplitMode.AUTO_SPLIT}
 _SPLIT_NAMES["forward_compat"] = SplitMode.FORWARD_COMPAT_SPLIT
-
-
-def call_nthreads(nthreads: int | None) -> int:
-    """The threads one codec call uses: ``nthreads`` when given, else ``oxblosc.nthreads`` on
-    the main thread and 1 elsewhere (a ``distributed`` worker, Dask's or Zarr's thread pools).
-    Costs one thread-identity check (plus a thread-local lookup when ``distributed`` is loaded)."""
-    if nthreads:
-        return nthreads
-    if threading.current_thread() is not threading.main_thread():
-        return 1
-    dist = sys.modules.get("distributed")
-    if dist is not None:
-        try:
-            dist.get_worker()
-            return 1
-        except ValueError:
-            pass
-    return _core.nthreads
 
 
 def _codec_id(cname: str) -> Codec:

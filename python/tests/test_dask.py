@@ -36,6 +36,7 @@ def test_pickles_as_file_reference(tmp_path):
     assert len(blob) < 300 and path.encode() in blob  # a reference, not 86 KB of data
     b = pickle.loads(blob)
     assert b.urlpath == path and b.mode == "a"
+    assert b.dparams.nthreads == b.cparams.nthreads == ox.nthreads  # main thread: the default
     np.testing.assert_array_equal(b[...], DATA)
     r = pickle.loads(pickle.dumps(ox.open(path)))
     assert r.mode == "r"
@@ -110,3 +111,17 @@ def _codec_threads_in_worker() -> tuple[int, int]:
 def test_codecs_use_one_thread_in_worker_tasks(client):
     futures = [client.submit(_codec_threads_in_worker, pure=False) for _ in range(4)]
     assert [f.result() for f in futures] == [(1, 0)] * 4
+
+
+def _array_threads_in_worker(a) -> tuple[int, int]:
+    """Inside a worker task: the thread counts of an array that arrived pickled."""
+    return a.dparams.nthreads, a.cparams.nthreads
+
+
+def test_arrays_reopened_in_workers_use_one_thread(tmp_path, client):
+    """An array shipped to a worker process is reopened there with one thread for its own
+    reads and writes (the worker runs a task per thread already), like the codecs."""
+    a = ox.asarray(DATA, urlpath=str(tmp_path / "t.b2nd"), mode="w", chunks=(40, 30))
+    assert a.dparams.nthreads == ox.nthreads
+    futures = [client.submit(_array_threads_in_worker, a, pure=False) for _ in range(3)]
+    assert [f.result() for f in futures] == [(1, 1)] * 3
