@@ -157,3 +157,28 @@ def test_edge_chunks_are_padded_with_the_fill_value_as_hdf5_pads_them(tmp_path):
         a[...] = data
         oh5.Dataset(b)[...] = data
         assert all_chunks(a) == all_chunks(b)
+
+
+def test_full_disk_during_direct_writes(small_tmpfs):
+    """Direct chunk writes into a full 1 MiB tmpfs raise OSError; the chunks written before
+    stay readable with their values (through h5py and through our reader)."""
+    rng = np.random.default_rng(9)
+    path = small_tmpfs / "full.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(64, 4096), dtype="<f8", chunks=(4, 4096), **oh5.Blosc2("lz4", 1))
+        ds = oh5.Dataset(d)
+        want = {}
+        with pytest.raises(OSError):
+            for i in range(0, 64, 4):  # incompressible: 128 KiB per chunk, 2 MiB in all
+                v = rng.normal(size=(4, 4096))
+                ds[i : i + 4] = v
+                want[i] = v
+        assert want, "the disk filled before the first chunk"
+        for i, v in want.items():
+            assert np.array_equal(ds[i : i + 4], v), i
+            assert np.array_equal(d[i : i + 4], v), i
+    # Closed with the disk full (HDF5 flushes its metadata then): reopened, the same values.
+    with h5py.File(path, "r") as f:
+        ds = oh5.Dataset(f["x"])
+        for i, v in want.items():
+            assert np.array_equal(ds[i : i + 4], v), i
