@@ -59,6 +59,8 @@ from .core import (
 from .ctable import Column, CTable
 from .defaults import Storage, cparams_dflts, dparams_dflts, storage_dflts
 from .expr import evaluate, expr_names
+from .functions import count_nonzero
+from .functions import namespace as _functions_namespace
 from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .lazyexpr import LazyExpr, lazyexpr
 from .masks import clip, isfinite, isinf, isnan, where
@@ -225,4 +227,9 @@ __all__ = [
     "TuneResult",
     "tune",
     "special_chunk",
+    "count_nonzero",
 ]
+
+# python-blosc2's module-level array functions (``oxblosc.sin(a)``, ``oxblosc.sum(a, axis=0)``),
+# dtype names and constants; left out of ``__all__`` since some shadow builtins (``sum``, ``abs``).
+globals().update(_functions_namespace())

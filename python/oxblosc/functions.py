@@ -1,0 +1,110 @@
+"""python-blosc2's module-level array functions (``oxblosc.sin(a)``, ``oxblosc.add(a, b)``,
+``oxblosc.sum(a, axis=0)``...) and the constants it re-exports.
+
+Element-wise functions return lazy expressions over NDArrays, expressions, NumPy arrays and
+scalars (the same templates the operators and ``np.sin(a)`` use, ``operators.UFUNCS``);
+reductions run chunk by chunk (``reductions.reduce``). Array API spellings (``asin``,
+``atan2``, ``bitwise_invert``, ``pow``) are aliases of NumPy's. Functions the expression
+engine cannot evaluate (``hypot``, ``copysign``, ``round``...) are not offered, rather than
+loading whole arrays behind the user's back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .lazyexpr import LazyExpr, _operand, combine
+from .ndarray import NDArray
+from .operators import UFUNCS
+from .reductions import reduce
+
+# Array API / python-blosc2 name -> NumPy ufunc name (a key of ``UFUNCS``).
+_ALIASES = {
+    "abs": "absolute",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "atan2": "arctan2",
+    "pow": "power",
+    "bitwise_invert": "invert",
+}
+# Templates NumPy has as ufuncs but ``UFUNCS`` does not list (``np.square(a)`` on an NDArray
+# goes through NumPy's fallback; ``oxblosc.square(a)`` stays lazy).
+_EXTRA = {
+    "square": "{0} * {0}",
+    "sign": "where({0} > 0, 1, where({0} < 0, -1, {0} - {0}))",
+}
+# Module-level element-wise functions python-blosc2 offers that the engine evaluates.
+ELEMENTWISE = (
+    "abs negative positive sqrt square sign exp expm1 log log10 log1p log2 "
+    "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh "
+    "asin acos atan asinh acosh atanh floor ceil trunc "
+    "add subtract multiply divide floor_divide remainder pow "
+    "equal not_equal less less_equal greater greater_equal "
+    "logical_and logical_or logical_xor logical_not "
+    "bitwise_and bitwise_or bitwise_xor bitwise_invert arctan2 atan2 maximum minimum"
+).split()
+REDUCTIONS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax")
+
+
+def _template(name: str) -> str:
+    return _EXTRA.get(name) or UFUNCS[_ALIASES.get(name, name)]
+
+
+def _elementwise(name: str) -> Any:
+    template = _template(name)
+    nargs = template.count("{1}") and 2 or 1
+
+    def f(*args: Any) -> LazyExpr:
+        if len(args) != nargs:
+            raise TypeError(f"{name}() takes {nargs} positional argument{'s' * (nargs > 1)} but {len(args)} were given")
+        for a in args:
+            _operand(a)  # raises naming an operand the engine cannot take, and why
+        return combine(template, *args)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Element-wise ``{template.format('x1', 'x2')}`` as a lazy expression (NumPy's types and broadcasting)."
+    return f
+
+
+def _reduction(op: str) -> Any:
+    def f(ndarr: Any, axis: Any = None, **kwargs: Any) -> Any:
+        if isinstance(ndarr, NDArray | LazyExpr):
+            return reduce(ndarr, op, axis=axis, **kwargs)
+        return getattr(np, op)(np.asarray(ndarr), axis=axis, **kwargs)
+
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = (
+        f"``{op}`` of an NDArray or lazy expression along ``axis``, chunk by chunk (NumPy's result; "
+        "keywords as in NumPy: dtype, keepdims, where, ddof, initial, out)."
+    )
+    return f
+
+
+def count_nonzero(ndarr: Any, axis: Any = None) -> Any:
+    """How many items are not zero (``False`` counts as zero), along ``axis``, chunk by chunk."""
+    if not isinstance(ndarr, NDArray | LazyExpr):
+        return np.count_nonzero(np.asarray(ndarr), axis=axis)
+    n = reduce(combine("{0} != 0", ndarr), "sum", axis=axis, dtype=np.intp)
+    return int(n) if np.ndim(n) == 0 else n
+
+
+def namespace() -> dict[str, Any]:
+    """Everything this module adds to ``oxblosc``'s namespace."""
+    ns: dict[str, Any] = {n: _elementwise(n) for n in ELEMENTWISE}
+    ns.update({op: _reduction(op) for op in REDUCTIONS})
+    ns["count_nonzero"] = count_nonzero
+    ns.update(
+        {
+            n: getattr(np, n)
+            # python-blosc2's ``int8``, ``float64``... are table schema specs, not NumPy types:
+            # not offered here under those names.
+            for n in "bool_ pi e inf nan newaxis".split()
+        }
+    )
+    return ns
