@@ -63,6 +63,7 @@ from .functions import count_nonzero
 from .functions import namespace as _functions_namespace
 from .geometry import compute_chunks_blocks, get_slice_nchunks
 from .lazyexpr import LazyExpr, lazyexpr
+from .manipulation import astype, matrix_transpose, permute_dims, transpose
 from .masks import clip, isfinite, isinf, isnan, where
 from .ndarray import (
     NDArray,
@@ -228,6 +229,10 @@ __all__ = [
     "tune",
     "special_chunk",
     "count_nonzero",
+    "astype",
+    "matrix_transpose",
+    "permute_dims",
+    "transpose",
 ]
 
 # python-blosc2's module-level array functions (``oxblosc.sin(a)``, ``oxblosc.sum(a, axis=0)``),

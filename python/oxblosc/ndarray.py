@@ -211,6 +211,32 @@ class NDArray(Operators):
         return self.size * self._dtype.itemsize
 
     @property
+    def blocksize(self) -> int:
+        """Bytes of one block (``blocks`` items)."""
+        return math.prod(self.blocks) * self._dtype.itemsize
+
+    @property
+    def chunksize(self) -> int:
+        """Bytes of the data of one chunk (``chunks`` items; the stored chunk may be larger
+        when blocks do not divide the chunk: ``schunk.chunksize``)."""
+        return math.prod(self.chunks) * self._dtype.itemsize
+
+    # The Array API's device: arrays live in host memory.
+    device = property(lambda self: "cpu", doc="Always 'cpu'.")
+
+    def to_device(self, device: str) -> NDArray:
+        """This array, for ``device="cpu"`` (the only device)."""
+        if device != "cpu":
+            raise ValueError(f"Unsupported device: {device}. Only 'cpu' is accepted.")
+        return self
+
+    def item(self) -> Any:
+        """The one item of a size-1 array as a Python scalar."""
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self[(0,) * self.ndim].item()
+
+    @property
     def cratio(self) -> float:
         return self.nbytes / self.cbytes if self.cbytes else math.inf
 
@@ -223,6 +249,7 @@ class NDArray(Operators):
     cbytes = property(lambda self: self._schunk.cbytes, doc="Compressed bytes of the chunks.")
     meta = property(lambda self: self._schunk.meta, doc="Fixed-length metalayers (b2nd included).")
     vlmeta = property(lambda self: self._schunk.vlmeta, doc="Variable-length metalayers.")
+    attrs = property(lambda self: self._schunk.vlmeta, doc="User attributes: python-blosc2's alias of ``vlmeta``.")
     cparams = property(lambda self: self._schunk.cparams, doc="Compression parameters of new chunks.")
     dparams = property(lambda self: self._schunk.dparams, doc="Decompression parameters.")
     urlpath = property(lambda self: self._schunk.urlpath, doc="The file or directory, None in memory.")
@@ -588,16 +615,16 @@ class NDArray(Operators):
         keep = [i for i in range(self.ndim) if i not in drop]
         return self._rearranged(keep, lambda r: tuple(r[i] for i in keep))
 
-    def _permuted(self, axes: list[int]) -> NDArray:
-        return self._rearranged(axes, lambda r: tuple(r[a] for a in axes), lambda v: v.transpose(axes))
+    def _permuted(self, axes: list[int], **kwargs: Any) -> NDArray:
+        return self._rearranged(axes, lambda r: tuple(r[a] for a in axes), lambda v: v.transpose(axes), **kwargs)
 
-    def _rearranged(self, axes: list[int], target: Any, transform: Any = None) -> NDArray:
-        """A copy whose axis ``i`` is this array's axis ``axes[i]`` (same chunks, blocks,
-        cparams)."""
-        out = empty(
-            tuple(self.shape[a] for a in axes), self.dtype, chunks=tuple(self.chunks[a] for a in axes),
-            blocks=tuple(self.blocks[a] for a in axes), cparams=self.cparams,
-        )  # fmt: skip
+    def _rearranged(self, axes: list[int], target: Any, transform: Any = None, **kwargs: Any) -> NDArray:
+        """A copy whose axis ``i`` is this array's axis ``axes[i]`` (by default the same
+        chunks, blocks and cparams, permuted; ``kwargs`` as for ``empty``)."""
+        kwargs.setdefault("chunks", tuple(self.chunks[a] for a in axes))
+        kwargs.setdefault("blocks", tuple(self.blocks[a] for a in axes))
+        kwargs.setdefault("cparams", self.cparams)
+        out = empty(tuple(self.shape[a] for a in axes), self.dtype, **kwargs)
         chunkwise.copy_regions(self, out, target, transform)
         return out
 
@@ -627,12 +654,16 @@ class NDArray(Operators):
         """A copy, optionally with another dtype, chunks, blocks, cparams or storage."""
         if dtype is None and not kwargs:
             return NDArray(self._n.copy(), urlpath=None, mode="a")
+        target = np.dtype(dtype) if dtype is not None else self.dtype
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks)
-        kwargs.setdefault("cparams", dataclasses.replace(self.cparams, typesize=np.dtype(dtype or self.dtype).itemsize))
+        kwargs.setdefault("cparams", dataclasses.replace(self.cparams, typesize=target.itemsize))
         meta = {k: self.meta[k] for k in self.meta.keys() if k not in ("b2nd", "caterva")}
         kwargs.setdefault("meta", meta or None)
-        out = asarray(self[...].astype(dtype) if dtype is not None else self[...], **kwargs)
+        # Chunk by chunk, so a copy of an array larger than memory fits in memory.
+        out = empty(self.shape, target, **kwargs)
+        cast = (lambda v: v.astype(target)) if dtype is not None else None
+        chunkwise.copy_regions(self, out, lambda r: r, cast)
         for k, v in self.vlmeta.getall().items():
             out.vlmeta[k] = v
         return out
