@@ -249,6 +249,12 @@ class NDArray(Operators):
     cbytes = property(lambda self: self._schunk.cbytes, doc="Compressed bytes of the chunks.")
     meta = property(lambda self: self._schunk.meta, doc="Fixed-length metalayers (b2nd included).")
     vlmeta = property(lambda self: self._schunk.vlmeta, doc="Variable-length metalayers.")
+    # The super-chunk's lock and refresh, as python-blosc2's NDArray offers them.
+    locking = property(lambda self: self._schunk.locking, doc="Whether the advisory ``.b2lock`` lock is used.")
+    holding_lock = property(lambda self: self._schunk.holding_lock, doc="See ``SChunk.holding_lock``.")
+    lock = property(lambda self: self._schunk.lock, doc="See ``SChunk.lock``.")
+    unlock = property(lambda self: self._schunk.unlock, doc="See ``SChunk.unlock``.")
+    refresh = property(lambda self: self._schunk.refresh, doc="See ``SChunk.refresh``.")
     attrs = property(lambda self: self._schunk.vlmeta, doc="User attributes: python-blosc2's alias of ``vlmeta``.")
     cparams = property(lambda self: self._schunk.cparams, doc="Compression parameters of new chunks.")
     dparams = property(lambda self: self._schunk.dparams, doc="Decompression parameters.")

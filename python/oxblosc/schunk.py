@@ -621,6 +621,30 @@ class SChunk:
         finally:
             self._n.release_lock()
 
+    def lock(self) -> None:
+        """Take the exclusive lock until ``unlock()`` (``holding_lock`` as two calls, as in
+        python-blosc2). A no-op without ``locking``."""
+        if self.locking:
+            self._n.hold_lock()
+
+    def unlock(self) -> None:
+        """Release the lock taken with ``lock()``."""
+        if self.locking:
+            self._n.release_lock()
+
+    def get_cparams(self) -> CParams:
+        return self.cparams
+
+    def get_dparams(self) -> DParams:
+        return self.dparams
+
+    def update_cparams(self, new_cparams: Any) -> None:
+        """Set the compression parameters of new chunks (a CParams or a dict)."""
+        self.cparams = new_cparams
+
+    def update_dparams(self, new_dparams: Any) -> None:
+        self.dparams = new_dparams
+
     def refresh(self) -> bool:
         """Locked handles: re-read the frame if another handle changed it (python-blosc2's
         ``SChunk.refresh``); returns whether it did. Data accesses do this by themselves."""

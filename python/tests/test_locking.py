@@ -378,3 +378,43 @@ def test_lock_wait_that_runs_out_raises_timeout_error(tmp_path: Path, monkeypatc
     # The timed-out handle is intact: once the lock is free it catches up and appends.
     other.append_data(np.arange(200, 300, dtype="i4"))
     assert np.array_equal(np.frombuffer(oxblosc.open(path)[:], "i4"), np.arange(300))
+
+
+def test_lock_and_unlock_calls_on_arrays(tmp_path: Path) -> None:
+    """python-blosc2's ``lock()``/``unlock()`` pair (on an NDArray here): between them another
+    process's locked reader waits, and sees every change made while the lock was held."""
+    path = tmp_path / "l.b2nd"
+    a = oxblosc.zeros((4, 10), dtype="i8", chunks=(1, 10), urlpath=str(path), mode="w", locking=True)
+    assert a.locking
+    probe = textwrap.dedent(
+        """
+        import sys, blosc2
+        r = blosc2.open(sys.argv[1], mode="r", locking=True)
+        print(int(r[...].sum()))
+        """
+    )
+    a.lock()
+    try:
+        a[0] = 1
+        p = subprocess.Popen([sys.executable, "-c", probe, str(path)], stdout=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            p.wait(timeout=1.5)
+        a[3] = 2
+    finally:
+        a.unlock()
+    out, _ = p.communicate(timeout=60)
+    assert out.split() == ["30"]  # rows 0 and 3: 10 * 1 + 10 * 2
+    with a.holding_lock():
+        a[1] = 5
+    assert blosc2.open(str(path))[1].tolist() == [5] * 10
+
+
+def test_get_and_update_params() -> None:
+    s = oxblosc.SChunk(chunksize=800, cparams={"typesize": 8})
+    assert s.get_cparams() == s.cparams and s.get_dparams() == s.dparams
+    s.update_cparams(oxblosc.CParams(codec=oxblosc.Codec.LZ4, clevel=9, typesize=8))
+    assert (s.cparams.codec, s.cparams.clevel) == (oxblosc.Codec.LZ4, 9)
+    s.update_dparams({"nthreads": 1})
+    assert s.dparams.nthreads == 1
+    s.append_data(np.arange(100, dtype="i8"))
+    assert oxblosc.chunk_info(s.get_chunk(0))["codec"] == oxblosc.Codec.LZ4

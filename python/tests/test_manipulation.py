@@ -6,9 +6,8 @@ import math
 
 import blosc2
 import numpy as np
-import pytest
-
 import oxblosc
+import pytest
 
 X = np.arange(2 * 5 * 7, dtype=np.float64).reshape(2, 5, 7)
 
