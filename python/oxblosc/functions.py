@@ -11,12 +11,13 @@ loading whole arrays behind the user's back.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 
 from .lazyexpr import LazyExpr, _operand, combine
-from .ndarray import NDArray
+from .ndarray import NDArray, empty
 from .operators import UFUNCS
 from .reductions import reduce
 
@@ -94,11 +95,73 @@ def count_nonzero(ndarr: Any, axis: Any = None) -> Any:
     return int(n) if np.ndim(n) == 0 else n
 
 
+def cumulative_sum(ndarr: Any, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """Running sums along ``axis`` (NumPy's ``cumulative_sum``), written chunk by chunk into a
+    new NDArray; the same sums, in the same order, as NumPy's."""
+    return _cumulative("sum", ndarr, axis, dtype, include_initial)
+
+
+def cumulative_prod(ndarr: Any, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """Running products along ``axis`` (NumPy's ``cumulative_prod``), chunk by chunk."""
+    return _cumulative("prod", ndarr, axis, dtype, include_initial)
+
+
+def _cumulative(op: str, a: Any, axis: int | None, dtype: Any, include_initial: bool) -> Any:
+    name = f"cumulative_{op}"
+    if not isinstance(a, NDArray | LazyExpr):
+        return getattr(np, name)(np.asarray(a), axis=axis, dtype=dtype, include_initial=include_initial)
+    if axis is None:
+        if a.ndim != 1:
+            raise ValueError(f"axis must be specified for {name} of an array with {a.ndim} dimensions")
+        axis = 0
+    if not -a.ndim <= axis < a.ndim:
+        raise np.exceptions.AxisError(axis, a.ndim)
+    axis %= a.ndim
+    out_dtype = getattr(np, name)(np.zeros(1, a.dtype), dtype=dtype).dtype
+    shape = list(a.shape)
+    shape[axis] += include_initial
+    chunks = list(a.chunks)
+    chunks[axis] = max(1, min(chunks[axis], shape[axis]))
+    out = empty(tuple(shape), out_dtype, chunks=tuple(chunks))
+    if include_initial:
+        first = [slice(None)] * a.ndim
+        first[axis] = slice(0, 1)
+        out[tuple(first)] = 0 if op == "sum" else 1
+    if 0 in a.shape:
+        return out
+    # In C order over the chunk grid, chunks along ``axis`` come in order for each position
+    # of the other axes; the running value at that position's last row carries over. It is
+    # folded into the chunk's first row before its own scan, so every item is the same
+    # left-to-right sum (or product) NumPy computes.
+    carry: dict[tuple, np.ndarray] = {}
+    scan = np.cumsum if op == "sum" else np.cumprod
+    for region in _chunk_grid(a):
+        vals = np.array(a[region], dtype=out_dtype)
+        key = tuple((s.start, s.stop) for d, s in enumerate(region) if d != axis)
+        head = (slice(None),) * axis + (slice(0, 1),)
+        if key in carry:
+            if op == "sum":
+                vals[head] += carry[key]
+            else:
+                vals[head] *= carry[key]
+        res = scan(vals, axis=axis)
+        carry[key] = res[(slice(None),) * axis + (slice(-1, None),)]
+        dst = list(region)
+        dst[axis] = slice(region[axis].start + include_initial, region[axis].stop + include_initial)
+        out[tuple(dst)] = res
+    return out
+
+
+def _chunk_grid(a: Any) -> list[tuple[slice, ...]]:
+    ranges = [[slice(i, min(i + c, n)) for i in range(0, n, c)] for n, c in zip(a.shape, a.chunks, strict=True)]
+    return list(itertools.product(*ranges))
+
+
 def namespace() -> dict[str, Any]:
     """Everything this module adds to ``oxblosc``'s namespace."""
     ns: dict[str, Any] = {n: _elementwise(n) for n in ELEMENTWISE}
     ns.update({op: _reduction(op) for op in REDUCTIONS})
-    ns["count_nonzero"] = count_nonzero
+    ns.update(count_nonzero=count_nonzero, cumulative_sum=cumulative_sum, cumulative_prod=cumulative_prod)
     ns.update(
         {
             n: getattr(np, n)

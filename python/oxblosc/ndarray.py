@@ -230,6 +230,18 @@ class NDArray(Operators):
             raise ValueError(f"Unsupported device: {device}. Only 'cpu' is accepted.")
         return self
 
+    def cumulative_sum(self, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> NDArray:
+        """``oxblosc.cumulative_sum(self, ...)``: running sums, chunk by chunk."""
+        from .functions import cumulative_sum
+
+        return cumulative_sum(self, axis, dtype, include_initial)
+
+    def cumulative_prod(self, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> NDArray:
+        """``oxblosc.cumulative_prod(self, ...)``: running products, chunk by chunk."""
+        from .functions import cumulative_prod
+
+        return cumulative_prod(self, axis, dtype, include_initial)
+
     def item(self) -> Any:
         """The one item of a size-1 array as a Python scalar."""
         if self.size != 1:

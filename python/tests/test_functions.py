@@ -154,3 +154,38 @@ def test_same_values_as_python_blosc2(name):
         np.testing.assert_allclose(
             getattr(oxblosc, op)(_arr(x), axis=1), getattr(blosc2, op)(blosc2.asarray(x), axis=1), rtol=1e-12
         )
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("include_initial", [False, True])
+def test_cumulative_equals_numpy_exactly(op, axis, include_initial):
+    x = RNG.normal(size=(7, 9, 5)) if op == "sum" else RNG.uniform(0.5, 1.5, (7, 9, 5))
+    a = oxblosc.asarray(x, chunks=(3, 4, 2), blocks=(1, 2, 1))
+    want = getattr(np, f"cumulative_{op}")(x, axis=axis, include_initial=include_initial)
+    for got in (
+        getattr(oxblosc, f"cumulative_{op}")(a, axis=axis, include_initial=include_initial),
+        getattr(a, f"cumulative_{op}")(axis=axis, include_initial=include_initial),
+    ):
+        assert isinstance(got, oxblosc.NDArray) and got.shape == want.shape
+        np.testing.assert_array_equal(got[()], want)  # the same left-to-right order: exact
+    e = oxblosc.sin(a) + 1
+    # sin is evaluated per chunk here and may differ from NumPy's by an ULP.
+    want = getattr(np, f"cumulative_{op}")(np.sin(x) + 1, axis=axis)
+    np.testing.assert_allclose(getattr(oxblosc, f"cumulative_{op}")(e, axis=axis)[()], want, rtol=1e-13, atol=1e-14)
+
+
+def test_cumulative_types_and_errors():
+    xi = np.arange(12, dtype="i2").reshape(3, 4)
+    got = oxblosc.cumulative_sum(oxblosc.asarray(xi), axis=1)
+    theirs = blosc2.cumulative_sum(blosc2.asarray(xi), axis=1)
+    assert got.dtype == theirs.dtype == np.int64
+    np.testing.assert_array_equal(got[()], theirs[()])
+    assert oxblosc.cumulative_sum(oxblosc.asarray(xi), axis=0, dtype="f4").dtype == np.float32
+    np.testing.assert_array_equal(oxblosc.cumulative_sum(oxblosc.asarray(np.arange(5)))[()], [0, 1, 3, 6, 10])
+    with pytest.raises(ValueError, match="axis must be specified"):
+        oxblosc.cumulative_sum(oxblosc.asarray(xi))
+    with pytest.raises(np.exceptions.AxisError):
+        oxblosc.cumulative_prod(oxblosc.asarray(xi), axis=2)
+    empty = oxblosc.cumulative_sum(oxblosc.zeros((0, 3)), axis=0, include_initial=True)
+    np.testing.assert_array_equal(empty[()], np.zeros((1, 3)))
