@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _native
+from . import _native, blockfuncs
 from . import core as _core
 from ._errors import FrameChangedError
 from .core import CParams, DParams, SpecialValue, _checked, _make_params, _native_cparams
@@ -413,6 +413,9 @@ class SChunk:
         # Serialises this handle's changes made of several native calls (the native object
         # itself is safe to share: parallel reads, one change at a time).
         self._wlock = threading.RLock()
+        # python-blosc2's Python block callbacks (``prefilter``/``postfilter``), none by default.
+        self._prefilter: blockfuncs.BlockFunc | None = None
+        self._postfilter: blockfuncs.BlockFunc | None = None
         for k in kwargs:
             if k not in _ALLOWED_KWARGS:
                 raise ValueError(f"{k} is not supported as keyword argument")
@@ -733,19 +736,116 @@ class SChunk:
     def append_data(self, data: Any) -> int:
         """Compress ``data`` and append it as a chunk; returns the number of chunks."""
         self._writable()
+        if self._prefilter is not None:
+            with self._wlock:
+                return self._n.append_chunk(self._prefiltered(data, len(self)))
         return self._n.append_data(data)
 
     def insert_data(self, nchunk: int, data: Any, copy: bool = True) -> int:
         """Compress ``data`` and insert it as chunk ``nchunk``."""
         self._writable()
-        return self._n.insert_data(self._index(nchunk, end=True), data)
+        i = self._index(nchunk, end=True)
+        if self._prefilter is not None:
+            return self._n.insert_chunk(i, self._prefiltered(data, self._first_item(i)))
+        return self._n.insert_data(i, data)
 
     def update_data(self, nchunk: int, data: Any, copy: bool = True) -> int:
         """Compress ``data`` and replace chunk ``nchunk`` with it."""
         self._writable()
         if self._n.nchunks == 0:
             return 0
-        return self._n.update_data(self._index(nchunk), data)
+        i = self._index(nchunk)
+        if self._prefilter is not None:
+            return self._n.update_chunk(i, self._prefiltered(data, self._first_item(i)))
+        return self._n.update_data(i, data)
+
+    # ------------------------------------------------------------------ Python block callbacks
+
+    def prefilter(self, input_dtype: Any, output_dtype: Any = None) -> Any:
+        """Decorator: ``func(input, output, offset)`` fills each block's data before it is
+        compressed (``offset``: the block's first item in the super-chunk). Data written
+        from then on goes through it (``append_data``, ``insert_data``, ``update_data``,
+        appending with ``schunk[n:m] = ...``)."""
+
+        types = blockfuncs.BlockFunc.make(None, input_dtype, output_dtype)  # checked before decorating
+
+        def register(func: Any) -> Any:
+            self._prefilter = dataclasses.replace(types, func=func)
+            return func
+
+        return register
+
+    def postfilter(self, input_dtype: Any, output_dtype: Any = None) -> Any:
+        """Decorator: ``func(input, output, offset)`` turns each decompressed block into what
+        reads return (``decompress_chunk``, ``get_slice``, ``schunk[...]``, ``iterchunks``)."""
+
+        types = blockfuncs.BlockFunc.make(None, input_dtype, output_dtype)  # checked before decorating
+
+        def register(func: Any) -> Any:
+            self._postfilter = dataclasses.replace(types, func=func)
+            return func
+
+        return register
+
+    def remove_prefilter(self, func_name: str | None = None) -> None:
+        self._prefilter = None
+
+    def remove_postfilter(self, func_name: str | None = None) -> None:
+        self._postfilter = None
+
+    def filler(self, inputs_tuple: tuple, schunk_dtype: Any, nelem: int | None = None) -> Any:
+        """Decorator: append ``nelem`` items (default: the operands' length) computed block by
+        block by ``func(inputs, output, offset)``; ``inputs_tuple`` holds ``(operand, dtype)``
+        pairs (SChunk, NumPy array or scalar), and ``inputs`` the operands' items of the
+        block. Runs once, when decorating."""
+        dtype = np.dtype(schunk_dtype)
+        if dtype.itemsize != self.typesize:
+            raise ValueError(f"schunk_dtype {dtype} does not match the super-chunk's typesize {self.typesize}")
+        n = blockfuncs.nelem_of(tuple(inputs_tuple), nelem)
+
+        def run(func: Any) -> Any:
+            self._writable()
+            cs = self.chunksize if self.chunksize > 0 else self._chunksize_hint
+            if not cs:
+                raise ValueError("filler needs the super-chunk's chunksize")
+            with self._wlock:
+                if self.nchunks and len(self) % (cs // dtype.itemsize):
+                    raise ValueError("filler appends whole chunks: the last chunk is not full")
+                before = self.nchunks
+                try:
+                    blockfuncs.fill(self._n.append_chunk, func, tuple(inputs_tuple), dtype, cs // dtype.itemsize,
+                                    len(self), n, self.cparams)  # fmt: skip
+                except BaseException:
+                    while self._n.nchunks > before:  # a failed filler leaves the super-chunk as it was
+                        self._n.delete_chunk(self._n.nchunks - 1)
+                    raise
+            return func
+
+        return run
+
+    def _first_item(self, nchunk: int) -> int:
+        """Index of chunk ``nchunk``'s first item (all chunks but the last are full)."""
+        if nchunk == 0:
+            return 0
+        cs = self.chunksize
+        if cs > 0:
+            return nchunk * (cs // self.typesize)
+        return sum(self._n.chunk_summary(j)[0] for j in range(nchunk)) // self.typesize
+
+    def _prefiltered(self, data: Any, first_item: int) -> bytes:
+        pre = self._prefilter
+        assert pre is not None
+        return blockfuncs.compress_with(pre, data, first_item, self.cparams)
+
+    def _postfiltered(self, nchunk: int, raw: bytes) -> bytes:
+        post = self._postfilter
+        assert post is not None
+        nbytes, _, special, _, head = self._n.chunk_summary(nchunk)
+        if special:  # one nominal block (all zeros, NaN...): use the blocks data would get
+            blocksize = blockfuncs.new_chunk_blocksize(nbytes, self.cparams)
+        else:
+            blocksize = int.from_bytes(head[8:12], "little")  # the header's blocksize field
+        return post.run(raw, self._first_item(nchunk), blocksize, "postfilter")
 
     def append_chunk(self, chunk: Any) -> int:
         """Append an already compressed chunk."""
@@ -778,6 +878,15 @@ class SChunk:
     def decompress_chunk(self, nchunk: int, dst: Any = None) -> bytes | None:
         """Decompress chunk ``nchunk``; into ``dst`` (returning None) when given."""
         i = self._index(nchunk)
+        if self._postfilter is not None:
+            raw = self._postfiltered(i, self._n.decompress_chunk(i))
+            if dst is None:
+                return raw
+            view = memoryview(dst).cast("B")
+            if view.nbytes < len(raw):
+                raise ValueError(f"dst holds {view.nbytes} bytes, chunk {nchunk} needs {len(raw)}")
+            view[: len(raw)] = raw
+            return None
         if dst is None:
             return self._n.decompress_chunk(i)
         if memoryview(dst).nbytes == 0:
@@ -814,12 +923,33 @@ class SChunk:
         start, stop, _ = slice(start, stop, 1).indices(len(self))
         if start >= stop:
             return b""
+        if self._postfilter is not None:
+            raw = self._postfiltered_slice(start, stop)
+            if out is None:
+                return raw
+            view = memoryview(out).cast("B")
+            if view.nbytes < len(raw):
+                raise ValueError("Not enough space for writing the slice in out")
+            view[: len(raw)] = raw
+            return None
         if out is None:
             return self._n.get_slice(start, stop)
         if memoryview(out).nbytes < (stop - start) * self.typesize:
             raise ValueError("Not enough space for writing the slice in out")
         self._n.get_slice_into(start, stop, out)
         return None
+
+    def _postfiltered_slice(self, start: int, stop: int) -> bytes:
+        """Items ``[start, stop)`` through the postfilter: the chunks they touch, whole."""
+        ts, parts = self.typesize, []
+        for i in range(self.nchunks):
+            first = self._first_item(i)
+            n = self._n.chunk_summary(i)[0] // ts
+            if first + n <= start or first >= stop:
+                continue
+            raw = self._postfiltered(i, self._n.decompress_chunk(i))
+            parts.append(raw[max(start - first, 0) * ts : (min(stop, first + n) - first) * ts])
+        return b"".join(parts)
 
     def __getitem__(self, item: int | slice) -> bytes:
         if isinstance(item, slice):
@@ -859,6 +989,9 @@ class SChunk:
         if mv.nbytes < nbytes:
             raise ValueError("Not enough data for writing the slice")
         mv = mv[:nbytes]
+        if self._prefilter is not None:
+            self._append_prefiltered(start, mv)
+            return
         if stop <= n:
             self._n.set_slice(start, mv)
             return
@@ -868,12 +1001,22 @@ class SChunk:
         cs = self.chunksize if self.chunksize > 0 else self._chunksize_hint or nbytes - inside
         self._n.extend(mv[inside:], cs)
 
+    def _append_prefiltered(self, start: int, data: memoryview) -> None:
+        """``schunk[start:...] = data`` with a prefilter: only appending whole chunks (an
+        overwrite would run the prefilter again over data it already changed)."""
+        n, ts = len(self), self.typesize
+        cs = self.chunksize if self.chunksize > 0 else self._chunksize_hint or data.nbytes
+        if start != n or n % (cs // ts):
+            raise NotImplementedError("with a prefilter, items can only be appended after the last full chunk")
+        for b0 in range(0, data.nbytes, cs):
+            self._n.append_chunk(self._prefiltered(data[b0 : b0 + cs], (n * ts + b0) // ts))
+
     def iterchunks(self, dtype: Any) -> Iterator[np.ndarray]:
         """Decompressed chunks as NumPy arrays of ``dtype`` (one new array per chunk, sized
         to the chunk: the last may be shorter)."""
         dtype = np.dtype(dtype)
         for i in range(self.nchunks):
-            yield np.frombuffer(self._n.decompress_chunk(i), dtype=dtype)
+            yield np.frombuffer(self.decompress_chunk(i), dtype=dtype)
 
     def iterchunks_info(self) -> Iterator[ChunkInfo]:
         """Per chunk: ``ChunkInfo(nchunk, cratio, special, repeated_value, lazychunk)``."""
