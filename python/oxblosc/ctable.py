@@ -29,7 +29,10 @@ import numpy as np
 
 from . import _native
 from . import core as _core
+from . import ctable_edit as _edit
 from . import ctable_layout as L
+from . import ctable_summary as _summary
+from . import ctable_views as _views
 from ._errors import FrameChangedError
 from .info import InfoTable, human_bytes
 from .ndarray import NDArray, asarray, empty
@@ -135,6 +138,7 @@ class CTable:
         self._nrows = live
         self._live = None
         self._epoch = self._phys
+        self._visibility = stored.visibility
         self._stamp = L.stamp(self.urlpath) if self.urlpath and os.path.isdir(self.urlpath) else None
 
     def _create(self, cols: dict, cparams: Any, dparams: Any, chunks: int | None, blocks: int | None) -> None:
@@ -195,7 +199,7 @@ class CTable:
         return _native.table_stats(sv.dtype.str, sv.dtype.itemsize, sv, block_rows)
 
     def _stored(self) -> L.Stored:
-        return L.Stored(self._specs, self._cols, self._valid, self._stats, self._nrows, self._phys)
+        return L.Stored(self._specs, self._cols, self._valid, self._stats, self._nrows, self._phys, self._visibility)
 
     def _arrays(self) -> list[NDArray]:
         return [*self._cols.values(), self._valid]
@@ -207,7 +211,7 @@ class CTable:
             return
         if path.endswith(".b2z"):
             if force_zip:
-                L.write_zip(path, self._stored(), self._epoch)
+                L.write_zip(path, self._stored(), self._epoch, _summary.zip_members(self))
                 self._dirty = False
             else:
                 self._dirty = True
@@ -237,7 +241,7 @@ class CTable:
             if path.endswith(".b2z"):
                 if os.path.exists(path):
                     os.remove(path)
-                L.write_zip(path, stored, self._epoch)
+                L.write_zip(path, stored, self._epoch, _summary.zip_members(self))
                 return
             if os.path.exists(path):
                 shutil.rmtree(path)
@@ -375,13 +379,13 @@ class CTable:
 
     @property
     def col_names(self) -> list[str]:
-        return list(self._root._names)
+        return list(self._out_names())
 
     columns = col_names
 
     @property
     def ncols(self) -> int:
-        return len(self._root._names)
+        return len(self._out_names())
 
     @property
     def nrows(self) -> int:
@@ -390,11 +394,11 @@ class CTable:
     @property
     def dtype(self) -> np.dtype:
         """The NumPy structured dtype of a row."""
-        return np.dtype([(n, self._root._dtypes[n]) for n in self._root._names])
+        return np.dtype([(n, self._root._dtypes[n]) for n in self._out_names()])
 
     @property
     def schema(self) -> dict[str, np.dtype]:
-        return {n: self._root._dtypes[n] for n in self._root._names}
+        return {n: self._root._dtypes[n] for n in self._out_names()}
 
     @property
     def nbytes(self) -> int:
@@ -443,7 +447,7 @@ class CTable:
     def _positions(self) -> np.ndarray:
         """Physical positions of this table's (view's) rows, ascending."""
         if self._pos is None:
-            if self._root is self:
+            if self._root is self or self._cond is None:
                 return self._live_positions()
             self._pos = self._root._scan(self._cond, [], positions=True)[0]
         return self._pos
@@ -453,7 +457,7 @@ class CTable:
         arr = r._cols[name]
         if isinstance(pos, slice):
             v = arr[pos]
-        elif len(pos) and pos[-1] - pos[0] + 1 == len(pos):
+        elif len(pos) and pos[-1] - pos[0] + 1 == len(pos) and (len(pos) < 3 or bool(np.all(np.diff(pos) == 1))):
             v = arr[int(pos[0]) : int(pos[-1]) + 1]
         else:
             v = arr[pos] if len(pos) else np.empty(0, arr.dtype)
@@ -483,6 +487,8 @@ class CTable:
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             if key in self._root._dtypes:
+                if key not in self._out_names():
+                    raise KeyError(f"column {key!r} is not in this view (columns: {self.col_names})")
                 return Column(self, key)
             return self.where(key)
         if isinstance(key, int | np.integer):
@@ -496,6 +502,99 @@ class CTable:
                 return self._rows_view(self._positions()[key])
             return self._rows_view(np.sort(self._positions()[key]))
         raise TypeError(f"cannot index a CTable with {type(key).__name__}")
+
+    # ------------------------------------------------------------------ python-blosc2's editing,
+    # view and copy methods (ctable_edit, ctable_views)
+
+    def delete(self, ind: Any) -> None:
+        """Mark rows deleted (a row number, a slice, a list of row numbers or a bool mask over
+        the live rows); they leave ``len``, reads and queries. ``compact`` reclaims the space."""
+        _edit.delete(self, ind)
+
+    def compact(self) -> None:
+        """Rewrite the columns without the deleted rows."""
+        _edit.compact(self)
+
+    def drop_column(self, name: str) -> None:
+        _edit.drop_column(self, name)
+
+    def rename_column(self, old: str, new: str) -> None:
+        _edit.rename_column(self, old, new)
+
+    def add_column(self, name: str, spec: Any, values: Any = None) -> None:
+        """Add a column: ``spec`` is python-blosc2's (``blosc2.int64()``, ``blosc2.field(spec,
+        default=...)``), a schema dict (``{"kind": "int64"}``) or a NumPy dtype; ``values``
+        one per live row, else the spec's default fills the existing rows."""
+        _edit.add_column(self, name, spec, values)
+
+    def select(self, cols: list[str]) -> CTable:
+        """A view showing only the columns ``cols``."""
+        return _views.select(self, cols)
+
+    def take(self, indices: Any, /) -> CTable:
+        """A new in-memory table of the rows at ``indices`` (order and repeats kept)."""
+        return _views.take(self, indices)
+
+    def slice(self, start: Any, stop: Any = None, /, *, copy: bool = True) -> CTable:
+        """Rows ``start:stop`` as a compact copy (or a view with ``copy=False``)."""
+        return _views.slice_rows(self, start, stop, copy)
+
+    def sample(self, n: int, *, seed: int | None = None) -> CTable:
+        """A view of ``n`` random rows (without repeats, in table order)."""
+        return _views.sample(self, n, seed)
+
+    def copy(
+        self,
+        compact: bool = True,
+        *,
+        urlpath: str | os.PathLike | None = None,
+        overwrite: bool = False,
+        chunks: Any = None,
+        blocks: Any = None,
+        cparams: Any = None,
+    ) -> CTable:
+        """A standalone copy in memory or at ``urlpath``; ``compact=False`` keeps deleted slots."""
+        return _views.copy(self, compact, urlpath, overwrite, chunks, blocks, cparams)
+
+    def sort_by(self, cols: Any, ascending: Any = True, *, inplace: bool = False, view: bool = False) -> CTable:
+        """Rows sorted by ``cols`` (first key first): a new in-memory table, a view
+        (``view=True``) or this table rewritten (``inplace=True``, returns it)."""
+        return _views.sort_by(self, cols, ascending, inplace, view)
+
+    # ------------------------------------------------------------------ summaries (ctable_summary)
+
+    def describe(self) -> None:
+        """Print a per-column summary (python-blosc2's format)."""
+        print(_summary.describe(self))
+
+    def cov(self) -> np.ndarray:
+        """The covariance matrix of the (int, float, bool) columns, as ``np.cov``."""
+        return _summary.cov(self)
+
+    def to_csv(self, path: Any = None, *, header: bool = True, sep: str = ",", encoding: str = "utf-8") -> str | None:
+        """The rows as CSV text (``path`` None) or written to ``path``."""
+        return _summary.to_csv(self, path, header, sep, encoding)
+
+    @property
+    def cratio(self) -> float:
+        return _summary.cratio(self)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        r = self._root
+        return r._cols[r._names[0]].chunks
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        r = self._root
+        return r._cols[r._names[0]].blocks
+
+    @property
+    def vlmeta(self) -> Any:
+        """User metadata (python-blosc2's ``_vlmeta.b2f``): msgpack values by key, persisted."""
+        return _summary.user_meta(self._root)
+
+    attrs = vlmeta
 
     def head(self, n: int = 5) -> CTable:
         return self[:n]
@@ -556,7 +655,7 @@ class CTable:
             urlpath=None,
             mode="r",
             nthreads=self._root.nthreads,
-            _columns=list(columns) if columns is not None else None,
+            _columns=list(columns) if columns is not None else self.__dict__.get("_columns"),
         )
         if self._pos is None:
             v._cond, v._pos = self._combined(expr), None

@@ -40,6 +40,7 @@ from .opening import open as _open
 from .schunk import SChunk
 
 META, EMBED, VALID = "_meta.b2f", "embed.b2e", "_valid_rows.b2nd"
+VLMETA = "_vlmeta.b2f"  # user metadata (``CTable.vlmeta``), optional
 _INT_KINDS = {f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)}
 _REFUSED_KEYS = ("computed_columns", "materialized_columns", "source_bindings_version", "source_columns")
 
@@ -113,6 +114,7 @@ class Stored:
     stats: dict = field(default_factory=dict)
     n_rows: int = 0
     phys: int = -1  # rows of the columns that are in the table (-1: the validity column's length)
+    visibility: int = 0  # python-blosc2's count of deletions (``visibility_epoch``)
 
 
 # ------------------------------------------------------------------------- reading
@@ -203,7 +205,7 @@ def read(path: str, mode: str = "r", mmap_mode: str | None = None) -> Stored:
         cols[name] = arr
     if mode != "r" and os.path.isdir(path):  # temporary files of a killed writer
         for f in glob.glob(glob.escape(_tmp_prefix(path)) + "*"):
-            os.remove(f)
+            shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
     # An unfinished append leaves rows in `_valid_rows` marked False and columns between
     # the old and the new length: the table is the rows all columns hold.
     n = min(valid.shape[0], *(a.shape[0] for a in cols.values()))
@@ -219,7 +221,8 @@ def read(path: str, mode: str = "r", mmap_mode: str | None = None) -> Stored:
                 arr.resize((n,))
         if valid.shape[0] != n:
             valid = replace_valid(path, valid, n)
-    stored = Stored(specs, cols, valid, dict.fromkeys(cols), int(schema.get("n_rows", -1)), n)
+    vis = int(vl["visibility_epoch"] or 0) if "visibility_epoch" in vl else 0
+    stored = Stored(specs, cols, valid, dict.fromkeys(cols), int(schema.get("n_rows", -1)), n, vis)
     catalog = vl["index_catalog"] if "index_catalog" in vl else {}
     epoch = vl["value_epoch"] if "value_epoch" in vl else None
     for name, entry in (catalog or {}).items():
@@ -302,13 +305,16 @@ def _meta_vlmeta(stored: Stored, epoch: int) -> dict:
             "null_aware": False,
             "built_value_epoch": epoch,
         }
-    return {
+    out = {
         "kind": "ctable",
         "version": 1,
         "schema": json.dumps(schema),
         "value_epoch": epoch,
         "index_catalog": catalog,
     }
+    if stored.visibility:
+        out["visibility_epoch"] = stored.visibility
+    return out
 
 
 def _stats_array(arr: NDArray, recs: bytes, **kwargs: Any) -> NDArray:
@@ -365,20 +371,28 @@ def write_meta(path: str, stored: Stored, epoch: int, listed_none: bool = False)
     _replace_meta(path, vlmeta)
 
 
+def write_meta_only(path: str, stored: Stored, epoch: int) -> None:
+    """Rename in new metadata, leaving the statistics files as they are (they still
+    describe the columns: a deletion or a schema edit does not change stored values)."""
+    _replace_meta(path, _meta_vlmeta(stored, epoch))
+
+
 def uncommitted(path: str, stored: Stored, epoch: int) -> None:
     """Metadata for a table about to change its rows: no cached row count (python-blosc2
     then counts ``_valid_rows``) and no statistics (nobody skips blocks on stale ones)."""
-    vlmeta = _meta_vlmeta(Stored(stored.specs, stored.cols, stored.valid, {}, -1), epoch)
+    vlmeta = _meta_vlmeta(Stored(stored.specs, stored.cols, stored.valid, {}, -1, visibility=stored.visibility), epoch)
     schema = json.loads(vlmeta["schema"])
     del schema["n_rows"]
     vlmeta["schema"] = json.dumps(schema)
     _replace_meta(path, vlmeta)
 
 
-def replace_valid(path: str, valid: NDArray, keep: int, add: int = 0, live: slice | None = None) -> NDArray:
+def replace_valid(
+    path: str, valid: NDArray, keep: int, add: int = 0, live: slice | None = None, dead: np.ndarray | None = None
+) -> NDArray:
     """The validity column cut to ``keep`` rows, ``add`` rows marked False appended, rows
-    ``live`` marked True: changed in a copy renamed over the old file, so a crash leaves it
-    whole, before or after. Returns the new handle."""
+    ``live`` marked True, rows at positions ``dead`` marked False: changed in a copy renamed
+    over the old file, so a crash leaves it whole, before or after. Returns the new handle."""
     tmp = f"{_tmp_prefix(path)}{os.getpid()}-valid"
     try:
         valid.save(tmp)
@@ -389,12 +403,28 @@ def replace_valid(path: str, valid: NDArray, keep: int, add: int = 0, live: slic
             new.append(np.zeros(add, bool))
         if live is not None:
             new[live] = True
+        if dead is not None:
+            clear_rows(new, dead)
         del new
         os.replace(tmp, os.path.join(path, VALID))
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
     return _open(os.path.join(path, VALID), mode="a")
+
+
+def clear_rows(valid: NDArray, dead: np.ndarray) -> None:
+    """Mark the (sorted, unique) positions ``dead`` False, one chunk of ``valid`` at a time."""
+    step = valid.chunks[0]
+    lo_idx = 0
+    while lo_idx < len(dead):
+        lo = int(dead[lo_idx]) // step * step
+        hi = min(lo + step, valid.shape[0])
+        end = int(np.searchsorted(dead, hi))
+        part = valid[lo:hi]
+        part[dead[lo_idx:end] - lo] = False
+        valid[lo:hi] = part
+        lo_idx = end
 
 
 def stamp(path: str) -> tuple | None:
@@ -419,9 +449,11 @@ def _last_live(valid: NDArray, n: int) -> int:
     return 0
 
 
-def write_zip(path: str, stored: Stored, epoch: int) -> None:
-    """Write the whole table as a zip of stored (uncompressed) members, atomically."""
+def write_zip(path: str, stored: Stored, epoch: int, extra: dict | None = None) -> None:
+    """Write the whole table as a zip of stored (uncompressed) members, atomically;
+    ``extra`` adds members (user metadata)."""
     members = {META: _members_meta(stored, epoch), EMBED: _embed_schunk().to_cframe(), VALID: stored.valid.to_cframe()}
+    members.update(extra or {})
     for name, arr in stored.cols.items():
         members[col_path(name)] = arr.to_cframe()
     for name, recs in stored.stats.items():
