@@ -1,0 +1,218 @@
+"""python-blosc2's CTable methods on oxblosc.CTable (delete/compact, views and copies, schema
+edits, summaries, user metadata), each checked against the real python-blosc2 wheel: the same
+calls on the same data give the same rows, and tables changed by one library are read (and
+changed further) by the other."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import oxblosc
+import oxblosc.ctable_layout as L
+import pytest
+
+blosc2 = pytest.importorskip("blosc2")
+
+N = 3000
+
+
+def data(n: int = N) -> dict:
+    rng = np.random.default_rng(7)
+    return {
+        "i": rng.integers(-20, 20, n).astype("i4"),
+        "g": np.round(rng.standard_normal(n) * 10, 3),
+        "k": np.arange(n, dtype="i8"),
+        "b": rng.random(n) < 0.4,
+        "s": np.array(["ab", "c", "xyz", ""])[rng.integers(0, 4, n)],
+        "y": np.array([b"p", b"qq", b""])[rng.integers(0, 3, n)],
+        "t": (np.arange(n) * 1000).astype("M8[ms]"),
+    }
+
+
+@dataclass
+class Row:
+    i: int = blosc2.field(blosc2.int32())
+    g: float = blosc2.field(blosc2.float64())
+    k: int = blosc2.field(blosc2.int64())
+    b: bool = blosc2.field(blosc2.bool())
+    s: str = blosc2.field(blosc2.string(max_length=3))
+    y: bytes = blosc2.field(blosc2.bytes(max_length=2))
+    t: object = blosc2.field(blosc2.timestamp(unit="ms"))
+
+
+def ours(path=None, n: int = N) -> oxblosc.CTable:
+    return oxblosc.CTable(data(n), urlpath=None if path is None else str(path), chunks=1024, blocks=256)
+
+
+def theirs(path=None, n: int = N):
+    """python-blosc2's table with the same rows."""
+    d = data(n)
+    t = blosc2.CTable(Row, urlpath=None if path is None else str(path), mode="w")
+    t.extend([tuple(d[c][j] for c in d) for j in range(n)])
+    return t
+
+
+def rows(t) -> dict:
+    """Every column of a table of either library, as NumPy arrays."""
+    return {c: np.asarray(t[c][:] if isinstance(t, blosc2.CTable) else t[c].to_numpy()) for c in t.col_names}
+
+
+def assert_same(a, b) -> None:
+    ra, rb = rows(a), rows(b)
+    assert list(ra) == list(rb)
+    for c in ra:
+        np.testing.assert_array_equal(ra[c], rb[c], err_msg=c)
+
+
+# ------------------------------------------------------------------ delete / compact
+
+DELETES = [
+    5,
+    -1,
+    np.int64(7),
+    slice(10, 400, 3),
+    slice(None, None, -50),
+    [0, 3, 3, 2999, -2],
+    np.array([4, 9, 12]),
+    (np.arange(N) % 7 == 0).tolist(),
+    np.arange(N) % 5 == 1,
+]
+
+
+@pytest.mark.parametrize("ind", DELETES, ids=range(len(DELETES)))
+def test_delete_like_python_blosc2(tmp_path, ind):
+    t, b = ours(tmp_path / "o.b2d"), theirs()
+    t.delete(ind)
+    b.delete(int(ind) if isinstance(ind, np.integer) else ind)  # python-blosc2 refuses NumPy ints
+    assert len(t) == len(b) < N
+    assert_same(t, b)
+    # deleted rows are invisible to queries and aggregations too
+    assert len(t.where("i > 5")) == int((rows(b)["i"] > 5).sum())
+    assert t["g"].sum(where="b") == pytest.approx(rows(b)["g"][rows(b)["b"]].sum())
+    # python-blosc2 reads our deletions, and we read its
+    assert_same(blosc2.CTable.open(str(tmp_path / "o.b2d")), b)
+    b.save(str(tmp_path / "b.b2d"))
+    assert_same(oxblosc.CTable.open(str(tmp_path / "b.b2d")), b)
+
+
+def test_delete_errors(tmp_path):
+    t = ours(tmp_path / "o.b2d")
+    b = theirs()
+    for bad, err in ((N, IndexError), ("i > 3", TypeError), (2.5, TypeError)):
+        with pytest.raises(err):
+            t.delete(bad)
+        with pytest.raises(err):
+            b.delete(bad)
+    assert len(t) == N
+    with pytest.raises(ValueError, match="view"):
+        t.where("i > 0").delete(0)
+    t.close()
+    with pytest.raises(ValueError, match="read-only"):
+        oxblosc.CTable.open(str(tmp_path / "o.b2d")).delete(0)
+    t.delete([])  # nothing to delete: nothing changes
+    assert len(t) == N
+
+
+def test_deletions_interleaved_between_libraries(tmp_path):
+    path = str(tmp_path / "o.b2d")
+    ours(path).delete(slice(0, 100))
+    b = blosc2.CTable.open(path, mode="a")
+    b.delete([0, 1, -1])
+    b.close()
+    t = oxblosc.CTable.open(path, mode="a")
+    assert len(t) == N - 103 and t["k"][0] == 102
+    t.delete(0)
+    t.extend({c: v[:2] for c, v in data(2).items()})  # appending after deletions
+    want = np.r_[np.arange(103, N - 1), [0, 1]]
+    np.testing.assert_array_equal(t["k"].to_numpy(), want)
+    np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], want)
+    np.testing.assert_array_equal(t.where("k < 200")["k"].to_numpy(), want[want < 200])
+
+
+@pytest.mark.parametrize("kind", ["memory", ".b2z"])
+def test_delete_memory_and_zip(tmp_path, kind):
+    path = None if kind == "memory" else tmp_path / "o.b2z"
+    t, b = ours(path), theirs()
+    t.delete(slice(0, N, 2))
+    b.delete(slice(0, N, 2))
+    assert_same(t, b)
+    if path is not None:
+        t.close()
+        assert_same(blosc2.CTable.open(str(path)), b)
+        assert_same(oxblosc.CTable.open(str(path)), b)
+    t.compact()
+    assert_same(t, b) and t._phys == len(b)
+
+
+def _fail_on(monkeypatch, module, name: str, suffix: str) -> None:
+    """Make ``module.<name>`` (os.replace/os.rename) raise once, for the first target ending
+    in ``suffix``."""
+    real, failed = getattr(module.os, name), []
+
+    def failing(src, dst, *a, **k):
+        if os.fspath(dst).endswith(suffix) and not failed:
+            failed.append(dst)
+            raise OSError(28, "No space left on device (test)")
+        return real(src, dst, *a, **k)
+
+    monkeypatch.setattr(module.os, name, failing)
+
+
+def test_delete_failure_leaves_table_unchanged(tmp_path, monkeypatch):
+    path = str(tmp_path / "o.b2d")
+    t = ours(path)
+    t.delete([1, 2])
+    before = rows(t)
+    with monkeypatch.context() as m:
+        _fail_on(m, L, "replace", L.VALID)
+        with pytest.raises(OSError, match="No space"):
+            t.delete(slice(0, 500))
+    for table in (t, oxblosc.CTable.open(path), blosc2.CTable.open(path)):
+        assert len(table) == N - 2
+        for c, v in before.items():
+            np.testing.assert_array_equal(rows(table)[c], v)
+    assert len(blosc2.CTable.open(path).where("k < 10")) == 8
+    t.delete(0)  # the handle still works
+    assert len(blosc2.CTable.open(path)) == N - 3
+
+
+def test_compact(tmp_path):
+    path = str(tmp_path / "b.b2d")
+    b = theirs(path)
+    b.delete(slice(0, N, 3))
+    b.attrs["who"] = "them"
+    b.close()
+    want = rows(blosc2.CTable.open(path))
+    t = oxblosc.CTable.open(path, mode="a")
+    t.compact()
+    assert t._phys == len(t) == len(want["k"]) and t._all_valid
+    t.verify_stats()  # statistics rebuilt for the moved rows
+    assert len(t.where("k < 300")) == 200
+    fresh = {ix.col_name for ix in blosc2.CTable.open(path).indexes if ix.kind == "summary" and not ix.stale}
+    assert fresh == {"i", "g", "k", "b", "t"}  # python-blosc2 had marked them stale; ours are current
+    for table in (t, oxblosc.CTable.open(path), blosc2.CTable.open(path)):
+        for c, v in want.items():
+            np.testing.assert_array_equal(rows(table)[c], v)
+    assert blosc2.CTable.open(path).attrs["who"] == "them"
+    assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
+
+
+def test_compact_failure_leaves_table_unchanged(tmp_path, monkeypatch):
+    from oxblosc import ctable_edit
+
+    path = str(tmp_path / "o.b2d")
+    t = ours(path)
+    t.delete(slice(0, 1000))
+    with monkeypatch.context() as m:
+        _fail_on(m, ctable_edit, "rename", "o.b2d")  # the second rename: the new table in place
+        with pytest.raises(OSError, match="No space"):
+            t.compact()
+    assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
+    assert len(t) == N - 1000 and t._phys == N
+    np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], np.arange(1000, N))
+    t.compact()
+    np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], np.arange(1000, N))
