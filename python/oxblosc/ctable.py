@@ -256,7 +256,8 @@ class CTable:
 
     def close(self) -> None:
         """Write a ``.b2z`` table changed since it was written (directories are always current)."""
-        if self._root is self and self._dirty:
+        # (user metadata of a writable .b2z lives in memory until then, too)
+        if self._root is self and (self._dirty or (self.mode != "r" and self.__dict__.get("_user_meta") is not None)):
             self._persist(force_zip=True)
 
     def __enter__(self) -> CTable:

@@ -164,7 +164,7 @@ def _load_meta(r: Any) -> Any:
 def zip_members(r: Any) -> dict:
     """The user metadata member for a ``.b2z`` written from ``r`` (none when empty)."""
     s = r.__dict__.get("_user_meta")
-    if not s or not len(s.vlmeta.keys()):
+    if s is None or s is False or not len(s.vlmeta.keys()):
         return {}
     out = SChunk()
     for k, v in s.vlmeta[:].items():

@@ -172,12 +172,19 @@ def _copy_attrs(src: Any, out: Any) -> None:
         out._persist(force_zip=True)
 
 
-def _rank(v: np.ndarray, ascending: bool) -> np.ndarray:
-    """Sort keys for one column: the values, or their descending ranks."""
+def _key(v: np.ndarray, ascending: bool) -> np.ndarray:
+    """One column's sort key, as python-blosc2 builds it: descending numbers by complement
+    (integers, bools, timestamps: exact for every width) or negation (floats: NaN stays
+    last), descending strings by reversed stable rank (equal strings then come out in
+    reverse table order, as in python-blosc2)."""
     if ascending:
         return v
-    _, inverse = np.unique(v, return_inverse=True)
-    return -inverse.reshape(-1)
+    if v.dtype.kind in "US":
+        rank = np.argsort(np.argsort(v, kind="stable"), kind="stable")
+        return len(v) - 1 - rank
+    if v.dtype.kind in "buiM":
+        return np.bitwise_not(v.view(np.int64) if v.dtype.kind == "M" else v)
+    return -v
 
 
 def sort_order(t: Any, cols: Any, ascending: Any) -> np.ndarray:
@@ -195,7 +202,7 @@ def sort_order(t: Any, cols: Any, ascending: Any) -> np.ndarray:
         v = t._values(c)
         if v.dtype.kind == "c":
             raise TypeError(f"column {c!r} ({v.dtype}) cannot be ordered")
-        keys.append(_rank(v, a))
+        keys.append(_key(v, a))
     order = np.lexsort(keys[::-1]) if keys else None
     return t._positions()[order]
 

@@ -216,3 +216,80 @@ def test_compact_failure_leaves_table_unchanged(tmp_path, monkeypatch):
     np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], np.arange(1000, N))
     t.compact()
     np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], np.arange(1000, N))
+
+
+# ------------------------------------------------------------------ views and copies
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """Our table and python-blosc2's with the same rows and the same deletions."""
+    t, b = ours(tmp_path / "o.b2d"), theirs()
+    for x in (t, b):
+        x.delete(slice(5, N, 4))
+    return t, b
+
+
+def test_select_take_slice_sample(pair):
+    t, b = pair
+    s = t.select(["k", "s"])
+    assert s.col_names == ["k", "s"] == b.select(["k", "s"]).col_names
+    assert_same(s, b.select(["k", "s"]))
+    assert s.to_numpy().dtype.names == ("k", "s")
+    assert_same(s.where("k > 2000"), b.select(["k", "s"]).where("k > 2000"))
+    with pytest.raises(KeyError):
+        t.select(["nope"])
+    with pytest.raises(KeyError):
+        s["i"]
+    for idx in ([3, 1, 1, -1], np.array([0, 2000, 5]), []):
+        assert_same(t.take(idx), b.take(idx))
+    with pytest.raises(IndexError):
+        t.take([len(t)])
+    for args in ((10,), (5, 900), (-20, -3), (slice(100, 200),)):
+        assert_same(t.slice(*args), b.slice(*args))
+        assert_same(t.slice(*args, copy=False), b.slice(*args, copy=False))
+    assert t.slice(5, 900)._root is not t._root and t.slice(5, 900, copy=False)._root is t
+    for n, seed in ((7, 1), (0, 2), (len(t) + 5, 3), (100, None)):
+        if seed is None:
+            assert len(t.sample(n)) == n
+            continue
+        assert_same(t.sample(n, seed=seed), b.sample(n, seed=seed))  # the same rows for a seed
+
+
+def test_copy(pair, tmp_path):
+    t, b = pair
+    t.attrs["note"] = "kept"
+    for dest in (None, tmp_path / "c.b2d", tmp_path / "c.b2z"):
+        c = t.copy(urlpath=dest, chunks=512, blocks=128)
+        assert_same(c, b) and c.chunks == (512,) and c.blocks == (128,) and c._all_valid
+        assert c.attrs["note"] == "kept"
+        if dest is not None:
+            c.close()
+            assert_same(blosc2.CTable.open(str(dest)), b)
+            assert blosc2.CTable.open(str(dest)).attrs["note"] == "kept"
+            with pytest.raises(FileExistsError):
+                t.copy(urlpath=dest)
+            t.copy(urlpath=dest, overwrite=True)
+    keep = t.copy(compact=False, urlpath=tmp_path / "k.b2d")
+    assert keep._phys == N and len(keep) == len(t)
+    assert_same(blosc2.CTable.open(str(tmp_path / "k.b2d")), b)
+    assert_same(t.where("i > 3").copy(), b.where("i > 3"))
+
+
+def test_sort_by(pair, tmp_path):
+    t, b = pair
+    for cols, asc in (("i", True), ("g", False), (["i", "s"], [True, False]), (["b", "y", "k"], False)):
+        assert_same(t.sort_by(cols, ascending=asc), b.sort_by(cols, ascending=asc))
+        assert_same(t.sort_by(cols, ascending=asc, view=True), b.sort_by(cols, ascending=asc, view=True))
+    v = t.sort_by("g", view=True)
+    np.testing.assert_array_equal(v[:10]["g"].to_numpy(), np.sort(rows(b)["g"])[:10])
+    assert_same(t.where("i > 0").sort_by("g"), b.where("i > 0").sort_by("g"))
+    with pytest.raises(KeyError):
+        t.sort_by("nope")
+    with pytest.raises(ValueError):
+        t.sort_by("i", inplace=True, view=True)
+    want = b.sort_by(["i", "k"], ascending=[False, True])
+    assert t.sort_by(["i", "k"], ascending=[False, True], inplace=True) is t
+    assert_same(t, want) and t._all_valid
+    t.verify_stats()
+    assert_same(blosc2.CTable.open(str(tmp_path / "o.b2d")), want)
