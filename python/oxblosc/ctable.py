@@ -482,6 +482,7 @@ class CTable:
             urlpath=None,
             mode="r",
             nthreads=self._root.nthreads,
+            _columns=self.__dict__.get("_columns"),  # a projection (select, where(columns=)) stays
         )
         return v
 

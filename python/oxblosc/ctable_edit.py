@@ -256,8 +256,8 @@ def add_column(t: Any, name: str, spec: Any, values: Any = None) -> None:
         live = np.full(t._nrows, default if default is not None else 0).astype(dt)
     else:
         try:
-            live = np.asarray(values).astype(dt, casting="same_kind")
-        except TypeError as e:
+            live = np.asarray(values).astype(dt)  # python-blosc2 casts as NumPy does (0.5 -> 0)
+        except (TypeError, ValueError) as e:
             raise TypeError(f"column {name!r}: {e}") from None
         if live.shape != (t._nrows,):
             raise ValueError(f"column {name!r}: {live.shape[0] if live.ndim else 1} values for {t._nrows} rows")

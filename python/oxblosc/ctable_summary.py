@@ -41,6 +41,8 @@ def describe(t: Any) -> str:
             lines += ["    (empty)", ""]
             continue
         v = t._values(name)
+        if dt.kind == "M":  # python-blosc2 summarizes the stored int64 values
+            v, dt = _number(v), np.dtype(np.int64)
         if dt.kind == "b":
             k = int(v.sum())
             lines.append(f"    count : {n:,}")
@@ -63,18 +65,22 @@ def describe(t: Any) -> str:
     return "\n".join(lines)
 
 
+def _number(v: np.ndarray) -> np.ndarray:
+    return v.view(np.int64) if v.dtype.kind == "M" else v
+
+
 def cov(t: Any) -> np.ndarray:
     """``np.cov`` of the columns (rows are observations; bools as 0/1)."""
     for name in t.col_names:
         dt = t._root._dtypes[name]
-        if dt.kind not in "biuf":
+        if dt.kind not in "biufM":  # timestamps count as their stored int64, as in python-blosc2
             raise TypeError(
                 f"Column {name!r} has dtype {dt} which is not supported by cov(). "
                 "Only int, float, and bool columns are allowed."
             )
     if len(t) < 2:
         raise ValueError(f"cov() requires at least 2 live rows, got {len(t)}.")
-    m = np.stack([t._values(n).astype(np.float64) for n in t.col_names])
+    m = np.stack([_number(t._values(n)).astype(np.float64) for n in t.col_names])
     return np.atleast_2d(np.cov(m))
 
 

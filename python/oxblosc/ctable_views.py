@@ -112,10 +112,7 @@ def slice_rows(t: Any, start: Any, stop: Any = None, copy: bool = True) -> Any:
         key = slice(None, start) if stop is None else slice(start, stop)
     pos = t._positions()[key]
     if not copy:
-        v = t._rows_view(pos)
-        if "_columns" in t.__dict__:
-            v._columns = t._columns
-        return v
+        return t._rows_view(pos)
     return build(t, pos, t._out_names(), None, ordered=True)
 
 
@@ -127,10 +124,7 @@ def sample(t: Any, n: int, seed: int | None = None) -> Any:
         pos = pos[:0]
     elif n < len(pos):
         pos = np.sort(np.random.default_rng(seed).choice(pos, size=n, replace=False))
-    v = t._rows_view(pos)
-    if "_columns" in t.__dict__:
-        v._columns = t._columns
-    return v
+    return t._rows_view(pos)
 
 
 def copy(
@@ -220,8 +214,5 @@ def sort_by(t: Any, cols: Any, ascending: Any = True, inplace: bool = False, vie
         return t
     pos = sort_order(t, cols, ascending)
     if view:
-        v = t._rows_view(pos)
-        if "_columns" in t.__dict__:
-            v._columns = t._columns
-        return v
+        return t._rows_view(pos)
     return build(t, pos, t._out_names(), None, ordered=False)

@@ -293,3 +293,139 @@ def test_sort_by(pair, tmp_path):
     assert_same(t, want) and t._all_valid
     t.verify_stats()
     assert_same(blosc2.CTable.open(str(tmp_path / "o.b2d")), want)
+
+
+# ------------------------------------------------------------------ schema edits
+
+
+@pytest.mark.parametrize("kind", [".b2d", ".b2z", "memory"])
+def test_schema_edits_read_by_python_blosc2(tmp_path, kind):
+    path = None if kind == "memory" else tmp_path / f"o{kind}"
+    t = ours(path)
+    t.delete([0, 1])
+    live = N - 2
+    t.add_column("z", blosc2.field(blosc2.int16(ge=0), default=3))  # python-blosc2's spec, its default
+    t.add_column("w", np.float32, values=np.arange(live))  # a NumPy dtype
+    t.add_column("v", {"kind": "string", "max_length": 4}, values=["ab"] * live)
+    t.rename_column("g", "gg")
+    t.drop_column("i")
+    want = ["gg", "k", "b", "s", "y", "t", "z", "w", "v"]
+    assert t.col_names == want and len(t) == live
+    np.testing.assert_array_equal(t["z"].to_numpy(), np.full(live, 3, "i2"))
+    assert len(t.where("(w < 10) & (z == 3)")) == 10  # new columns are queried, statistics and all
+    t.verify_stats()
+    if path is None:
+        return
+    t.close()
+    b = blosc2.CTable.open(str(path))
+    assert b.col_names == want and len(b) == live
+    np.testing.assert_array_equal(b["gg"][:], data()["g"][2:])
+    np.testing.assert_array_equal(b["w"][:], np.arange(live, dtype="f4"))
+    assert b["v"][:].tolist() == ["ab"] * live and b["z"][:].tolist() == [3] * live
+    assert b.schema.columns_by_name["z"].spec.ge == 0
+    assert len(b.where("w < 10")) == 10
+    if kind == ".b2d":
+        assert sorted(os.listdir(path / "_cols")) == sorted(f"{c}.b2nd" for c in want)
+        t = oxblosc.CTable.open(str(path), mode="a")  # and appends go on with the new schema
+        t.extend({c: v[:1] for c, v in rows(t).items()})
+        assert len(blosc2.CTable.open(str(path))) == live + 1
+
+
+def test_schema_edits_by_python_blosc2_read_by_ours(tmp_path):
+    path = str(tmp_path / "b.b2d")
+    b = theirs(path, n=50)
+    b.rename_column("g", "gg")
+    b.drop_column("s")
+    b.add_column("w", blosc2.float32(), values=np.arange(50))
+    b.close()
+    t = oxblosc.CTable.open(path, mode="a")
+    assert t.col_names == ["i", "gg", "k", "b", "y", "t", "w"]
+    np.testing.assert_array_equal(t["w"].to_numpy(), np.arange(50, dtype="f4"))
+    t.rename_column("w", "w2")
+    assert blosc2.CTable.open(path)["w2"][:].tolist() == list(range(50))
+
+
+def test_schema_edit_errors(tmp_path):
+    t = ours(tmp_path / "o.b2d", n=10)
+    with pytest.raises(KeyError):
+        t.drop_column("nope")
+    with pytest.raises(KeyError):
+        t.rename_column("nope", "x")
+    with pytest.raises(ValueError, match="already exists"):
+        t.rename_column("i", "g")
+    with pytest.raises(ValueError, match="already exists"):
+        t.add_column("i", np.int8, values=np.zeros(10))
+    with pytest.raises(ValueError, match="identifier"):
+        t.add_column("a b", np.int8, values=np.zeros(10))
+    with pytest.raises(ValueError, match="default"):
+        t.add_column("z", np.int8)  # rows exist, nothing to fill them with
+    with pytest.raises(ValueError, match="rows"):
+        t.add_column("z", np.int8, values=np.zeros(9))
+    with pytest.raises(ValueError, match="ge=0"):
+        t.add_column("z", blosc2.int8(ge=0), values=-np.ones(10))
+    with pytest.raises(ValueError, match="view"):
+        t.select(["i"]).drop_column("i")
+    one = oxblosc.CTable({"a": np.arange(3)})
+    with pytest.raises(ValueError, match="last column"):
+        one.drop_column("a")
+    assert t.col_names == list(data())
+    assert sorted(os.listdir(tmp_path / "o.b2d" / "_cols")) == sorted(f"{c}.b2nd" for c in data())
+    assert blosc2.CTable.open(str(tmp_path / "o.b2d")).col_names == list(data())
+
+
+# ------------------------------------------------------------------ summaries, CSV, metadata
+
+
+def _printed(f) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        f()
+    return out.getvalue()
+
+
+def test_describe_cov_csv_like_python_blosc2(pair, tmp_path):
+    t, b = pair
+    assert _printed(t.describe) == _printed(b.describe)
+    assert _printed(t.where("i > 3").describe) == _printed(b.where("i > 3").describe)
+    num = ["i", "g", "k", "b", "t"]
+    np.testing.assert_allclose(t.select(num).cov(), b.select(num).cov(), rtol=1e-12)
+    with pytest.raises(TypeError, match="'s'"):
+        t.cov()
+    with pytest.raises(ValueError, match="2 live rows"):
+        t.select(num)[:1].cov()
+    assert t.to_csv() == b.to_csv()
+    assert t.to_csv(header=False, sep="\t") == b.to_csv(header=False, sep="\t")
+    assert t.select(["k", "s"]).to_csv(tmp_path / "x.csv") is None
+    b.select(["k", "s"]).to_csv(str(tmp_path / "y.csv"))
+    assert (tmp_path / "x.csv").read_bytes() == (tmp_path / "y.csv").read_bytes()
+
+
+def test_cratio_chunks_blocks(pair):
+    t, b = pair
+    bt = oxblosc.CTable.open(str(t._root.urlpath))
+    assert t.chunks == (1024,) and t.blocks == (256,)
+    b2 = blosc2.CTable.open(str(t._root.urlpath))
+    assert (b2.chunks, b2.blocks) == (t.chunks, t.blocks)
+    assert bt.cratio == pytest.approx(b2.cratio)
+
+
+@pytest.mark.parametrize("suffix", [".b2d", ".b2z"])
+def test_attrs_shared_with_python_blosc2(tmp_path, suffix):
+    path = str(tmp_path / f"o{suffix}")
+    t = ours(path, n=10)
+    t.attrs["author"] = "Al"
+    t.vlmeta["tags"] = ["x", 1]
+    del t.attrs["author"]
+    t.attrs["n"] = 3
+    t.close()
+    assert blosc2.CTable.open(path).attrs[:] == {"tags": ["x", 1], "n": 3}
+    assert oxblosc.CTable.open(path).attrs[:] == {"tags": ["x", 1], "n": 3}
+    with pytest.raises(Exception):
+        oxblosc.CTable.open(path).attrs["z"] = 1  # read-only handle
+    bpath = str(tmp_path / f"b{suffix}")
+    b = theirs(bpath, n=5)
+    b.attrs["who"] = {"a": 1}
+    b.close()
+    assert oxblosc.CTable.open(bpath).attrs[:] == {"who": {"a": 1}}
+    assert list(oxblosc.CTable.open(bpath).attrs) == ["who"]
+    assert oxblosc.CTable({"a": np.arange(2)}).attrs[:] == {}
