@@ -30,6 +30,7 @@ import numpy as np
 from . import _native
 from . import core as _core
 from . import ctable_edit as _edit
+from . import ctable_io as _io
 from . import ctable_layout as L
 from . import ctable_summary as _summary
 from . import ctable_views as _views
@@ -562,6 +563,28 @@ class CTable:
         """Rows sorted by ``cols`` (first key first): a new in-memory table, a view
         (``view=True``) or this table rewritten (``inplace=True``, returns it)."""
         return _views.sort_by(self, cols, ascending, inplace, view)
+
+    # ------------------------------------------------------------------ importing (ctable_io)
+
+    @classmethod
+    def from_pandas(cls, df: Any, row_cls: Any = None, **kwargs: Any) -> CTable:
+        """A table from a DataFrame; ``row_cls`` (python-blosc2's row dataclass, or a dict of
+        dtypes) picks and types the columns, None takes them as they are. ``kwargs`` go to
+        the constructor (``urlpath``, ``chunks``, ...)."""
+        return _io.from_pandas(cls, df, row_cls, **kwargs)
+
+    @classmethod
+    def from_arrow(cls, schema: Any, batches: Any = None, **kwargs: Any) -> CTable:
+        """A table from a pyarrow Table, or an Arrow schema and record batches."""
+        return _io.from_arrow(cls, schema, batches, **kwargs)
+
+    @classmethod
+    def from_csv(
+        cls, path: Any, row_cls: Any, *, header: bool = True, sep: str = ",", encoding: str = "utf-8-sig", **kwargs: Any
+    ) -> CTable:
+        """A table from a CSV file (fields in ``row_cls`` order: python-blosc2's row dataclass
+        or a dict of dtypes); reads what ``to_csv`` writes, timestamps and bytes included."""
+        return _io.from_csv(cls, path, row_cls, header=header, sep=sep, encoding=encoding, **kwargs)
 
     # ------------------------------------------------------------------ summaries (ctable_summary)
 

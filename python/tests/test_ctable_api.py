@@ -429,3 +429,37 @@ def test_attrs_shared_with_python_blosc2(tmp_path, suffix):
     assert oxblosc.CTable.open(bpath).attrs[:] == {"who": {"a": 1}}
     assert list(oxblosc.CTable.open(bpath).attrs) == ["who"]
     assert oxblosc.CTable({"a": np.arange(2)}).attrs[:] == {}
+
+
+def test_from_pandas_arrow_csv(pair, tmp_path):
+    t, b = pair
+    df = b.to_pandas()
+    assert_same(oxblosc.CTable.from_pandas(df, Row), blosc2.CTable.from_pandas(df, Row))
+    assert_same(oxblosc.CTable.from_pandas(df), b)
+    sub = oxblosc.CTable.from_pandas(df, {"k": "i4", "g": "f8"}, urlpath=tmp_path / "p.b2d")
+    assert sub.col_names == ["k", "g"] and sub.dtype["k"] == np.int32
+    assert blosc2.CTable.open(str(tmp_path / "p.b2d"))["k"][:].tolist() == rows(b)["k"].tolist()
+    with pytest.raises(ValueError, match="lack"):
+        oxblosc.CTable.from_pandas(df[["k"]], Row)
+    arrow = t.to_arrow()
+    assert_same(oxblosc.CTable.from_arrow(arrow), b)
+    assert_same(oxblosc.CTable.from_arrow(arrow.schema, arrow.to_batches(max_chunksize=500)), b)
+    # CSV: python-blosc2 reads our CSV into the same rows as its own; we also read back
+    # timestamps and bytes (which python-blosc2's from_csv cannot)
+    num = ["i", "g", "k", "b", "s"]
+
+    @dataclass
+    class Num:
+        i: int = blosc2.field(blosc2.int32())
+        g: float = blosc2.field(blosc2.float64())
+        k: int = blosc2.field(blosc2.int64())
+        b: bool = blosc2.field(blosc2.bool())
+        s: str = blosc2.field(blosc2.string(max_length=3))
+
+    t.select(num).to_csv(tmp_path / "n.csv")
+    assert_same(oxblosc.CTable.from_csv(tmp_path / "n.csv", Num), blosc2.CTable.from_csv(str(tmp_path / "n.csv"), Num))
+    t.to_csv(tmp_path / "all.tsv", sep="\t")
+    assert_same(oxblosc.CTable.from_csv(tmp_path / "all.tsv", Row, sep="\t"), b)
+    (tmp_path / "bad.csv").write_text("i,g\n1,2\n3\n")
+    with pytest.raises(ValueError, match="line 3"):
+        oxblosc.CTable.from_csv(tmp_path / "bad.csv", {"i": "i4", "g": "f8"})
