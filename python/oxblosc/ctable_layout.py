@@ -203,6 +203,7 @@ def read(path: str, mode: str = "r", mmap_mode: str | None = None) -> Stored:
                 f"{getattr(arr, 'shape', '')}, the schema says 1-d {want}"
             )
         cols[name] = arr
+    _align_grids(path, cols, mode)
     if mode != "r" and os.path.isdir(path):  # temporary files of a killed writer
         for f in glob.glob(glob.escape(_tmp_prefix(path)) + "*"):
             shutil.rmtree(f) if os.path.isdir(f) else os.remove(f)
@@ -229,6 +230,35 @@ def read(path: str, mode: str = "r", mmap_mode: str | None = None) -> Stored:
         if name in cols:
             stored.stats[name] = _read_stats(member, name, entry, epoch, cols[name])
     return stored
+
+
+def _align_grids(path: str, cols: dict, mode: str) -> None:
+    """Put every column on the grid most columns share (python-blosc2's ``add_column`` picks
+    the new column's blocks by its item size, and our scan needs one grid): in memory for a
+    read-only table, else the column file is rewritten beside the table and renamed in
+    (either file reads the same in both libraries). Chunk by chunk."""
+    from .ndarray import empty
+
+    grids = [(a.chunks, a.blocks) for a in cols.values()]
+    chunks, blocks = max(grids, key=grids.count)
+    for name, arr in cols.items():
+        if (arr.chunks, arr.blocks) == (chunks, blocks):
+            continue
+        writable = mode != "r" and os.path.isdir(path)
+        tmp = f"{_tmp_prefix(path)}{os.getpid()}-grid"
+        kw = dict(urlpath=tmp, mode="w") if writable else {}
+        try:
+            new = empty((0,), arr.dtype, chunks=chunks, blocks=blocks, cparams=arr.cparams, **kw)
+            for lo in range(0, arr.shape[0], chunks[0]):
+                new.append(arr[lo : lo + chunks[0]])
+            if writable:
+                del new
+                os.replace(tmp, os.path.join(path, col_path(name)))
+                new = _open(os.path.join(path, col_path(name)), mode=mode)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        cols[name] = new
 
 
 def _read_stats(member, name: str, entry: Any, epoch: Any, arr: NDArray | None) -> bytes | None:

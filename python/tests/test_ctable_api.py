@@ -463,3 +463,35 @@ def test_from_pandas_arrow_csv(pair, tmp_path):
     (tmp_path / "bad.csv").write_text("i,g\n1,2\n3\n")
     with pytest.raises(ValueError, match="line 3"):
         oxblosc.CTable.from_csv(tmp_path / "bad.csv", {"i": "i4", "g": "f8"})
+
+
+@pytest.mark.parametrize("mode", ["r", "a"])
+def test_python_blosc2_added_column_on_another_grid(tmp_path, mode):
+    path = str(tmp_path / "b.b2d")
+    b = theirs(path, n=40)
+    b.add_column("z", blosc2.int16(), values=np.arange(40))  # python-blosc2 gives it other blocks
+    b.close()
+    assert blosc2.open(os.path.join(path, "_cols/z.b2nd")).blocks != blosc2.open(os.path.join(path, "_cols/i.b2nd")).blocks
+    t = oxblosc.CTable.open(path, mode=mode)
+    np.testing.assert_array_equal(t.where("z < 5")["k"].to_numpy(), np.arange(5))
+    if mode == "a":
+        t.extend({c: v[:1] for c, v in rows(t).items()})
+        assert blosc2.CTable.open(path)["z"][:].tolist() == [*range(40), 0]
+        assert len(blosc2.CTable.open(path).where("z < 5")) == 6
+
+
+def test_delete_after_python_blosc2_compact_and_two_handles(tmp_path):
+    path = str(tmp_path / "b.b2d")
+    b = theirs(path, n=300)
+    b.delete(slice(0, 100))
+    b.compact()  # python-blosc2 keeps the columns' old length (capacity) after compacting
+    b.close()
+    t = oxblosc.CTable.open(path, mode="a")
+    other = oxblosc.CTable.open(path, mode="a")
+    t.delete(-1)
+    assert blosc2.CTable.open(path)["k"][:].tolist() == list(range(100, 299))
+    with pytest.raises(oxblosc.FrameChangedError):
+        other.delete(0)  # its view of the rows is stale: refused, nothing changed
+    with pytest.raises(oxblosc.FrameChangedError):
+        other.compact()
+    assert len(oxblosc.CTable.open(path)) == 199
