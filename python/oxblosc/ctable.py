@@ -251,9 +251,9 @@ class CTable:
                 arr.save(os.path.join(path, L.col_path(name)))
             self._valid.save(os.path.join(path, L.VALID))
             L.write_meta(path, stored, self._epoch)
+            _summary.write_meta_file(self, path)
             return
-        c = self._root._cols[self._root._names[0]]
-        CTable(self.to_numpy(), path, mode="w", cparams=c.cparams, chunks=c.chunks[0], blocks=c.blocks[0]).close()
+        self.copy(urlpath=path, overwrite=True).close()  # column by column, user metadata too
 
     def close(self) -> None:
         """Write a ``.b2z`` table changed since it was written (directories are always current)."""

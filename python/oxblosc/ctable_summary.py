@@ -167,12 +167,37 @@ def _load_meta(r: Any) -> Any:
     return SChunk(urlpath=f, mode="w", contiguous=True) if writable else False
 
 
+def meta_items(r: Any) -> dict:
+    """The user metadata of ``r`` as a dict, without creating a metadata file."""
+    s = r.__dict__.get("_user_meta")
+    if s is None and r.urlpath is not None and os.path.isdir(r.urlpath):
+        if not os.path.exists(os.path.join(r.urlpath, VLMETA)):
+            return {}
+        from .opening import open as _open
+
+        s = _open(os.path.join(r.urlpath, VLMETA), mode="r")
+    elif s is None and r.urlpath is not None and r.mode == "r":
+        s = _load_meta(r)
+    if s is None or s is False:
+        return {}
+    return dict(s.vlmeta[:])
+
+
+def _schunk_with(items: dict, **kwargs: Any) -> SChunk:
+    out = SChunk(**kwargs)
+    for k, v in items.items():
+        out.vlmeta[k] = v
+    return out
+
+
 def zip_members(r: Any) -> dict:
     """The user metadata member for a ``.b2z`` written from ``r`` (none when empty)."""
-    s = r.__dict__.get("_user_meta")
-    if s is None or s is False or not len(s.vlmeta.keys()):
-        return {}
-    out = SChunk()
-    for k, v in s.vlmeta[:].items():
-        out.vlmeta[k] = v
-    return {VLMETA: out.to_cframe()}
+    items = meta_items(r)
+    return {VLMETA: _schunk_with(items).to_cframe()} if items else {}
+
+
+def write_meta_file(r: Any, path: str) -> None:
+    """Copy ``r``'s user metadata into the table directory ``path`` (when it has any)."""
+    items = meta_items(r)
+    if items:
+        _schunk_with(items, urlpath=os.path.join(path, VLMETA), mode="w", contiguous=True)

@@ -159,7 +159,9 @@ def copy(
 
 
 def _copy_attrs(src: Any, out: Any) -> None:
-    items = src.attrs[:]
+    from .ctable_summary import meta_items
+
+    items = meta_items(src)
     if items:
         for k, v in items.items():
             out.attrs[k] = v
