@@ -109,6 +109,8 @@ class CTable:
         if mode not in ("r", "a", "w"):
             raise ValueError(f"mode must be 'r', 'a' or 'w', got {mode!r}")
         if data is None and mode in ("r", "a"):
+            if self.urlpath is not None and not os.path.exists(self.urlpath):
+                _edit.recover(self.urlpath)
             if self.urlpath is None or not os.path.exists(self.urlpath):
                 raise FileNotFoundError(f"no table at {self.urlpath!r}")
             self._adopt(L.read(self.urlpath, mode, _mmap_mode))

@@ -133,6 +133,19 @@ def rewrite(t: Any, pos: np.ndarray, ordered: bool) -> None:
     t._adopt(L.read(path, "a"))
 
 
+def recover(path: str) -> None:
+    """Put back a table directory a killed ``compact``/``sort_by(inplace=True)`` left moved
+    aside (between its two renames): the old table, whole, returns under its name."""
+    import glob
+
+    prefix = glob.escape(L._tmp_prefix(path))
+    olds = glob.glob(prefix + "*-old")
+    if len(olds) == 1 and L.is_table(olds[0]):
+        os.rename(olds[0], os.path.normpath(path))
+        for new in glob.glob(prefix + "*-new"):
+            shutil.rmtree(new, ignore_errors=True)
+
+
 def compact(t: Any) -> None:
     """Drop the deleted rows from storage (the live rows move up; statistics rebuilt)."""
     _writable(t, "compact")

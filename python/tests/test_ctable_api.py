@@ -218,6 +218,30 @@ def test_compact_failure_leaves_table_unchanged(tmp_path, monkeypatch):
     np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], np.arange(1000, N))
 
 
+def test_compact_killed_between_renames_is_recovered(tmp_path, monkeypatch):
+    from oxblosc import ctable_edit
+
+    path = str(tmp_path / "o.b2d")
+    t = ours(path)
+    t.delete(slice(0, 1000))
+    real = os.rename
+
+    def crash(src, dst):  # the new table never moves in, the old one never moves back
+        if dst == path:
+            raise KeyboardInterrupt
+        real(src, dst)
+
+    monkeypatch.setattr(ctable_edit.os, "rename", crash)
+    with pytest.raises(KeyboardInterrupt):
+        t.compact()
+    monkeypatch.undo()
+    assert not os.path.exists(path)
+    r = oxblosc.CTable.open(path)  # the old table returns under its name
+    assert len(r) == N - 1000 and r._phys == N
+    np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], np.arange(1000, N))
+    assert [f for f in os.listdir(tmp_path)] == ["o.b2d"]
+
+
 # ------------------------------------------------------------------ views and copies
 
 
