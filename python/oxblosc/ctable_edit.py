@@ -163,6 +163,10 @@ def _commit_schema(t: Any, specs: list, cols: dict, stats: dict) -> None:
     stored = L.Stored(specs, cols, t._valid, stats, t._nrows, t._phys, t._visibility)
     if _directory(t):
         L.write_meta(t.urlpath, stored, t._epoch)
+        # A new modification time on `_valid_rows` tells other writable handles (whose
+        # schema is now stale) to refuse to write, as after another handle's append.
+        os.utime(os.path.join(t.urlpath, L.VALID))
+        t._stamp = L.stamp(t.urlpath)
     t._specs, t._cols, t._stats = specs, cols, stats
     t._names = [s["name"] for s in specs]
     t._dtypes = {s["name"]: L.dtype_of(s) for s in specs}
@@ -189,7 +193,6 @@ def drop_column(t: Any, name: str) -> None:
         with contextlib.suppress(OSError):
             os.remove(os.path.join(t.urlpath, L.col_path(name)))
         shutil.rmtree(os.path.dirname(os.path.join(t.urlpath, L.stats_path(name))), ignore_errors=True)
-    t._stamp = L.stamp(t.urlpath) if _directory(t) else None
 
 
 def rename_column(t: Any, old: str, new: str) -> None:
@@ -221,7 +224,6 @@ def rename_column(t: Any, old: str, new: str) -> None:
         raise
     with contextlib.suppress(OSError):
         os.remove(src)
-    t._stamp = L.stamp(t.urlpath)
 
 
 def _spec_and_default(name: str, spec: Any) -> tuple[dict, Any]:
@@ -297,4 +299,3 @@ def add_column(t: Any, name: str, spec: Any, values: Any = None) -> None:
             with contextlib.suppress(OSError):
                 os.remove(path)
         raise
-    t._stamp = L.stamp(t.urlpath) if _directory(t) else None

@@ -548,3 +548,27 @@ def test_save_keeps_attrs_and_edge_cases(tmp_path):
 class _EmptyRow:
     a: int = blosc2.field(blosc2.int64())
     s: str = blosc2.field(blosc2.string(max_length=2))
+
+
+def test_schema_edit_makes_other_handles_refuse_writes(tmp_path):
+    path = str(tmp_path / "o.b2d")
+    a = ours(path, n=10)
+    b = oxblosc.CTable.open(path, mode="a")
+    a.add_column("z", np.int8, values=np.arange(10))
+    with pytest.raises(oxblosc.FrameChangedError):
+        b.extend({c: v[:1] for c, v in data(1).items()})  # would write its old schema back
+    with pytest.raises(oxblosc.FrameChangedError):
+        b.drop_column("i")
+    a.rename_column("z", "z2")
+    a.extend({**{c: v[:1] for c, v in data(1).items()}, "z2": [5]})
+    assert blosc2.CTable.open(path)["z2"][:].tolist() == [*range(10), 5]
+
+
+def test_sort_by_nan_and_ties_like_python_blosc2():
+    t, b = ours(n=300), theirs(n=300)
+    g = rows(b)["g"].copy()
+    g[::7], g[::5] = np.nan, 1.0
+    t.add_column("h", np.float64, values=g)
+    b.add_column("h", blosc2.float64(), values=g)
+    for cols, asc in (("h", True), ("h", False), (["t", "h"], [False, True]), (["s", "h"], False)):
+        assert_same(t.sort_by(cols, ascending=asc), b.sort_by(cols, ascending=asc))
