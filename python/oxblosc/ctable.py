@@ -260,7 +260,8 @@ class CTable:
     def close(self) -> None:
         """Write a ``.b2z`` table changed since it was written (directories are always current)."""
         # (user metadata of a writable .b2z lives in memory until then, too)
-        if self._root is self and (self._dirty or (self.mode != "r" and self.__dict__.get("_user_meta") is not None)):
+        meta = self.mode != "r" and (self.urlpath or "").endswith(".b2z") and "_user_meta" in self.__dict__
+        if self._root is self and (self._dirty or meta):
             self._persist(force_zip=True)
 
     def __enter__(self) -> CTable:

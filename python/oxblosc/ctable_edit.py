@@ -70,28 +70,38 @@ def delete(t: Any, ind: Any) -> None:
     gone = gone[np.r_[True, gone[1:] != gone[:-1]]] if len(gone) else gone
     if not len(gone):
         return
-    if _directory(t):
-        old_valid = t._valid
-        try:
-            L.uncommitted(t.urlpath, t._stored(), t._epoch)
-            t._valid = L.replace_valid(t.urlpath, t._valid, t._phys, dead=gone)  # the commit point
-        except BaseException:
+    if not _directory(t):
+        L.clear_rows(t._valid, gone)
+        _deleted(t, len(gone))
+        t._persist()
+        return
+    try:
+        L.uncommitted(t.urlpath, t._stored(), t._epoch)
+        t._valid = L.replace_valid(t.urlpath, t._valid, t._phys, dead=gone)  # the commit point
+    except BaseException:
+        if L.stamp(t.urlpath) == t._stamp:  # not committed: the metadata back as it was
             with contextlib.suppress(Exception):
                 L.write_meta_only(t.urlpath, t._stored(), t._epoch)
-            t._valid = old_valid
-            t._stamp = L.stamp(t.urlpath)
             raise
-    else:
-        L.clear_rows(t._valid, gone)
-    t._nrows -= len(gone)
+        # committed (reopening the new validity column failed): the rows are deleted
+        with contextlib.suppress(Exception):
+            t._valid = _open(os.path.join(t.urlpath, L.VALID), mode="a")
+        _deleted(t, len(gone))
+        with contextlib.suppress(Exception):
+            L.write_meta_only(t.urlpath, t._stored(), t._epoch)
+        raise
+    _deleted(t, len(gone))
+    L.write_meta_only(t.urlpath, t._stored(), t._epoch)
+
+
+def _deleted(t: Any, k: int) -> None:
+    """The handle's counts after ``k`` rows were marked deleted."""
+    t._nrows -= k
     t._all_valid = False
     t._live = None
     t._visibility += 1
     if _directory(t):
         t._stamp = L.stamp(t.urlpath)
-        L.write_meta_only(t.urlpath, t._stored(), t._epoch)
-    else:
-        t._persist()
 
 
 def rewrite(t: Any, pos: np.ndarray, ordered: bool) -> None:

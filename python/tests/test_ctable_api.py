@@ -180,6 +180,27 @@ def test_delete_failure_leaves_table_unchanged(tmp_path, monkeypatch):
     assert len(blosc2.CTable.open(path)) == N - 3
 
 
+def test_delete_failure_after_commit_keeps_deletion(tmp_path, monkeypatch):
+    path = str(tmp_path / "o.b2d")
+    t = ours(path)
+    real = L._open
+
+    def failing_reopen(p, *a, **k):
+        if p.endswith(L.VALID):
+            raise OSError(5, "Input/output error (test)")
+        return real(p, *a, **k)
+
+    with monkeypatch.context() as m:
+        m.setattr(L, "_open", failing_reopen)
+        with pytest.raises(OSError, match="Input/output"):
+            t.delete(slice(0, 10))
+    # the validity column was replaced: the rows are gone, for the handle and both libraries
+    for table in (t, oxblosc.CTable.open(path), blosc2.CTable.open(path)):
+        assert len(table) == N - 10 and rows(table)["k"][0] == 10
+    t.delete(0)
+    assert len(blosc2.CTable.open(path)) == N - 11
+
+
 def test_compact(tmp_path):
     path = str(tmp_path / "b.b2d")
     b = theirs(path)
