@@ -35,7 +35,7 @@ def build(
     c = r._cols[r._names[0]]
     crow = int(chunks or c.chunks[0])
     brow = int(blocks or min(c.blocks[0], crow))
-    if crow % brow:
+    if not blocks and crow % brow:  # the source's blocks do not fit the chunks asked for
         brow = crow
     out = type(r)(
         {n: np.empty(0, r._dtypes[n]) for n in names},
