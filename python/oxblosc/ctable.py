@@ -418,7 +418,7 @@ class CTable:
     def info(self) -> InfoTable:
         r = self._root
         c = r._cols[r._names[0]]
-        cols = {n: f"{r._dtypes[n]} (cbytes: {human_bytes(r._cols[n].cbytes)})" for n in r._names}
+        cols = {n: f"{r._dtypes[n]} (cbytes: {human_bytes(r._cols[n].cbytes)})" for n in self.col_names}
         return InfoTable(
             [
                 ("type", "CTable" if r is self else "CTable view"),
@@ -626,11 +626,11 @@ class CTable:
 
     attrs = vlmeta
 
-    def head(self, n: int = 5) -> CTable:
-        return self[:n]
+    def head(self, N: int = 5) -> CTable:  # noqa: N803 (python-blosc2's name)
+        return self[:N]
 
-    def tail(self, n: int = 5) -> CTable:
-        return self[max(len(self) - n, 0) :]
+    def tail(self, N: int = 5) -> CTable:  # noqa: N803 (python-blosc2's name)
+        return self[max(len(self) - N, 0) :]
 
     # ------------------------------------------------------------------ queries
 

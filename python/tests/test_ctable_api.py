@@ -281,6 +281,9 @@ def test_select_take_slice_sample(pair):
     assert s.col_names == ["k", "s"] == b.select(["k", "s"]).col_names
     assert_same(s, b.select(["k", "s"]))
     assert s.to_numpy().dtype.names == ("k", "s")
+    assert list(dict(s.info.items)["columns"]) == ["k", "s"]
+    assert_same(s.head(N=3), b.select(["k", "s"]).head(N=3))
+    assert_same(t.tail(N=4), b.tail(N=4))
     assert_same(s.where("k > 2000"), b.select(["k", "s"]).where("k > 2000"))
     with pytest.raises(KeyError):
         t.select(["nope"])
