@@ -596,3 +596,46 @@ def test_sort_by_nan_and_ties_like_python_blosc2():
     b.add_column("h", blosc2.float64(), values=g)
     for cols, asc in (("h", True), ("h", False), (["t", "h"], [False, True]), (["s", "h"], False)):
         assert_same(t.sort_by(cols, ascending=asc), b.sort_by(cols, ascending=asc))
+
+
+DELETER = """
+import sys
+sys.path.insert(0, {tests!r})
+import oxblosc
+t = oxblosc.CTable.open({path!r}, mode="a")
+print("ready", flush=True)
+i = 0
+while True:
+    t.delete(0)  # the live rows stay k >= m for some m
+    i += 1
+    if i % 7 == 0:
+        t.compact()
+"""
+
+
+def test_killed_while_deleting_and_compacting(tmp_path):
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = str(tmp_path / "o.b2d")
+    ours(path, n=2000)
+    rnd, first = random.Random(99), 0
+    code = DELETER.format(tests=os.path.dirname(__file__), path=path)
+    for _ in range(4):
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+        assert p.stdout.readline().strip() == b"ready"
+        time.sleep(rnd.uniform(0.05, 0.5))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        t = oxblosc.CTable.open(path, mode="a")  # puts back a table a compact left aside
+        k = t["k"].to_numpy()
+        assert len(k) and k[0] >= first
+        np.testing.assert_array_equal(k, np.arange(k[0], 2000))
+        np.testing.assert_array_equal(blosc2.CTable.open(path)["k"][:], k)
+        assert len(t.where("k < 1000")) == max(0, 1000 - int(k[0]))
+        first = int(k[0])
+        del t
+    assert first > 0 and not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
