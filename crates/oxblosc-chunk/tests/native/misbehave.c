@@ -77,6 +77,7 @@ OXB_EXPORT const oxb_library *some_other_symbol(void) { return &library; }
 #else
 OXB_EXPORT const oxb_library *OXBLOSC_PLUGIN_ENTRY(void) {
 #ifdef NULL_DESC
+  (void)&library;
   return NULL;
 #else
   return &library;
