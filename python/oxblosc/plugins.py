@@ -148,7 +148,9 @@ def _load_entry_point(kind: str, id: int) -> None:
             try:
                 _native.load_compiled_plugin(kind, id, str(ep.dist.locate_file("")), ep.value, package)
             except ValueError as e:
-                warnings.warn(f"oxblosc: compiled plugin of {package} for {kind} {id} failed to load: {e}", stacklevel=2)
+                warnings.warn(
+                    f"oxblosc: compiled plugin of {package} for {kind} {id} failed to load: {e}", stacklevel=2
+                )
             return
         ep, package = _declared(ENTRY_POINT_GROUPS[kind], id)
         if ep is None:

@@ -107,7 +107,8 @@ def _site_with(tmp_path: Path, abi: int) -> Path:
     src = REPO / "crates" / "oxblosc-chunk" / "tests" / "native" / "misbehave.c"
     inc = REPO / "crates" / "oxblosc-chunk" / "include"
     cc = os.environ.get("CC", "cc")
-    cmd = [cc, "-shared", "-fPIC", f"-I{inc}", f"-DABI_VERSION={abi}", str(src), "-o", str(site / "badpkg" / "libbad.so")]
+    out = site / "badpkg" / "libbad.so"
+    cmd = [cc, "-shared", "-fPIC", f"-I{inc}", f"-DABI_VERSION={abi}", str(src), "-o", str(out)]
     subprocess.run(cmd, check=True)
     info = site / "badpkg-1.0.dist-info"
     info.mkdir()

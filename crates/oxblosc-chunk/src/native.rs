@@ -170,9 +170,9 @@ fn open(path: &Path) -> std::result::Result<Library, String> {
             k => return Err(bad(&format!("kind {k} is neither 0 (codec) nor 1 (filter)"))),
         };
         // SAFETY: the ABI's `name` is a NUL-terminated string (read at most MAX_NAME + 1 bytes).
-        let name = unsafe { bounded_str(p.name, MAX_NAME) }
-            .filter(|n| valid_name(n))
-            .ok_or_else(|| bad(&format!("the name of {} {} is missing or not 1-63 of [A-Za-z0-9_.-]", kind_name(kind), p.id)))?;
+        let name = unsafe { bounded_str(p.name, MAX_NAME) }.filter(|n| valid_name(n)).ok_or_else(|| {
+            bad(&format!("the name of {} {} is missing or not 1-63 of [A-Za-z0-9_.-]", kind_name(kind), p.id))
+        })?;
         let (Some(encode), Some(decode)) = (p.encode, p.decode) else {
             return Err(bad(&format!("{} {} ({name}) has a NULL function", kind_name(kind), p.id)));
         };
@@ -218,11 +218,14 @@ pub fn register_from_library(kind: Kind, id: u8, path: &Path, origin: Origin) ->
 fn register_one(kind: Kind, id: u8, path: &Path, origin: Origin) -> Result<()> {
     let what = kind_name(kind);
     let lib = library(path).map_err(|e| match e {
-        Error::PluginLoad { library, reason } => Error::PluginLoad { library, reason: format!("{reason} ({what} {id})") },
+        Error::PluginLoad { library, reason } => {
+            Error::PluginLoad { library, reason: format!("{reason} ({what} {id})") }
+        }
         e => e,
     })?;
     let Some(entry) = lib.entries.iter().find(|e| e.info.kind == kind && e.info.id == id) else {
-        let has: Vec<String> = lib.entries.iter().map(|e| format!("{} {} ({})", kind_name(e.info.kind), e.info.id, e.info.name)).collect();
+        let has: Vec<String> =
+            lib.entries.iter().map(|e| format!("{} {} ({})", kind_name(e.info.kind), e.info.id, e.info.name)).collect();
         return Err(load_error(path, format!("does not provide {what} {id} (it provides: {})", has.join(", "))));
     };
     let plugin = Native { lib, entry: entry.clone() };
@@ -254,9 +257,20 @@ impl Native {
         format!("compiled {} {} ({}) of {}", kind_name(i.kind), i.id, i.name, self.lib.path.display())
     }
 
-    fn params(&self, clevel: u8, meta: u8, typesize: usize, block: usize, shape: &[usize]) -> Result<RawParams, String> {
+    fn params(
+        &self,
+        clevel: u8,
+        meta: u8,
+        typesize: usize,
+        block: usize,
+        shape: &[usize],
+    ) -> Result<RawParams, String> {
         if shape.len() > MAX_DIMS {
-            return Err(format!("{}: a {}-d block shape exceeds the ABI's {MAX_DIMS} dimensions", self.who(), shape.len()));
+            return Err(format!(
+                "{}: a {}-d block shape exceeds the ABI's {MAX_DIMS} dimensions",
+                self.who(),
+                shape.len()
+            ));
         }
         let mut blockshape = [0u64; MAX_DIMS];
         blockshape.iter_mut().zip(shape).for_each(|(d, &s)| *d = s as u64);

@@ -49,7 +49,15 @@ fn data() -> Vec<u8> {
 }
 
 fn cparams(codec: u8, meta: u8, filter: u8, filter_meta: u8, nthreads: usize) -> CParams {
-    let mut cp = CParams { codec, codec_meta: meta, clevel: 5, typesize: 4, nthreads, blocksize: 16 * 1024, ..CParams::default() };
+    let mut cp = CParams {
+        codec,
+        codec_meta: meta,
+        clevel: 5,
+        typesize: 4,
+        nthreads,
+        blocksize: 16 * 1024,
+        ..CParams::default()
+    };
     cp.filters = [0, 0, 0, 0, filter, 0];
     cp.filters_meta = [0, 0, 0, 0, filter_meta, 0];
     cp
@@ -128,7 +136,10 @@ fn abi_mismatch_missing_symbol_and_bad_descriptors_are_refused_naming_library_an
     assert!(e.contains("no-such-plugin.so") && e.contains("cannot be opened"), "{e}");
     // The chunk that needs the id says why its plugin is missing.
     let e = registry::codec(212).err().unwrap().to_string();
-    assert!(e.contains("codec 212") && e.contains("loading its plugin failed") && e.contains("no-such-plugin.so"), "{e}");
+    assert!(
+        e.contains("codec 212") && e.contains("loading its plugin failed") && e.contains("no-such-plugin.so"),
+        "{e}"
+    );
     let e = native::register_from_library(Kind::Codec, 213, good(), origin()).unwrap_err().to_string();
     assert!(e.contains("does not provide codec 213") && e.contains("codec 200 (tail_zeros)"), "{e}");
 }

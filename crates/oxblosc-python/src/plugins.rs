@@ -202,7 +202,14 @@ fn load_from_packages(kind: registry::Kind, id: u8) {
 /// Register `kind` `id` from the compiled library an entry point value names, relative to
 /// `base` (the directory holding the package's dist-info).
 #[pyfunction]
-fn load_compiled_plugin(py: Python<'_>, kind: &str, id: u8, base: PathBuf, value: &str, package: String) -> PyResult<()> {
+fn load_compiled_plugin(
+    py: Python<'_>,
+    kind: &str,
+    id: u8,
+    base: PathBuf,
+    value: &str,
+    package: String,
+) -> PyResult<()> {
     let kind = if kind == "codec" { registry::Kind::Codec } else { registry::Kind::Filter };
     let Some(library) = oxblosc::plugins::library_path(&base, value) else {
         return Err(PyValueError::new_err(format!("entry point value {value:?} of {package} does not name a library")));

@@ -119,11 +119,8 @@ pub fn path_var_dirs() -> Vec<PathBuf> {
 /// Every compiled codec and filter declared by the packages installed in `dir`.
 pub fn declarations(dir: &Path) -> Vec<Declaration> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut infos: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "dist-info"))
-        .collect();
+    let mut infos: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "dist-info")).collect();
     infos.sort();
     let mut out = Vec::new();
     for info in infos {

@@ -62,7 +62,8 @@ fn site() -> &'static Path {
         std::fs::write(info.join("METADATA"), "Metadata-Version: 2.1\nName: oxblosc-plugin-example\n").unwrap();
         let broken = site.join("broken_plugin-1.0.dist-info");
         std::fs::create_dir_all(&broken).unwrap();
-        std::fs::write(broken.join("entry_points.txt"), "[oxblosc.compiled_codecs]\n240 = broken_plugin.libgone\n").unwrap();
+        std::fs::write(broken.join("entry_points.txt"), "[oxblosc.compiled_codecs]\n240 = broken_plugin.libgone\n")
+            .unwrap();
         std::env::set_var(plugins::PATH_VAR, &site);
         plugins::enable();
         site
