@@ -235,15 +235,6 @@ fn register_one(kind: Kind, id: u8, path: &Path, origin: Origin) -> Result<()> {
     }
 }
 
-/// Register every codec and filter of the library at `path`; stops at the first failure.
-pub fn register_library(path: &Path, origin: Origin) -> Result<Vec<Provided>> {
-    let all = library_contents(path)?;
-    for p in &all {
-        register_from_library(p.kind, p.id, path, origin.clone())?;
-    }
-    Ok(all)
-}
-
 /// One registered entry of a library.
 struct Native {
     lib: &'static Library,
