@@ -98,6 +98,10 @@ fn wrong_sizes_and_error_codes_fail_the_chunk_with_the_library_named() {
     assert!(e.contains("compiled codec 200 (tail_zeros)"), "{e}");
     let e = enc(2, 0);
     assert!(e.contains("encode failed with code -5: asked to fail"), "{e}");
+    // The parameters reach the plugin: block index, typesize and the b2nd block shape.
+    let ctx = oxblosc_chunk::ChunkContext { blockshape: vec![4, 16, 64] };
+    let e = oxblosc_chunk::compress_with(&src, &cparams(200, 6, 201, 0, 1), &ctx).unwrap_err().to_string();
+    assert!(e.contains("could not encode block 2") && e.contains("encode failed with code -130644"), "{e}");
     let e = enc(0, 1);
     assert!(e.contains("forward reported 16383 bytes written, the block holds 16384"), "{e}");
     // Decoding: the chunk is written with a codec_meta that makes the decoder lie.

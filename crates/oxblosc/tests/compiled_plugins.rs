@@ -98,6 +98,9 @@ fn the_example_codec_and_filter_are_found_by_id_and_round_trip() {
     assert_eq!((codec.name, codec.origin), ("rle_c", origin.clone()));
     let filter = registry::registered_filters().into_iter().find(|r| r.id == 253).unwrap();
     assert_eq!((filter.name, filter.origin), ("plus_one_c", origin));
+    // The library's own error text for its negative codes.
+    let e = compress(&src, &CParams { typesize: 4, ..cparams(1) }).unwrap_err().to_string();
+    assert!(e.contains("forward failed with code -2: plus_one_c works on int64 data only"), "{e}");
 }
 
 #[test]

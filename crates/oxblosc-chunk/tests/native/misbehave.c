@@ -4,7 +4,8 @@
  * codec 200 "tail_zeros": payload = 4-byte length + the block without its trailing zeros.
  *   The chunk's codec_meta picks a misbehaviour: 1 encode reports cap + 1 bytes, 2 encode
  *   fails (-5, with a message), 3 decode reports one byte short, 4 decode fails (-7, no
- *   message), 5 decode reports INT64_MAX bytes.
+ *   message), 5 decode reports INT64_MAX bytes, 6 encode fails on block 2 only, with a code
+ *   that spells the parameters it got: -(100000 + 10000 * ndim + 10 * last block edge + typesize).
  * filter 201 "neg": bytes negated (0 stays 0). filters_meta 1: forward reports one byte short; 2: backward
  *   fails (-5).
  * filter 35 "fake_bytedelta" (a built-in id), filter 202 "late" (the test registers 202
@@ -24,6 +25,8 @@ static int64_t tz_encode(const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
   size_t len = n;
   if (p->meta == 1) return (int64_t)cap + 1;
   if (p->meta == 2) return -5;
+  if (p->meta == 6 && p->block == 2)
+    return -(int64_t)(100000 + 10000 * p->ndim + 10 * (p->ndim ? p->blockshape[p->ndim - 1] : 0) + p->typesize);
   while (len > 0 && src[len - 1] == 0) len--;
   if (len + 4 > cap) return 0;
   for (int b = 0; b < 4; b++) dst[b] = (uint8_t)(len >> (8 * b));
