@@ -8,6 +8,7 @@ the ``oxblosc`` CLI, and files cross between the two.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -92,6 +93,21 @@ def test_cli_compresses_and_decompresses_with_the_compiled_codec(example_install
 
     back.unlink()
     r = _cli([str(binary_path()), "decompress", str(frame), str(back)], {**env, "VIRTUAL_ENV": sys.prefix})
+    assert r.returncode == 0, r.stderr
+    assert back.read_bytes() == raw.read_bytes()
+    # ... so does a venv root on OXBLOSC_PLUGIN_PATH, and a binary installed in a venv's bin/.
+    back.unlink()
+    r = _cli([str(binary_path()), "decompress", str(frame), str(back)], {**env, "OXBLOSC_PLUGIN_PATH": sys.prefix})
+    assert r.returncode == 0, r.stderr
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib" / "python3.11").mkdir(parents=True)
+    site = next(Path(p) for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+    (venv / "lib" / "python3.11" / "site-packages").symlink_to(site)
+    shutil.copy2(binary_path(), venv / "bin" / "oxblosc")
+    back.unlink()
+    r = _cli([str(venv / "bin" / "oxblosc"), "decompress", str(frame), str(back)], env)
     assert r.returncode == 0, r.stderr
     assert back.read_bytes() == raw.read_bytes()
     # ... and without any of that it cannot: the error names the codec.
