@@ -410,7 +410,8 @@ fn describe_unregistered(kind: Kind, id: u8) -> String {
         }
         _ => format!(
             "{what} {id} is a user-defined {what} that is not registered in this process \
-             (register it with oxblosc.{register} or registry::{register} before use; {ns} ids 160-255)"
+             (register it with oxblosc.{register} or registry::{register} before use, {ns} ids 160-255, \
+             or install a plugin package that declares it / put it on OXBLOSC_PLUGIN_PATH)"
         ),
     }
 }

@@ -144,6 +144,8 @@ fn abi_mismatch_missing_symbol_and_bad_descriptors_are_refused_naming_library_an
         e.contains("codec 212") && e.contains("loading its plugin failed") && e.contains("no-such-plugin.so"),
         "{e}"
     );
+    let e = registry::codec(214).err().unwrap().to_string();
+    assert!(e.contains("install a plugin package that declares it / put it on OXBLOSC_PLUGIN_PATH"), "{e}");
     let e = native::register_from_library(Kind::Codec, 213, good(), origin()).unwrap_err().to_string();
     assert!(e.contains("does not provide codec 213") && e.contains("codec 200 (tail_zeros)"), "{e}");
 }
