@@ -69,7 +69,7 @@ typedef struct oxb_plugin {
 /* What `oxblosc_plugin_entry` returns: static data, valid for the life of the process. */
 typedef struct oxb_library {
   uint32_t abi_version;        /* OXBLOSC_PLUGIN_ABI_VERSION */
-  uint32_t nplugins;           /* entries in `plugins` (at most 256) */
+  uint32_t nplugins;           /* entries in `plugins` (at most 512: a codec and a filter per id) */
   const oxb_plugin *plugins;
   /* Text for a negative return code (static, NUL-terminated), or NULL; may itself be NULL. */
   const char *(*error_message)(int64_t code);
