@@ -90,7 +90,7 @@ def _require_package(kind: str, id: int, name: str | None) -> None:
         group = ENTRY_POINT_GROUPS[kind]
         raise ValueError(
             f"register_{kind}: no installed package declares {kind} {id} ({name}) in the entry point "
-            f"group {group!r}; oxblosc does not load C-Blosc2 plugin libraries"
+            f"group {group!r} or {COMPILED_GROUPS[kind]!r}; oxblosc does not load C-Blosc2 plugin libraries"
         )
 
 
@@ -116,14 +116,25 @@ def registered_filters() -> list[dict]:
 #     250 = "my_plugin:plus_one"        # an object with name, forward, backward
 #     [project.entry-points."oxblosc.codecs"]
 #     251 = "my_plugin:my_codec"        # an object with name, encoder, decoder (version)
+#     [project.entry-points."oxblosc.compiled_codecs"]
+#     252 = "my_plugin.libmyplugin"     # my_plugin/libmyplugin.so, speaking the C ABI
 #
 # The engine asks for an id the first time a chunk needs it and nobody registered it; only
-# the entry point declaring that id is imported, once. Nothing in a file is ever run, and no
-# interpreter is started (docs/plugins.md).
+# the entry point declaring that id is loaded, once (a compiled declaration wins over a
+# Python one). Nothing in a file is ever run, and no interpreter is started
+# (docs/plugins.md). The CLI and Rust programs read the same compiled declarations.
 
 ENTRY_POINT_GROUPS = {"codec": "oxblosc.codecs", "filter": "oxblosc.filters"}
+COMPILED_GROUPS = {"codec": "oxblosc.compiled_codecs", "filter": "oxblosc.compiled_filters"}
 _tried: set = set()
 _load_lock = threading.RLock()
+
+
+def _declared(group: str, id: int):
+    for ep in importlib.metadata.entry_points(group=group):
+        if ep.name.strip() == str(id):
+            return ep, (ep.dist.name if ep.dist is not None else ep.value)
+    return None, None
 
 
 def _load_entry_point(kind: str, id: int) -> None:
@@ -132,23 +143,28 @@ def _load_entry_point(kind: str, id: int) -> None:
         if (kind, id) in _tried:
             return
         _tried.add((kind, id))
-        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUPS[kind]):
-            if ep.name.strip() != str(id):
-                continue
-            package = ep.dist.name if ep.dist is not None else ep.value
+        ep, package = _declared(COMPILED_GROUPS[kind], id)
+        if ep is not None and ep.dist is not None:
             try:
-                obj = ep.load()
-                if kind == "codec":
-                    _native.register_codec(
-                        str(obj.name), id, obj.encoder, obj.decoder, int(getattr(obj, "version", 1)), package
-                    )
-                else:
-                    _native.register_filter(id, obj.forward, obj.backward, str(obj.name), package)
-            except Exception as e:  # a broken plugin must not break unrelated reads
+                _native.load_compiled_plugin(kind, id, str(ep.dist.locate_file("")), ep.value, package)
+            except ValueError as e:
                 warnings.warn(
-                    f"oxblosc: plugin {package} ({ep.value}) for {kind} {id} failed to load: {e}", stacklevel=2
+                    f"oxblosc: compiled plugin of {package} for {kind} {id} failed to load: {e}", stacklevel=2
                 )
             return
+        ep, package = _declared(ENTRY_POINT_GROUPS[kind], id)
+        if ep is None:
+            return
+        try:
+            obj = ep.load()
+            if kind == "codec":
+                _native.register_codec(
+                    str(obj.name), id, obj.encoder, obj.decoder, int(getattr(obj, "version", 1)), package
+                )
+            else:
+                _native.register_filter(id, obj.forward, obj.backward, str(obj.name), package)
+        except Exception as e:  # a broken plugin must not break unrelated reads
+            warnings.warn(f"oxblosc: plugin {package} ({ep.value}) for {kind} {id} failed to load: {e}", stacklevel=2)
 
 
 _native.enable_package_loader()

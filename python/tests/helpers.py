@@ -93,3 +93,17 @@ def pairwise(factors: dict[str, list], seed: int = 1234, candidates: int = 40, v
             uncovered.discard((i, vi, j, vj))
         rows.append({n: factors[n][k] for n, k in zip(names, best, strict=False)})
     return rows
+
+
+def install_plugin_example(tmp: Path) -> None:
+    """pip-install examples/plugin-example (Python and compiled plugins) into this venv."""
+    import shutil
+    import subprocess
+    import sys
+
+    build = tmp / "plugin-example"
+    shutil.copytree(REPO / "examples" / "plugin-example", build)  # builds write next to the sources
+    env = {**os.environ, "OXBLOSC_INCLUDE": str(REPO / "crates" / "oxblosc-chunk" / "include")}
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(build)]
+    r = subprocess.run(pip, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr

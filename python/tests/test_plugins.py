@@ -247,14 +247,9 @@ def test_reading_ids_nobody_registered_names_them(tmp_path, blosc2_one_thread):
 def test_installed_plugin_package_is_loaded_by_id_on_first_need(tmp_path, blosc2_one_thread):
     """examples/plugin-example, installed into the venv, provides filter 250 and codec 251
     through entry points; a fresh process uses them by id without registering anything."""
-    import shutil
-    from pathlib import Path
+    from .helpers import install_plugin_example
 
-    src = Path(__file__).resolve().parents[2] / "examples" / "plugin-example"
-    build = tmp_path / "plugin-example"
-    shutil.copytree(src, build)  # setuptools writes build files next to the sources
-    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", str(build)]
-    subprocess.run(pip, check=True, capture_output=True, timeout=300)
+    install_plugin_example(tmp_path)
     # python-blosc2 writes a file with the same filter, registered there by hand.
     try:
         blosc2.register_filter(250, plus_one_fwd, plus_one_bwd, name="plus_one")

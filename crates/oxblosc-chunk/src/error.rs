@@ -51,6 +51,9 @@ pub enum Error {
     /// A requested item range lies outside the chunk.
     #[error("item range [{start}, {end}) is outside the chunk's {nitems} items")]
     OutOfRange { start: usize, end: usize, nitems: usize },
+    /// A compiled plugin library could not be used (missing, other ABI, bad descriptor).
+    #[error("plugin library {library} {reason}")]
+    PluginLoad { library: String, reason: String },
 }
 
 impl Error {
@@ -70,6 +73,7 @@ impl Error {
             Error::OutputTooSmall { .. } => -4, // WRITE_BUFFER
             Error::InputTooLarge(_) => -2,      // DATA
             Error::OutOfRange { .. } => -12,    // INVALID_PARAM
+            Error::PluginLoad { .. } => -30,    // PLUGIN_IO
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod decompress;
 pub mod error;
 pub mod filter;
 pub mod format;
+pub mod native;
 pub mod parallel;
 pub mod params;
 mod pipeline;

@@ -10,7 +10,7 @@
 //! global plugins, 160-255 user plugins. A second registration of a taken ID is refused
 //! with an error naming who holds it.
 
-use std::sync::{Once, OnceLock};
+use std::sync::{Mutex, Once, OnceLock};
 
 pub use crate::blocks::BlockTuning;
 use crate::codec::Dict;
@@ -294,6 +294,22 @@ pub fn register_filter(id: u8, filter: Box<dyn Filter>, origin: Origin) -> Resul
     }
 }
 
+/// Why loading the plugin for an id failed, shown in that id's "not available" error.
+static LOAD_FAILURES: Mutex<Vec<(Kind, u8, String)>> = Mutex::new(Vec::new());
+
+/// Remember why the plugin for `kind` `id` could not be loaded (loaders call this), so a
+/// chunk that needs the id says why, not just that it is missing.
+pub fn record_load_failure(kind: Kind, id: u8, why: String) {
+    let mut all = LOAD_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|(k, i, _)| (*k, *i) != (kind, id));
+    all.push((kind, id, why));
+}
+
+fn load_failure(kind: Kind, id: u8) -> Option<String> {
+    let all = LOAD_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    all.iter().find(|(k, i, _)| (*k, *i) == (kind, id)).map(|(_, _, w)| w.clone())
+}
+
 /// Install the hook that loads plugins on first need (once per process).
 pub fn set_loader(loader: Loader) -> bool {
     LOADER.set(loader).is_ok()
@@ -369,8 +385,17 @@ pub fn booked(kind: Kind, id: u8) -> Option<(&'static str, &'static str)> {
     table.iter().find(|e| e.0 == id).map(|e| (e.1, e.2))
 }
 
-/// Why `id` is not available, for error messages: its name and provider when known.
+/// Why `id` is not available, for error messages: its name and provider when known, and
+/// why its plugin failed to load when a loader tried.
 pub(crate) fn describe_missing(kind: Kind, id: u8) -> String {
+    let known = describe_unregistered(kind, id);
+    match load_failure(kind, id) {
+        Some(why) => format!("{known}; loading its plugin failed: {why}"),
+        None => known,
+    }
+}
+
+fn describe_unregistered(kind: Kind, id: u8) -> String {
     let what = if kind == Kind::Codec { "codec" } else { "filter" };
     let (register, ns) = if kind == Kind::Codec { ("register_codec", "Codec") } else { ("register_filter", "Filter") };
     if let Some((name, provider)) = booked(kind, id) {
@@ -385,7 +410,8 @@ pub(crate) fn describe_missing(kind: Kind, id: u8) -> String {
         }
         _ => format!(
             "{what} {id} is a user-defined {what} that is not registered in this process \
-             (register it with oxblosc.{register} or registry::{register} before use; {ns} ids 160-255)"
+             (register it with oxblosc.{register} or registry::{register} before use, {ns} ids 160-255, \
+             or install a plugin package that declares it / put it on OXBLOSC_PLUGIN_PATH)"
         ),
     }
 }

@@ -34,6 +34,8 @@ use error::{CliError, EXIT_ERROR, EXIT_MISMATCH};
 
 fn main() -> ExitCode {
     interrupt::install();
+    // Compiled plugins of installed packages (or OXBLOSC_PLUGIN_PATH), loaded by id on first need.
+    oxblosc::plugins::enable();
     let runs = match habits::rewrite(std::env::args_os().collect()) {
         Ok(r) => r,
         Err(e) => {

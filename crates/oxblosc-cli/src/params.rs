@@ -10,7 +10,7 @@ use oxblosc::chunk::{filter, SplitMode};
 
 /// One `--codec` value `NAME[:META]` as (compcode, codec_meta). `ndlz` is the Blosc-registered
 /// 2-D codec (b2nd arrays of 1-byte items, i.e. `.npy` input; META 4 or 8, the cell edge,
-/// default 4).
+/// default 4). A numeric `ID` names a plugin codec (e.g. one of an installed plugin package).
 pub fn codec(spec: &str) -> Result<(u8, u8), String> {
     let (name, meta) = match spec.split_once(':') {
         Some((n, m)) => (n, Some(m.parse::<u8>().map_err(|_| format!("codec meta {m:?} is not 0-255"))?)),
@@ -23,7 +23,9 @@ pub fn codec(spec: &str) -> Result<(u8, u8), String> {
         "zlib" => codec_id::ZLIB,
         "zstd" => codec_id::ZSTD,
         "ndlz" => return Ok((oxblosc::chunk::codec::ndlz::ID, meta.unwrap_or(4))),
-        _ => return Err(format!("unknown codec {name:?} (blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8])")),
+        n => n.parse::<u8>().map_err(|_| {
+            format!("unknown codec {name:?} (blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8], or an id 0-255)")
+        })?,
     };
     Ok((id, meta.unwrap_or(0)))
 }

@@ -11,6 +11,9 @@
 //! that waits on them. A callback that raises or returns a wrong size is an error for that
 //! block (the chunk fails; nothing half-written is returned).
 
+use std::path::PathBuf;
+
+use oxblosc::chunk::native;
 use oxblosc::chunk::registry::{self, Codec, CodecParams, Filter, FilterParams, Origin};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -177,15 +180,42 @@ fn register_filter(
 }
 
 /// The registry's loader: asks `oxblosc.plugins` to load the installed package that
-/// declares `id` (entry points), once. Failures leave the id unregistered (the caller's
-/// error then names the id); the Python side warns about a plugin that fails to load.
+/// declares `id` (entry points), once; then looks on `OXBLOSC_PLUGIN_PATH` as the CLI does.
+/// Failures leave the id unregistered (the caller's error then names the id and the
+/// failure); the Python side warns about a plugin that fails to load.
 fn load_from_packages(kind: registry::Kind, id: u8) {
-    let kind = if kind == registry::Kind::Codec { "codec" } else { "filter" };
+    let name = if kind == registry::Kind::Codec { "codec" } else { "filter" };
     Python::with_gil(|py| {
-        if let Err(e) = py.import("oxblosc.plugins").and_then(|m| m.call_method1("_load_entry_point", (kind, id))) {
+        if let Err(e) = py.import("oxblosc.plugins").and_then(|m| m.call_method1("_load_entry_point", (name, id))) {
             e.write_unraisable(py, None);
         }
     });
+    let found = match kind {
+        registry::Kind::Codec => registry::registered_codecs().iter().any(|r| r.id == id),
+        registry::Kind::Filter => registry::registered_filters().iter().any(|r| r.id == id),
+    };
+    if !found {
+        oxblosc::plugins::load_once(kind, id, &oxblosc::plugins::path_var_dirs());
+    }
+}
+
+/// Register `kind` `id` from the compiled library an entry point value names, relative to
+/// `base` (the directory holding the package's dist-info).
+#[pyfunction]
+fn load_compiled_plugin(
+    py: Python<'_>,
+    kind: &str,
+    id: u8,
+    base: PathBuf,
+    value: &str,
+    package: String,
+) -> PyResult<()> {
+    let kind = if kind == "codec" { registry::Kind::Codec } else { registry::Kind::Filter };
+    let Some(library) = oxblosc::plugins::library_path(&base, value) else {
+        return Err(PyValueError::new_err(format!("entry point value {value:?} of {package} does not name a library")));
+    };
+    py.allow_threads(|| native::register_from_library(kind, id, &library, Origin::Package(package)))
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Install the package loader (called once by `oxblosc.plugins` at import).
@@ -219,5 +249,6 @@ pub(crate) fn add_to(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(registered_codecs, m)?)?;
     m.add_function(wrap_pyfunction!(registered_filters, m)?)?;
     m.add_function(wrap_pyfunction!(enable_package_loader, m)?)?;
+    m.add_function(wrap_pyfunction!(load_compiled_plugin, m)?)?;
     m.add_class::<PluginContext>()
 }
