@@ -95,7 +95,8 @@ Examples:
 
 #[derive(Args, Debug, Clone)]
 pub struct CodecArgs {
-    /// blosclz, lz4, lz4hc, zlib, zstd or ndlz[:4|8] (2-D uint8 .npy input)
+    /// blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8] (2-D uint8 .npy input), or the lossy
+    /// zfp_acc:EXP (tolerance 10^EXP), zfp_prec:BITS, zfp_rate:PERCENT (float .npy input)
     #[arg(long, default_value = "zstd")]
     pub codec: String,
     /// Compression level 0-9

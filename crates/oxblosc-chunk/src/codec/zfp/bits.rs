@@ -76,29 +76,26 @@ impl<'a> BitWriter<'a> {
     }
 }
 
-/// Reads bits back; past the end of the input it reads zeros and remembers it (checked by
-/// the caller once per block, so a truncated stream is an error, never an over-read).
+/// Reads bits back; past the end of the input it reads zeros (the caller checks
+/// [`BitReader::overrun`] once per block, so a truncated stream is an error, never an
+/// over-read).
 pub(super) struct BitReader<'a> {
     src: &'a [u8],
+    /// Bytes loaded so far, counting the zeros read past the end.
     pos: usize,
     buf: u64,
     /// Bits left in `buf`.
     avail: u32,
-    overrun: bool,
 }
 
 impl<'a> BitReader<'a> {
     pub(super) fn new(src: &'a [u8]) -> Self {
-        BitReader { src, pos: 0, buf: 0, avail: 0, overrun: false }
+        BitReader { src, pos: 0, buf: 0, avail: 0 }
     }
 
     fn next_word(&mut self) -> u64 {
         let rest = self.src.get(self.pos..).unwrap_or(&[]);
         self.pos += 8;
-        if rest.is_empty() {
-            self.overrun = true;
-            return 0;
-        }
         let mut w = [0u8; 8];
         let k = rest.len().min(8);
         w[..k].copy_from_slice(&rest[..k]);
@@ -151,7 +148,7 @@ impl<'a> BitReader<'a> {
 
     /// Some bit was read past the end of the input.
     pub(super) fn overrun(&self) -> bool {
-        self.overrun
+        self.pos * 8 - self.avail as usize > self.src.len() * 8
     }
 }
 
