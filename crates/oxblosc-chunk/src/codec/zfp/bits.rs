@@ -137,6 +137,31 @@ impl<'a> BitReader<'a> {
         b
     }
 
+    /// Read up to `max` bits, stopping after the first 1: (zeros read, whether a 1 ended
+    /// the run).
+    #[inline]
+    pub(super) fn read_unary(&mut self, max: usize) -> (usize, bool) {
+        let mut zeros = 0;
+        while zeros < max {
+            if self.avail == 0 {
+                self.buf = self.next_word();
+                self.avail = 64;
+            }
+            let room = (max - zeros).min(self.avail as usize) as u32;
+            // `buf` holds `avail` bits and zeros above them.
+            let t = self.buf.trailing_zeros();
+            if t < room {
+                self.buf = (self.buf >> t) >> 1;
+                self.avail -= t + 1;
+                return (zeros + t as usize, true);
+            }
+            self.buf = if room < 64 { self.buf >> room } else { 0 };
+            self.avail -= room;
+            zeros += room as usize;
+        }
+        (zeros, false)
+    }
+
     /// Skip `n` bits.
     pub(super) fn skip(&mut self, mut n: u64) {
         while n > 0 {

@@ -143,15 +143,14 @@ fn inv_lift<I: Int>(v: [I; 4]) -> [I; 4] {
 fn along<I: Int>(b: &mut [I], dims: usize, axis: usize, lift: fn([I; 4]) -> [I; 4]) {
     let s = 1usize << (2 * axis);
     let n = 1usize << (2 * dims);
-    for base in 0..n {
-        if (base / s) % 4 != 0 {
-            continue;
+    for hi in (0..n).step_by(4 * s) {
+        for base in hi..hi + s {
+            let out = lift([b[base], b[base + s], b[base + 2 * s], b[base + 3 * s]]);
+            b[base] = out[0];
+            b[base + s] = out[1];
+            b[base + 2 * s] = out[2];
+            b[base + 3 * s] = out[3];
         }
-        let out = lift([b[base], b[base + s], b[base + 2 * s], b[base + 3 * s]]);
-        b[base] = out[0];
-        b[base + s] = out[1];
-        b[base + 2 * s] = out[2];
-        b[base + 3 * s] = out[3];
     }
 }
 
@@ -332,89 +331,100 @@ fn block_exponent<R: Real>(vals: &[R]) -> i32 {
 struct Plane([u64; 4]);
 
 impl Plane {
+    /// Bit `k` of every coefficient.
     #[inline(always)]
-    fn bit(&self, i: usize) -> bool {
-        (self.0[i >> 6] >> (i & 63)) & 1 != 0
+    fn of(data: &[u64], k: u32) -> Plane {
+        let mut p = Plane::default();
+        for (w, chunk) in p.0.iter_mut().zip(data.chunks(64)) {
+            for (i, &d) in chunk.iter().enumerate() {
+                *w |= ((d >> k) & 1) << i;
+            }
+        }
+        p
     }
     #[inline(always)]
     fn set(&mut self, i: usize) {
         self.0[i >> 6] |= 1u64 << (i & 63);
     }
-    /// Any bit set at `i` or above.
+    /// The first set bit at `i` or above.
     #[inline(always)]
-    fn any_from(&self, i: usize) -> bool {
-        let w = i >> 6;
-        if w >= 4 {
-            return false;
+    fn next_one(&self, i: usize) -> Option<usize> {
+        let mut w = i >> 6;
+        let mut x = self.0[w] >> (i & 63) << (i & 63);
+        loop {
+            if x != 0 {
+                return Some(w * 64 + x.trailing_zeros() as usize);
+            }
+            w += 1;
+            if w == 4 {
+                return None;
+            }
+            x = self.0[w];
         }
-        if self.0[w] >> (i & 63) != 0 {
-            return true;
-        }
-        self.0[w + 1..].iter().any(|&x| x != 0)
     }
 }
 
 /// Encode the negabinary coefficients `data` plane by plane within `maxbits`; bits written.
+///
+/// Per plane: the bits of the first `n` coefficients (those found significant earlier)
+/// verbatim; then, while bits remain, a group test "is any later coefficient 1 in this
+/// plane", and if so a unary run of zeros up to that coefficient, ended by a 1 unless it is
+/// the last coefficient; that coefficient joins the first `n`.
 fn encode_ints(w: &mut BitWriter, maxbits: u32, maxprec: u32, data: &[u64], ibits: u32) -> u32 {
     let size = data.len();
+    let last = size - 1;
     let kmin = ibits.saturating_sub(maxprec);
-    let mut bits = maxbits;
+    let mut bits = maxbits as usize;
     let mut n = 0usize;
     let mut k = ibits;
     while bits > 0 && k > kmin {
         k -= 1;
-        let mut plane = Plane::default();
-        for (i, &d) in data.iter().enumerate() {
-            if (d >> k) & 1 != 0 {
-                plane.set(i);
-            }
-        }
-        // The coefficients already significant: their bits verbatim.
-        let m = (n as u32).min(bits) as usize;
-        bits -= m as u32;
+        let plane = Plane::of(data, k);
+        let m = n.min(bits);
+        bits -= m;
         let mut i = 0;
         while i < m {
             let take = (m - i).min(64);
-            let word = plane.0[i >> 6];
-            w.write_bits(word, take as u32);
+            w.write_bits(plane.0[i >> 6], take as u32);
             i += take;
         }
-        // The rest: group test, then a unary run up to the next one bit.
         while n < size && bits > 0 {
             bits -= 1;
-            let any = plane.any_from(n);
-            w.write_bit(any);
-            if !any {
-                break;
-            }
-            while n < size - 1 && bits > 0 {
-                bits -= 1;
-                let b = plane.bit(n);
-                w.write_bit(b);
-                if b {
-                    break;
-                }
-                n += 1;
+            let next = plane.next_one(n);
+            w.write_bit(next.is_some());
+            let Some(p) = next else { break };
+            // The run: zeros up to p, then a 1 when p is not the last coefficient.
+            let want = if p < last { p - n + 1 } else { last - n };
+            let run = want.min(bits);
+            bits -= run;
+            if p < last && run == want {
+                w.pad((run - 1) as u64);
+                w.write_bit(true);
+                n = p;
+            } else {
+                w.pad(run as u64);
+                n += run;
             }
             n += 1;
         }
     }
-    maxbits - bits
+    maxbits - bits as u32
 }
 
 /// Decode what [`encode_ints`] wrote into `data` (length = block size); bits read.
 fn decode_ints(r: &mut BitReader, maxbits: u32, maxprec: u32, data: &mut [u64], ibits: u32) -> u32 {
     let size = data.len();
+    let last = size - 1;
     data.fill(0);
     let kmin = ibits.saturating_sub(maxprec);
-    let mut bits = maxbits;
+    let mut bits = maxbits as usize;
     let mut n = 0usize;
     let mut k = ibits;
     while bits > 0 && k > kmin {
         k -= 1;
         let mut plane = Plane::default();
-        let m = (n as u32).min(bits) as usize;
-        bits -= m as u32;
+        let m = n.min(bits);
+        bits -= m;
         let mut i = 0;
         while i < m {
             let take = (m - i).min(64);
@@ -426,13 +436,9 @@ fn decode_ints(r: &mut BitReader, maxbits: u32, maxprec: u32, data: &mut [u64], 
             if !r.read_bit() {
                 break;
             }
-            while n < size - 1 && bits > 0 {
-                bits -= 1;
-                if r.read_bit() {
-                    break;
-                }
-                n += 1;
-            }
+            let (zeros, one) = r.read_unary((last - n).min(bits));
+            bits -= zeros + usize::from(one);
+            n += zeros;
             plane.set(n);
             n += 1;
         }
@@ -445,7 +451,7 @@ fn decode_ints(r: &mut BitReader, maxbits: u32, maxprec: u32, data: &mut [u64], 
             }
         }
     }
-    maxbits - bits
+    maxbits - bits as u32
 }
 
 /// Encode one block of `4^dims` values.

@@ -294,10 +294,7 @@ fn pad<R: Real>(vals: &mut [R], dims: usize, ext: &[usize; 4]) {
             continue;
         }
         let s = 1usize << (2 * (dims - 1 - axis));
-        for base in 0..vals.len() {
-            if (base / s) % 4 != 0 {
-                continue;
-            }
+        for base in (0..vals.len()).step_by(4 * s).flat_map(|hi| hi..hi + s) {
             let v0 = vals[base];
             if k == 1 {
                 vals[base + s] = v0;
