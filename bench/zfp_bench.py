@@ -44,7 +44,12 @@ def run(scale: float, reps: int) -> None:
         (f"2-D float32 {side}x{side}", field((side, side), np.float32), (side // 2, side // 2), (side // 8, side // 8)),
         (f"3-D float64 {cube}^3", field((cube,) * 3, np.float64), (cube // 2,) * 3, (cube // 4,) * 3),
     ]
-    modes = [("ZFP_ACC", 253, "tol 1e-3"), ("ZFP_PREC", 10, "meta 10"), ("ZFP_RATE", 25, "25%"), ("ZFP_RATE", 50, "50%")]
+    modes = [
+        ("ZFP_ACC", 253, "tol 1e-3"),
+        ("ZFP_PREC", 10, "meta 10"),
+        ("ZFP_RATE", 25, "25%"),
+        ("ZFP_RATE", 50, "50%"),
+    ]
     print(f"load average before: {os.getloadavg()[0]:.1f}")
     print(
         "| data | mode | ox compress ms | b2 compress ms | speed ratio"

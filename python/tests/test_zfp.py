@@ -95,7 +95,9 @@ def test_a_block_the_stream_does_not_fit_is_stored_raw(tmp_path):
     """Where C-Blosc2's plugin overflows its output (stream larger than the block: rate over
     100%), oxblosc stores the block as it is; python-blosc2 reads it back exactly."""
     a = np.random.default_rng(0).standard_normal((16, 16))
-    o = ox.asarray(a, chunks=a.shape, blocks=(4, 16), cparams=_cp(ox.Codec.ZFP_RATE, 150), urlpath=str(tmp_path / "o.b2nd"))
+    o = ox.asarray(
+        a, chunks=a.shape, blocks=(4, 16), cparams=_cp(ox.Codec.ZFP_RATE, 150), urlpath=str(tmp_path / "o.b2nd")
+    )
     np.testing.assert_array_equal(blosc2.open(str(tmp_path / "o.b2nd"))[...], a)
     np.testing.assert_array_equal(o[...], a)
 
@@ -115,7 +117,11 @@ def test_cli_codec_zfp(tmp_path):
     exe = shutil.which("oxblosc", path=os.path.dirname(sys.executable))
     a = _field((60, 70), np.float32)
     np.save(tmp_path / "a.npy", a)
-    for spec, codec, meta in (("zfp_acc:-2", "ZFP_ACC", 254), ("zfp_prec:10", "ZFP_PREC", 10), ("zfp_rate:40", "ZFP_RATE", 40)):
+    for spec, codec, meta in (
+        ("zfp_acc:-2", "ZFP_ACC", 254),
+        ("zfp_prec:10", "ZFP_PREC", 10),
+        ("zfp_rate:40", "ZFP_RATE", 40),
+    ):
         out = tmp_path / f"{codec}.b2nd"
         r = subprocess.run(
             [exe, "compress", "--codec", spec, "--filter", "none", str(tmp_path / "a.npy"), str(out)],

@@ -9,8 +9,8 @@ pub mod blosclz;
 pub(crate) mod builtin;
 pub mod lz4;
 pub mod ndlz;
-pub mod zlib;
 pub mod zfp;
+pub mod zlib;
 pub mod zstd;
 
 /// A chunk dictionary prepared for the codec that uses it (format spec 1.11).

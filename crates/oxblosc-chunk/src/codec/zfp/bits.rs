@@ -183,7 +183,8 @@ mod tests {
 
     #[test]
     fn bits_round_trip_across_words_and_pad_to_a_word() {
-        let items: Vec<(u64, u32)> = (0..300u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), (i % 65) as u32)).collect();
+        let items: Vec<(u64, u32)> =
+            (0..300u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), (i % 65) as u32)).collect();
         let total: u32 = items.iter().map(|x| x.1).sum();
         let mut buf = vec![0u8; (total as usize).div_ceil(64) * 8];
         let mut w = BitWriter::new(&mut buf);

@@ -145,8 +145,15 @@ pub fn compress(mode: Mode, meta: u8, typesize: usize, shape: &[usize], src: &[u
 }
 
 /// Decode one Blosc block (`dst` is the whole block).
-pub fn decompress(mode: Mode, meta: u8, typesize: usize, shape: &[usize], src: &[u8], dst: &mut [u8]) -> Result<(), String> {
-    if typesize != 4 && typesize != 8 || shape.is_empty() || shape.len() > 4 {
+pub fn decompress(
+    mode: Mode,
+    meta: u8,
+    typesize: usize,
+    shape: &[usize],
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<(), String> {
+    if (typesize != 4 && typesize != 8) || shape.is_empty() || shape.len() > 4 {
         return Err(format!("{}: unsupported typesize {typesize} or {}-d block shape", mode.name(), shape.len()));
     }
     let p = mode.params(meta, typesize, shape.len());
@@ -225,9 +232,9 @@ impl<'a> Field<'a> {
         loop {
             let mut off = base;
             let mut pos = 0;
-            for j in 0..d - 1 {
-                off += idx[j] * self.strides[j];
-                pos = pos * 4 + idx[j];
+            for (&i, &stride) in idx[..d - 1].iter().zip(&self.strides) {
+                off += i * stride;
+                pos = pos * 4 + i;
             }
             f(off, pos * 4);
             let mut j = d - 1;

@@ -94,12 +94,14 @@ fn bad_streams_are_errors() {
         let s = pack(mode, meta, &shape, &src);
         let mut back = vec![0u8; src.len()];
         for cut in [0, 1, 8, s.len() / 2, s.len() - 8] {
-            let e = decompress(mode, meta, 8, &shape, &s[..cut], &mut back).expect_err(&format!("{mode:?} cut {cut} of {}", s.len()));
+            let e = decompress(mode, meta, 8, &shape, &s[..cut], &mut back)
+                .expect_err(&format!("{mode:?} cut {cut} of {}", s.len()));
             assert!(e.contains("truncated or corrupt"), "{e}");
         }
         for seed in 0..50u64 {
-            let junk: Vec<u8> =
-                (0..s.len()).map(|i| (seed.wrapping_mul(31).wrapping_add(i as u64 * 0x9E37)).to_le_bytes()[1]).collect();
+            let junk: Vec<u8> = (0..s.len())
+                .map(|i| (seed.wrapping_mul(31).wrapping_add(i as u64 * 0x9E37)).to_le_bytes()[1])
+                .collect();
             let _ = decompress(mode, meta, 8, &shape, &junk, &mut back);
             let _ = decompress(mode, meta, 4, &shape, &junk, &mut back[..src.len() / 2]);
         }
@@ -109,7 +111,14 @@ fn bad_streams_are_errors() {
 #[test]
 fn unsupported_parameters_are_clear_errors() {
     let z = Zfp(Mode::Rate);
-    let p = |typesize, blockshape: &'static [usize]| CodecParams { clevel: 5, meta: 50, typesize, block: 0, dict: None, blockshape };
+    let p = |typesize, blockshape: &'static [usize]| CodecParams {
+        clevel: 5,
+        meta: 50,
+        typesize,
+        block: 0,
+        dict: None,
+        blockshape,
+    };
     let mut dst = vec![0u8; 4096];
     let e = |r: Result<usize, String>| r.unwrap_err();
     assert!(e(z.encode(&p(2, &[16, 16]), &[0; 512], &mut dst)).contains("4- or 8-byte items"));
