@@ -449,7 +449,20 @@ fn decode_ints(r: &mut BitReader, maxbits: u32, maxprec: u32, data: &mut [u64], 
 }
 
 /// Encode one block of `4^dims` values.
-pub(super) fn encode_block<R: Real>(w: &mut BitWriter, p: &Params, dims: usize, vals: &[R]) {
+/// Working space for one block, reused from block to block (zeroing 3 KiB per 16-value
+/// block would cost more than coding it).
+pub(super) struct Scratch<R: Real> {
+    ints: [R::I; 256],
+    coded: [u64; 256],
+}
+
+impl<R: Real> Scratch<R> {
+    pub(super) fn new() -> Self {
+        Scratch { ints: [R::I::default(); 256], coded: [0; 256] }
+    }
+}
+
+pub(super) fn encode_block<R: Real>(w: &mut BitWriter, p: &Params, dims: usize, vals: &[R], sc: &mut Scratch<R>) {
     let emax = block_exponent(vals);
     let maxprec = precision(emax, p, dims);
     let e = if maxprec > 0 { (emax + R::EBIAS) as u32 } else { 0 };
@@ -463,16 +476,14 @@ pub(super) fn encode_block<R: Real>(w: &mut BitWriter, p: &Params, dims: usize, 
     let head = 1 + R::EBITS;
     w.write_bits(2 * u64::from(e) + 1, head);
     let scale = R::pow2(R::IBITS as i32 - 2 - emax);
-    let mut ints = [R::I::default(); 256];
-    let ints = &mut ints[..vals.len()];
+    let ints = &mut sc.ints[..vals.len()];
     for (i, &v) in ints.iter_mut().zip(vals) {
         *i = v.mul(scale).to_int();
     }
     for axis in 0..dims {
         along(ints, dims, axis, fwd_lift::<R::I>);
     }
-    let mut coded = [0u64; 256];
-    let coded = &mut coded[..vals.len()];
+    let coded = &mut sc.coded[..vals.len()];
     for (c, &src) in coded.iter_mut().zip(order(dims)) {
         *c = R::to_nb(ints[src as usize]);
     }
@@ -483,7 +494,7 @@ pub(super) fn encode_block<R: Real>(w: &mut BitWriter, p: &Params, dims: usize, 
 }
 
 /// Decode one block of `4^dims` values into `vals`.
-pub(super) fn decode_block<R: Real>(r: &mut BitReader, p: &Params, dims: usize, vals: &mut [R]) {
+pub(super) fn decode_block<R: Real>(r: &mut BitReader, p: &Params, dims: usize, vals: &mut [R], sc: &mut Scratch<R>) {
     if !r.read_bit() {
         vals.fill(R::zero());
         if p.minbits > 1 {
@@ -494,14 +505,12 @@ pub(super) fn decode_block<R: Real>(r: &mut BitReader, p: &Params, dims: usize, 
     let emax = r.read_bits(R::EBITS) as i32 - R::EBIAS;
     let maxprec = precision(emax, p, dims);
     let head = 1 + R::EBITS;
-    let mut coded = [0u64; 256];
-    let coded = &mut coded[..vals.len()];
+    let coded = &mut sc.coded[..vals.len()];
     let used = head + decode_ints(r, p.maxbits.saturating_sub(head), maxprec, coded, R::IBITS);
     if used < p.minbits {
         r.skip(u64::from(p.minbits - used));
     }
-    let mut ints = [R::I::default(); 256];
-    let ints = &mut ints[..vals.len()];
+    let ints = &mut sc.ints[..vals.len()];
     for (&c, &dst) in coded.iter().zip(order(dims)) {
         ints[dst as usize] = R::from_nb(c);
     }

@@ -256,6 +256,7 @@ impl<'a> Field<'a> {
         let d = self.dims;
         let n = 1usize << (2 * d);
         let mut vals = [R::zero(); 256];
+        let mut sc = block::Scratch::<R>::new();
         self.for_each_block(|base, ext| {
             let row = ext[d - 1];
             self.rows(base, ext, |off, pos| {
@@ -266,7 +267,7 @@ impl<'a> Field<'a> {
             if ext[..d].iter().any(|&e| e < 4) {
                 pad(&mut vals[..n], d, &ext);
             }
-            block::encode_block(w, p, d, &vals[..n]);
+            block::encode_block(w, p, d, &vals[..n], &mut sc);
             !w.overflowed()
         })
     }
@@ -275,8 +276,9 @@ impl<'a> Field<'a> {
         let d = self.dims;
         let n = 1usize << (2 * d);
         let mut vals = [R::zero(); 256];
+        let mut sc = block::Scratch::<R>::new();
         self.for_each_block(|base, ext| {
-            block::decode_block(r, p, d, &mut vals[..n]);
+            block::decode_block(r, p, d, &mut vals[..n], &mut sc);
             if r.overrun() {
                 return false;
             }
