@@ -19,6 +19,8 @@ import blosc2
 import numpy as np
 import oxblosc
 
+ONE = {"nthreads": 1}
+
 
 def field(shape, dtype) -> np.ndarray:
     rng = np.random.default_rng(1)
@@ -61,10 +63,10 @@ def run(scale: float, reps: int) -> None:
             t = {"oc": [], "bc": [], "od": [], "bd": []}
             for _ in range(reps):
                 w = time.perf_counter()
-                o = oxblosc.asarray(a, chunks=chunks, blocks=blocks, cparams=cparams(oxblosc, mode, meta))
+                o = oxblosc.asarray(a, chunks=chunks, blocks=blocks, cparams=cparams(oxblosc, mode, meta), dparams=ONE)
                 t["oc"].append(time.perf_counter() - w)
                 w = time.perf_counter()
-                b = blosc2.asarray(a, chunks=chunks, blocks=blocks, cparams=cparams(blosc2, mode, meta))
+                b = blosc2.asarray(a, chunks=chunks, blocks=blocks, cparams=cparams(blosc2, mode, meta), dparams=ONE)
                 t["bc"].append(time.perf_counter() - w)
                 w = time.perf_counter()
                 ro = o[...]
