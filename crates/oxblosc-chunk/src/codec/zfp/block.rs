@@ -134,7 +134,7 @@ fn inv_lift<I: Int>(v: [I; 4]) -> [I; 4] {
 
 /// Apply `lift` along axis `axis` (stride 4^axis) of a 4^dims block.
 #[inline(always)]
-fn along<I: Int>(b: &mut [I], dims: usize, axis: usize, lift: fn([I; 4]) -> [I; 4]) {
+fn along<I: Int, F: Fn([I; 4]) -> [I; 4]>(b: &mut [I], dims: usize, axis: usize, lift: F) {
     let s = 1usize << (2 * axis);
     let n = 1usize << (2 * dims);
     for hi in (0..n).step_by(4 * s) {
@@ -185,7 +185,7 @@ impl Real for f32 {
     const IBITS: u32 = 32;
     #[inline(always)]
     fn read(b: &[u8]) -> Self {
-        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        f32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
     }
     #[inline(always)]
     fn write(self, b: &mut [u8]) {
@@ -248,7 +248,7 @@ impl Real for f64 {
     const IBITS: u32 = 64;
     #[inline(always)]
     fn read(b: &[u8]) -> Self {
-        f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+        f64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
     }
     #[inline(always)]
     fn write(self, b: &mut [u8]) {
@@ -436,12 +436,12 @@ fn decode_ints(r: &mut BitReader, maxbits: u32, maxprec: u32, data: &mut [u64], 
             plane.set(n);
             n += 1;
         }
-        for (wi, &word) in plane.0.iter().enumerate() {
-            let mut x = word;
-            while x != 0 {
-                let t = x.trailing_zeros() as usize;
-                data[wi * 64 + t] += 1u64 << k;
-                x &= x - 1;
+        // Deposit the plane: branchless, every coefficient of a non-empty word.
+        for (word, chunk) in plane.0.iter().zip(data.chunks_mut(64)) {
+            if *word != 0 {
+                for (i, d) in chunk.iter_mut().enumerate() {
+                    *d |= ((word >> i) & 1) << k;
+                }
             }
         }
     }
