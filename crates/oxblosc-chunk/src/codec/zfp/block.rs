@@ -371,9 +371,11 @@ fn encode_ints(w: &mut BitWriter, maxbits: u32, maxprec: u32, data: &[u64], ibit
     let mut bits = maxbits as usize;
     let mut n = 0usize;
     let mut k = ibits;
+    // Planes above the highest bit of every coefficient are empty: no need to gather them.
+    let any_bits = data.iter().fold(0u64, |a, &d| a | d);
     while bits > 0 && k > kmin {
         k -= 1;
-        let plane = Plane::of(data, k);
+        let plane = if (any_bits >> k) & 1 != 0 { Plane::of(data, k) } else { Plane::default() };
         let m = n.min(bits);
         bits -= m;
         let mut i = 0;
