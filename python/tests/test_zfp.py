@@ -135,3 +135,12 @@ def test_cli_codec_zfp(tmp_path):
         assert b[...].tobytes() == ox.open(str(out))[...].tobytes()
         if codec == "ZFP_ACC":
             assert np.abs(b[...] - a).max() <= 0.01
+
+
+def test_codecs_are_listed_like_python_blosc2():
+    for name in ("ZFP_ACC", "ZFP_PREC", "ZFP_RATE"):
+        assert getattr(ox.Codec, name) == getattr(blosc2.Codec, name)
+        assert getattr(ox.Codec, name) in ox.compressor_list(plugins=True)
+        assert getattr(ox.Codec, name) not in ox.compressor_list()
+    listed = {r["id"]: (r["name"], r["origin"]) for r in ox.registered_codecs()}
+    assert [listed[i] for i in (33, 34, 35)] == [(n, "built-in") for n in ("zfp_acc", "zfp_prec", "zfp_rate")]
