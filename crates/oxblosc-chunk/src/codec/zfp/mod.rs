@@ -15,7 +15,9 @@
 //!   to a whole 64-bit word. The decoder therefore takes the mode from `codec_meta`.
 //! * **Modes** (`codec_meta` = m):
 //!   - ACC: m is a signed byte; tolerance 10^m, so zfp's smallest coded exponent is
-//!     `floor(log2(10^m))`, every block up to 64 bit planes and 16658 bits.
+//!     `e_min = floor(log2(10^m))`: a block whose largest exponent is `e` keeps
+//!     `e - e_min + 2d + 2` bit planes (at most 64; none: a 1-bit empty block), at most
+//!     16658 bits.
 //!   - PREC: every block keeps `m + 2d + 3` bit planes (at most 64; d = dimensions).
 //!   - RATE: m percent of the item's bits per value: each block takes exactly
 //!     `round(4^d * m% * 8 * typesize)` bits (at least 1 + the exponent bits); above 100 the
