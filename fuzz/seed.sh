@@ -46,3 +46,9 @@ done
 # nd_filters: the saved NDCELL/NDMEAN chunks (block shape prefix + python-blosc2 chunk).
 mkdir -p corpus/nd_filters
 cp regressions/nd_filters/* corpus/nd_filters/
+
+# zfp_acc / zfp_prec / zfp_rate: python-blosc2 ZFP streams (selector, meta, block shape prefix).
+for t in zfp_acc zfp_prec zfp_rate; do
+  mkdir -p "corpus/$t"
+  cp "regressions/$t"/* "corpus/$t/"
+done

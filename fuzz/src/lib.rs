@@ -21,12 +21,14 @@ pub mod hdf5;
 pub mod nd;
 pub mod ndlz;
 pub mod plugins;
+pub mod zfp;
 pub use bloscpack::fuzz_bloscpack;
 pub use expr::fuzz_expr_parse;
 pub use hdf5::{fuzz_hdf5_decode, fuzz_hdf5_lazy, hdf5_lazy};
 pub use nd::{fuzz_nd_open, fuzz_nd_slices};
 pub use ndlz::fuzz_ndlz;
 pub use plugins::fuzz_nd_filters;
+pub use zfp::fuzz_zfp;
 
 /// Largest `nbytes` a fuzz input may claim before we decode it.
 ///

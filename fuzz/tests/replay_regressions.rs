@@ -18,6 +18,9 @@ fn run(target: &str, data: &[u8]) {
         "hdf5_lazy" => oxblosc_fuzz::fuzz_hdf5_lazy(data),
         "nd_filters" => oxblosc_fuzz::fuzz_nd_filters(data),
         "ndlz" => oxblosc_fuzz::fuzz_ndlz(data),
+        "zfp_acc" => oxblosc_fuzz::fuzz_zfp(oxblosc_chunk::codec::zfp::Mode::Accuracy, data),
+        "zfp_prec" => oxblosc_fuzz::fuzz_zfp(oxblosc_chunk::codec::zfp::Mode::Precision, data),
+        "zfp_rate" => oxblosc_fuzz::fuzz_zfp(oxblosc_chunk::codec::zfp::Mode::Rate, data),
         "expr_parse" => oxblosc_fuzz::fuzz_expr_parse(data),
         other => panic!("unknown fuzz target directory {other:?}"),
     }
@@ -66,6 +69,9 @@ fn regressions() {
         "hdf5_lazy",
         "nd_filters",
         "ndlz",
+        "zfp_acc",
+        "zfp_prec",
+        "zfp_rate",
         "expr_parse",
     ] {
         for p in files(&fuzz_dir().join("regressions").join(target)) {
@@ -277,4 +283,26 @@ fn hdf5_lazy_chunks() {
     }
     let n = replay(cases);
     eprintln!("replayed {n} lazy HDF5 read inputs");
+}
+
+/// The ZFP seeds (python-blosc2 streams of each mode, 1-4 d, float32/float64) decode without
+/// error, so the three targets start from real streams.
+#[test]
+fn zfp_seeds_decode() {
+    use oxblosc_chunk::codec::zfp::{decompress, Mode};
+    for (dir, mode) in [("zfp_acc", Mode::Accuracy), ("zfp_prec", Mode::Precision), ("zfp_rate", Mode::Rate)] {
+        let seeds: Vec<PathBuf> = files(&fuzz_dir().join("regressions").join(dir))
+            .into_iter()
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("wheel-")))
+            .collect();
+        assert!(seeds.len() >= 8, "{dir}");
+        for p in seeds {
+            let d = std::fs::read(&p).unwrap();
+            let dims = 1 + usize::from((d[0] >> 1) & 3);
+            let typesize = if d[0] & 1 == 0 { 4 } else { 8 };
+            let shape: Vec<usize> = d[2..2 + dims].iter().map(|&b| 1 + usize::from(b)).collect();
+            let mut out = vec![0u8; shape.iter().product::<usize>() * typesize];
+            decompress(mode, d[1], typesize, &shape, &d[2 + dims..], &mut out).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        }
+    }
 }

@@ -37,6 +37,9 @@ class Codec(enum.IntEnum):
     ZLIB = 4
     ZSTD = 5
     NDLZ = 32
+    ZFP_ACC = 33
+    ZFP_PREC = 34
+    ZFP_RATE = 35
 
 
 class Filter(enum.IntEnum):

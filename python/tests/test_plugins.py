@@ -238,7 +238,8 @@ def test_reading_ids_nobody_registered_names_them(tmp_path, blosc2_one_thread):
     c = blosc2.compress2(DATA, typesize=8, codec=blosc2.Codec.ZSTD)
     c = bytearray(c)
     c[2] = (c[2] & 0x1F) | (6 << 5)
-    for cid, name, provider in [(33, "zfp_acc", "C-Blosc2"), (37, "grok", "blosc2-grok")]:  # NDLZ (32) is built in now
+    # NDLZ and ZFP (32-35) are built in now.
+    for cid, name, provider in [(36, "openhtj2k", "blosc2-openhtj2k"), (37, "grok", "blosc2-grok")]:
         c[22] = cid
         with pytest.raises(ox.ChunkError, match=rf"codec {cid} \({name}\) is not available.*{provider}"):
             ox.decompress2(bytes(c))

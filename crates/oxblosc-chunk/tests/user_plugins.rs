@@ -185,10 +185,10 @@ fn chunks_naming_unavailable_ids_say_which_and_who_provides_them() {
             Err(e) => e,
         }
     };
-    let e = with(22, 33);
-    assert!(matches!(e, Error::UnknownCodec { id: 33 }), "{e:?}");
+    let e = with(22, 36);
+    assert!(matches!(e, Error::UnknownCodec { id: 36 }), "{e:?}");
     let msg = e.to_string();
-    assert!(msg.contains("codec 33 (zfp_acc)") && msg.contains("C-Blosc2's bundled plugins"), "{msg}");
+    assert!(msg.contains("codec 36 (openhtj2k)") && msg.contains("blosc2-openhtj2k package"), "{msg}");
     let msg = with(22, 37).to_string();
     assert!(msg.contains("grok") && msg.contains("blosc2-grok package"), "{msg}");
     let msg = with(22, 250).to_string();

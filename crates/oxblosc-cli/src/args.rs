@@ -95,8 +95,9 @@ Examples:
 
 #[derive(Args, Debug, Clone)]
 pub struct CodecArgs {
-    /// blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8] (2-D uint8 .npy input), or ID[:META] (a
-    /// plugin codec, e.g. the compiled codec of an installed plugin package)
+    /// blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8] (2-D uint8 .npy input), the lossy
+    /// zfp_acc:EXP (tolerance 10^EXP), zfp_prec:BITS, zfp_rate:PERCENT (float .npy input), or
+    /// ID[:META] (a plugin codec, e.g. the compiled codec of an installed plugin package)
     #[arg(long, default_value = "zstd")]
     pub codec: String,
     /// Compression level 0-9

@@ -10,8 +10,13 @@ use oxblosc::chunk::{filter, SplitMode};
 
 /// One `--codec` value `NAME[:META]` as (compcode, codec_meta). `ndlz` is the Blosc-registered
 /// 2-D codec (b2nd arrays of 1-byte items, i.e. `.npy` input; META 4 or 8, the cell edge,
-/// default 4). A numeric `ID` names a plugin codec (e.g. one of an installed plugin package).
+/// default 4). `zfp_acc:EXP` (tolerance 10^EXP, EXP -128..127), `zfp_prec:BITS` and
+/// `zfp_rate:PERCENT` are the lossy ZFP codecs (float32/float64 `.npy` input; META required).
+/// A numeric `ID` names a plugin codec (e.g. one of an installed plugin package).
 pub fn codec(spec: &str) -> Result<(u8, u8), String> {
+    if let Some(id) = zfp_id(spec.split(':').next().unwrap_or("")) {
+        return zfp_codec(spec, id);
+    }
     let (name, meta) = match spec.split_once(':') {
         Some((n, m)) => (n, Some(m.parse::<u8>().map_err(|_| format!("codec meta {m:?} is not 0-255"))?)),
         None => (spec, None),
@@ -24,10 +29,36 @@ pub fn codec(spec: &str) -> Result<(u8, u8), String> {
         "zstd" => codec_id::ZSTD,
         "ndlz" => return Ok((oxblosc::chunk::codec::ndlz::ID, meta.unwrap_or(4))),
         n => n.parse::<u8>().map_err(|_| {
-            format!("unknown codec {name:?} (blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8], or an id 0-255)")
+            format!(
+                "unknown codec {name:?} (blosclz, lz4, lz4hc, zlib, zstd, ndlz[:4|8], zfp_acc:EXP, \
+                 zfp_prec:BITS, zfp_rate:PERCENT, or an id 0-255)"
+            )
         })?,
     };
     Ok((id, meta.unwrap_or(0)))
+}
+
+fn zfp_id(name: &str) -> Option<u8> {
+    use oxblosc::chunk::codec::zfp;
+    match name.to_ascii_lowercase().as_str() {
+        "zfp_acc" => Some(zfp::ID_ACC),
+        "zfp_prec" => Some(zfp::ID_PREC),
+        "zfp_rate" => Some(zfp::ID_RATE),
+        _ => None,
+    }
+}
+
+/// `zfp_*:META`; the accuracy exponent is signed (stored as its byte, as python-blosc2 does).
+fn zfp_codec(spec: &str, id: u8) -> Result<(u8, u8), String> {
+    let Some((name, m)) = spec.split_once(':') else {
+        return Err(format!("codec {spec:?} needs a META ({spec}:N; see --help)"));
+    };
+    let meta = if id == oxblosc::chunk::codec::zfp::ID_ACC {
+        m.parse::<i8>().map(|v| v as u8).map_err(|_| format!("{name} META {m:?} is not an exponent -128..127"))?
+    } else {
+        m.parse::<u8>().map_err(|_| format!("{name} META {m:?} is not 0-255"))?
+    };
+    Ok((id, meta))
 }
 
 /// One `--filter` value as (id, meta).
@@ -164,6 +195,16 @@ mod tests {
         let (ids, _) = filter_slots(&specs).unwrap().unwrap();
         assert_eq!(ids, [1, 35, 0, 0, 0, 0]);
         assert_eq!(filter_slots(&["none".to_string()]).unwrap(), Some(([0; 6], [0; 6])));
+    }
+
+    #[test]
+    fn zfp_codec_specs() {
+        assert_eq!(codec("zfp_acc:-3"), Ok((33, 0xFD)));
+        assert_eq!(codec("ZFP_PREC:12"), Ok((34, 12)));
+        assert_eq!(codec("zfp_rate:50"), Ok((35, 50)));
+        assert!(codec("zfp_rate").unwrap_err().contains("needs a META"));
+        assert!(codec("zfp_acc:200").is_err());
+        assert!(codec("zfp_prec:-1").is_err());
     }
 
     #[test]

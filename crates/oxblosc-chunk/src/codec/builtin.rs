@@ -1,10 +1,10 @@
 //! The built-in codecs as registry entries (IDs 0, 1, 2, 4, 5, and the Blosc-registered
-//! NDLZ, 32).
+//! NDLZ, 32, and ZFP, 33-35).
 //!
 //! Thin adapters from the [`Codec`] trait to the codec modules; the clevel -> codec-level
 //! mapping stays in each module (format spec 3.3-3.5).
 
-use super::{blosclz, lz4, ndlz, zlib, zstd, Dict};
+use super::{blosclz, lz4, ndlz, zfp, zlib, zstd, Dict};
 use crate::format::codec_id;
 use crate::registry::{BlockTuning, Codec, CodecParams, DictKind};
 use crate::uninit::Out;
@@ -18,6 +18,9 @@ pub(crate) fn all() -> Vec<(u8, Box<dyn Codec>)> {
         (codec_id::ZLIB, Box::new(Zlib)),
         (codec_id::ZSTD, Box::new(Zstd)),
         (ndlz::ID, Box::new(ndlz::Ndlz)),
+        (zfp::ID_ACC, Box::new(zfp::Zfp(zfp::Mode::Accuracy))),
+        (zfp::ID_PREC, Box::new(zfp::Zfp(zfp::Mode::Precision))),
+        (zfp::ID_RATE, Box::new(zfp::Zfp(zfp::Mode::Rate))),
     ]
 }
 

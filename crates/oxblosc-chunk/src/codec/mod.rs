@@ -1,13 +1,15 @@
 //! Codecs: one module per codec, each turning one stream into a payload and back.
 //!
 //! `builtin` registers them in the registry under their Blosc compcodes (0 blosclz, 1 lz4,
-//! 2 lz4hc, 4 zlib, 5 zstd); the engine finds them there. Encoders return 0 for "did not
+//! 2 lz4hc, 4 zlib, 5 zstd) and the Blosc-registered NDLZ (32) and ZFP (33-35); the engine finds
+//! them there. Encoders return 0 for "did not
 //! fit the budget" so the caller can store the stream raw.
 
 pub mod blosclz;
 pub(crate) mod builtin;
 pub mod lz4;
 pub mod ndlz;
+pub mod zfp;
 pub mod zlib;
 pub mod zstd;
 
