@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import core as _core
-from ._native import expr_evaluate, expr_names
+from ._native import NativeNDArray, expr_compute, expr_evaluate, expr_names
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
 
@@ -298,7 +298,8 @@ class LazyExpr(Operators):
         base = self._base()
         if base is not None and "chunks" not in kwargs and "blocks" not in kwargs:
             kwargs["chunks"], kwargs["blocks"] = base.chunks, base.blocks
-        return _fill(empty(self._shape, self._dtype, **kwargs), self)
+        out = empty(self._shape, self._dtype, **kwargs)
+        return out if _compute_native(self, out) else _fill(out, self)
 
     def where(self, value1: Any = None, value2: Any = None) -> LazyExpr:
         """``where(self, value1, value2)`` (python-blosc2's method form)."""
@@ -372,6 +373,34 @@ def lazyexpr(
 def _store(e: LazyExpr, out: NDArray | None) -> Any:
     """``e``, or ``out`` with ``e`` written into it chunk by chunk."""
     return e if out is None else _fill(out, e)
+
+
+def _native_order(dt: np.dtype) -> bool:
+    return dt.byteorder in "=|" or (dt.byteorder == "<") == (sys.byteorder == "little")
+
+
+def _compute_native(e: LazyExpr, out: NDArray) -> bool:
+    """Evaluate ``e`` into the new array ``out`` entirely in the engine (decode, evaluate and
+    compress block by block, in parallel, GIL released) when every array operand has
+    ``out``'s shape, chunks and blocks and the rest are scalars; False (nothing written)
+    otherwise. Arrays behind file locks take the general path, which re-syncs them."""
+    if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
+        return False
+    arrays, scalars = [], []
+    for name, o in e.operands.items():
+        if not _native_order(o.dtype):
+            return False
+        if isinstance(o, NDArray) and o.ndim:
+            if type(o._n) is not NativeNDArray or (o.shape, o.chunks, o.blocks) != (out.shape, out.chunks, out.blocks):
+                return False
+            arrays.append((name, o._n, o.dtype.str))
+        elif o.ndim == 0:
+            v = np.ascontiguousarray(o[()])
+            scalars.append((name, v.dtype.str, v.tobytes()))
+        else:
+            return False
+    expr_compute(e.expression, arrays, scalars, out._n, _core.call_nthreads(None))
+    return True
 
 
 def _fill(out: NDArray, e: LazyExpr) -> NDArray:

@@ -9,5 +9,6 @@ pub use oxblosc_table as table;
 
 pub mod bloscpack;
 pub mod hdf5;
+pub mod lazy;
 pub mod streamer;
 pub mod tune;
