@@ -68,7 +68,9 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     let nt = nthreads.max(1);
     let mut cp = out.schunk().cparams().clone();
     cp.blocksize = geom.block_bytes();
-    cp.nthreads = nt;
+    // Chunks are built side by side: a chunk compressed with several threads would only add
+    // the engine's staging copy, unless there is a single chunk.
+    cp.nthreads = if geom.nchunks > 1 { 1 } else { nt };
     let ctx = out.schunk().chunk_context().clone();
     let nchunks = geom.nchunks;
     let mut failure = None;
@@ -191,8 +193,12 @@ fn eval_block(
     out: &mut [u8],
 ) -> Result<()> {
     let runs = valid_runs(geom, origin, k);
-    if runs != [(0, geom.block_items)] {
-        out.fill(0);
+    // Zero the padding: the gaps between runs and after the last.
+    let size = prog.dtype().itemsize();
+    let mut end = 0;
+    for &(start, len) in runs.iter().chain([&(geom.block_items, 0)]) {
+        out[end * size..start * size].fill(0);
+        end = start + len;
     }
     if runs.is_empty() {
         return Ok(());
@@ -216,7 +222,6 @@ fn eval_block(
                     })?;
             }
         }
-        let out_size = prog.dtype().itemsize();
         for &(start, len) in &runs {
             let cols: Vec<ColumnRef<'_>> = operands
                 .iter()
@@ -227,7 +232,7 @@ fn eval_block(
                     Operand::Scalar(c) => Ok(*c),
                 })
                 .collect::<std::result::Result<_, _>>()?;
-            let o = ColumnMut::from_bytes(prog.dtype(), &mut out[start * out_size..(start + len) * out_size])?;
+            let o = ColumnMut::from_bytes(prog.dtype(), &mut out[start * size..(start + len) * size])?;
             prog.eval_into(&cols, o)?;
         }
         Ok(())
@@ -303,4 +308,154 @@ fn check(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, out_typesize
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxblosc_chunk::{CParams, DParams, SpecialKind};
+    use oxblosc_expr::{parse, DType};
+    use oxblosc_frame::SChunk;
+    use oxblosc_nd::Fill;
+
+    // Edge chunks on every axis, and blocks that do not divide the chunks (padding inside
+    // chunks too): 7 = 3 + 3 + 1, 10 = 4 + 4 + 2 with blocks of 3 in chunks of 4, ...
+    const SHAPE: [u64; 3] = [7, 10, 5];
+    const CHUNKS: [u64; 3] = [3, 4, 5];
+    const BLOCKS: [u64; 3] = [2, 3, 2];
+
+    fn array(dtype: &str, typesize: usize, data: &[u8]) -> NdArray {
+        let cp = CParams { typesize, nthreads: 1, clevel: 5, ..CParams::default() };
+        let g = Geometry::new(&SHAPE, &CHUNKS, &BLOCKS, typesize).unwrap();
+        NdArray::from_buffer(SChunk::new(cp, DParams { nthreads: 1 }).unwrap(), g, Some(dtype), data).unwrap()
+    }
+
+    fn empty(dtype: &str, typesize: usize) -> NdArray {
+        let cp = CParams { typesize, nthreads: 1, clevel: 5, ..CParams::default() };
+        let g = Geometry::new(&SHAPE, &CHUNKS, &BLOCKS, typesize).unwrap();
+        NdArray::create(SChunk::new(cp, DParams { nthreads: 1 }).unwrap(), g, Some(dtype), Fill::Zeros).unwrap()
+    }
+
+    fn nitems() -> usize {
+        SHAPE.iter().product::<u64>() as usize
+    }
+
+    fn f64s(v: &[f64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn i64s(v: &[i64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn program(text: &str, schema: &[(&str, DType)]) -> Program {
+        parse(text).unwrap().compile_columns(schema).unwrap()
+    }
+
+    /// Every chunk, decoded (padding included).
+    fn decoded_chunks(a: &NdArray) -> Vec<Vec<u8>> {
+        (0..a.schunk().nchunks()).map(|n| a.schunk().decompress_chunk(n).unwrap()).collect()
+    }
+
+    #[test]
+    fn values_and_zero_padding_match_a_written_array() {
+        let n = nitems();
+        let a: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 7.0).collect();
+        let b: Vec<i32> = (0..n).map(|i| (i as i32 * 7919) % 101 - 50).collect();
+        let want: Vec<f64> = a.iter().zip(&b).map(|(x, &y)| (x * 2.0 + y as f64 - 1.5).sin()).collect();
+        let (aa, ba) = (array("<f8", 8, &f64s(&a)), array("<i4", 4, &b.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()));
+        let s = 1.5f64.to_le_bytes();
+        let prog = program("sin(a * 2 + b - s)", &[("a", DType::F64), ("b", DType::I32), ("s", DType::F64)]);
+        let ops: Vec<Operand<'_>> = prog
+            .inputs()
+            .iter()
+            .map(|n| match n.as_str() {
+                "a" => Operand::Array(&aa),
+                "b" => Operand::Array(&ba),
+                _ => Operand::Scalar(ColumnRef::from_bytes(DType::F64, &s).unwrap()),
+            })
+            .collect();
+        for nthreads in [1, 3] {
+            let mut out = empty("<f8", 8);
+            compute_into(&prog, &ops, &mut out, nthreads).unwrap();
+            // The same engine over the whole array in memory gives the same bits.
+            let mut direct = vec![0u8; n * 8];
+            let cols = [aa.to_vec().unwrap(), ba.to_vec().unwrap()];
+            let refs: Vec<ColumnRef<'_>> = prog
+                .inputs()
+                .iter()
+                .map(|name| match name.as_str() {
+                    "a" => ColumnRef::from_bytes(DType::F64, &cols[0]).unwrap(),
+                    "b" => ColumnRef::from_bytes(DType::I32, &cols[1]).unwrap(),
+                    _ => ColumnRef::from_bytes(DType::F64, &s).unwrap(),
+                })
+                .collect();
+            prog.eval_into(&refs, ColumnMut::from_bytes(DType::F64, &mut direct).unwrap()).unwrap();
+            assert_eq!(out.to_vec().unwrap(), direct);
+            let got: Vec<f64> = direct.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-12, "{g} vs {w}");
+            }
+            // Padding is zeros, as in an array written from the same values.
+            assert_eq!(decoded_chunks(&out), decoded_chunks(&array("<f8", 8, &direct)));
+        }
+    }
+
+    #[test]
+    fn padding_values_never_reach_the_program() {
+        // `a ** b` fails for a negative integer exponent: put -1 in b's padding only.
+        let n = nitems();
+        let aa = array("<i8", 8, &i64s(&vec![3; n]));
+        let mut ba = array("<i8", 8, &i64s(&(0..n as i64).map(|i| i % 4 + 1).collect::<Vec<_>>()));
+        for c in 0..ba.schunk().nchunks() {
+            let mut items = ba.schunk().decompress_chunk(c).unwrap();
+            for item in items.chunks_mut(8) {
+                if item == [0; 8] {
+                    item.copy_from_slice(&(-1i64).to_le_bytes()); // only padding holds 0
+                }
+            }
+            let packed = oxblosc_chunk::compress(&items, ba.schunk().cparams()).unwrap();
+            ba.schunk_mut().update_chunk(c, &packed).unwrap();
+        }
+        let prog = program("a ** b", &[("a", DType::I64), ("b", DType::I64)]);
+        let mut out = empty("<i8", 8);
+        compute_into(&prog, &[Operand::Array(&aa), Operand::Array(&ba)], &mut out, 2).unwrap();
+        let got: Vec<i64> = out.to_vec().unwrap().chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        let want: Vec<i64> = (0..n as i64).map(|i| 3i64.pow((i % 4 + 1) as u32)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn errors_leave_the_output_untouched() {
+        let n = nitems();
+        let prog = program("a + 1", &[("a", DType::F64)]);
+        let special = |o: &NdArray| {
+            (0..o.schunk().nchunks())
+                .all(|c| ChunkHeader::parse(&o.schunk().get_chunk(c).unwrap()).unwrap().special().unwrap() == SpecialKind::Zeros)
+        };
+        // Another geometry.
+        let cp = CParams { typesize: 8, nthreads: 1, ..CParams::default() };
+        let g = Geometry::new(&SHAPE, &[7, 10, 5], &BLOCKS, 8).unwrap();
+        let other = NdArray::from_buffer(SChunk::new(cp, DParams::default()).unwrap(), g, Some("<f8"), &f64s(&vec![1.0; n])).unwrap();
+        let mut out = empty("<f8", 8);
+        let e = compute_into(&prog, &[Operand::Array(&other)], &mut out, 2).unwrap_err();
+        assert!(matches!(e, ComputeError::Mismatch(_)) && e.to_string().contains("chunks [7, 10, 5]"), "{e}");
+        assert!(special(&out));
+        // A chunk that fails to decode (its third, after two good ones), with 1 and 2 threads.
+        let mut bad = array("<f8", 8, &f64s(&(0..n).map(|i| i as f64).collect::<Vec<_>>()));
+        let mut c = bad.schunk().get_chunk(2).unwrap().into_owned();
+        let last = c.len() - 1;
+        c[last] ^= 0xFF;
+        c[40..].iter_mut().for_each(|b| *b = 0xA5);
+        bad.schunk_mut().update_chunk(2, &c).unwrap();
+        for nthreads in [1, 2] {
+            let mut out = empty("<f8", 8);
+            let e = compute_into(&prog, &[Operand::Array(&bad)], &mut out, nthreads).unwrap_err();
+            assert!(e.to_string().contains("chunk 2"), "{e}");
+            assert!(special(&out));
+        }
+        // Output of another item size.
+        let mut out = empty("<f4", 4);
+        assert!(matches!(compute_into(&prog, &[Operand::Array(&bad)], &mut out, 1), Err(ComputeError::Mismatch(_))));
+    }
 }
