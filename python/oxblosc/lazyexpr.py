@@ -339,13 +339,17 @@ def lazyexpr(
     ``NDArray``, NumPy array or scalar; nested ``LazyExpr`` operands are inlined). Without
     ``operands`` the names are looked up (never evaluated) in ``local_dict``/``global_dict``,
     else in the caller's variables. The text is parsed by oxblosc's engine: only arithmetic,
-    comparisons and the engine's functions, never Python code."""
+    comparisons and the engine's functions, never Python code. ``where=(x, y)``: the items
+    of ``x`` where the (boolean) expression holds, else of ``y``."""
+    if where is not None:
+        where = tuple(where)
+        if len(where) != 2:
+            raise ValueError("where= takes (x, y): items of x where the expression holds, else of y")
     if isinstance(expression, LazyExpr):
-        return expression if operands is None else lazyexpr(expression.expression, operands)
+        e = expression if operands is None else lazyexpr(expression.expression, operands)
+        return _store(e, out, where)
     if not isinstance(expression, str):
         raise TypeError(f"expression must be a string or LazyExpr, got {type(expression).__name__}")
-    if where is not None:
-        raise NotImplementedError("lazyexpr(where=...) is not supported: use oxblosc.where(cond, x, y)")
     names = expr_names(expression)
     if operands is None:
         frame = sys._getframe(1)
@@ -359,7 +363,7 @@ def lazyexpr(
     if all(n in operands or n in _CONSTANTS for n in names) and all(
         _operand(operands[n])[0] == "op" for n in names if n in operands
     ):  # arrays only: the text and its names are kept as written
-        return _store(LazyExpr(expression, {n: _operand(operands[n])[1] for n in names if n in operands}), out)
+        return _store(LazyExpr(expression, {n: _operand(operands[n])[1] for n in names if n in operands}), out, where)
     b = _Builder()
     mapping = {}
     for n in names:
@@ -367,11 +371,14 @@ def lazyexpr(
             mapping[n] = b.text(operands[n])
         elif n not in _CONSTANTS:
             raise NameError(f"name {n!r} in the expression {expression!r} is not among the operands")
-    return _store(LazyExpr(_rename(expression, mapping), b.operands), out)
+    return _store(LazyExpr(_rename(expression, mapping), b.operands), out, where)
 
 
-def _store(e: LazyExpr, out: NDArray | None) -> Any:
-    """``e``, or ``out`` with ``e`` written into it chunk by chunk."""
+def _store(e: LazyExpr, out: NDArray | None, where: tuple | None = None) -> Any:
+    """``e`` (``where(e, *where)`` when given), or ``out`` with it written into it chunk by
+    chunk."""
+    if where is not None:
+        e = e.where(*where)
     return e if out is None else _fill(out, e)
 
 

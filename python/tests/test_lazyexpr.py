@@ -336,3 +336,21 @@ def test_compute_memory_is_bounded(tmp_path):
     res = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "bounded"
+
+
+def test_lazyexpr_where_argument():
+    """``lazyexpr(text, operands, where=(x, y))`` is ``where(text, x, y)``: python-blosc2's
+    documented meaning and its ``expr.where(x, y)`` (its ``where=`` itself returns the bare
+    condition in 4.14.1); ``out=`` receives it."""
+    x = np.linspace(-3, 3, 60).reshape(6, 10)
+    a = oxblosc.asarray(x, chunks=(4, 4), blocks=(2, 2))
+    want = np.where(x > 0.5, x, -1.0)
+    np.testing.assert_array_equal(oxblosc.lazyexpr("a > 0.5", {"a": a}, where=(a, -1.0))[:], want)
+    np.testing.assert_array_equal(oxblosc.lazyexpr(a > 0.5, where=[a, -1.0]).compute()[:], want)
+    out = oxblosc.zeros((6, 10), chunks=(4, 4), blocks=(2, 2))
+    assert oxblosc.lazyexpr("a > 0.5", {"a": a}, out=out, where=(a, -1.0)) is out
+    np.testing.assert_array_equal(out[:], want)
+    b = blosc2.asarray(x, chunks=(4, 4), blocks=(2, 2))
+    np.testing.assert_array_equal(blosc2.lazyexpr("b > 0.5", {"b": b}).where(b, -1.0)[:], want)
+    with pytest.raises(ValueError, match="where= takes"):
+        oxblosc.lazyexpr("a > 0.5", {"a": a}, where=(a,))

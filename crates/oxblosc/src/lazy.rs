@@ -7,7 +7,7 @@
 //! result chunk's block, and the finished chunk is compressed whole. Chunks, and the blocks
 //! inside a chunk, run in parallel on the chunk engine's pool; the compressed chunks replace
 //! the result's chunks in order, as one commit of its super-chunk. Memory: the operands'
-//! compressed chunks plus two chunk buffers per chunk in flight (`nthreads` of them).
+//! compressed chunks plus two chunk buffers per chunk in flight (`nthreads + 1` of them).
 //!
 //! Padding items (outside the array, in edge chunks and blocks) are written as zeros and the
 //! program never sees them, so garbage in another writer's padding cannot raise errors.
@@ -76,8 +76,10 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     let mut failure = None;
     let stored = out.schunk_mut().batch(|s| {
         // The pool builds up to `window` chunks ahead while this thread stores the finished
-        // ones in order (each job carries its two buffers, handed on to the next job).
-        let window = (2 * nt as u64).min(nchunks);
+        // ones in order (each job carries its two buffers, handed on to the next job). One
+        // chunk more than threads: a thread done early starts the next chunk or helps with
+        // the blocks of the others (memory: two chunks per job).
+        let window = (nt as u64 + 1).min(nchunks);
         let (tx, rx) = mpsc::channel::<(u64, Result<usize>, Buffers)>();
         pool(nt).in_place_scope(|scope| {
             let spawn = |n: u64, mut b: Buffers| {
