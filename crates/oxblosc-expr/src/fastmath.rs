@@ -361,11 +361,12 @@ mod tests {
         (F1::Log, f64::ln, f32::ln),
     ];
 
+    type Kernel = fn(F1, &[f64], &mut [f64]) -> bool;
+
     /// Worst ULP distance of the slice kernel from libm over `xs` (f64), for the kernel this
     /// CPU runs and for both ways of doing multiply-adds (plain, fused).
     fn worst64(f: F1, libm: fn(f64) -> f64, xs: &[f64]) -> (u64, f64) {
-        let kernels: [fn(F1, &[f64], &mut [f64]) -> bool; 3] =
-            [f64::kernel_f1, kernel_f1::<Plain>, kernel_f1::<Fused>];
+        let kernels: [Kernel; 3] = [f64::kernel_f1, kernel_f1::<Plain>, kernel_f1::<Fused>];
         let mut worst = (0, 0.0);
         for k in kernels {
             let mut o = vec![0.0; xs.len()];

@@ -125,8 +125,9 @@ pub fn expr_compute(
 ) -> PyResult<()> {
     let expr = parse(text).map_err(expr_err)?;
     let dtype_of = |dstr: &str, name: &str| {
-        DType::from_numpy_str(dstr)
-            .ok_or_else(|| PyTypeError::new_err(format!("operand '{name}' has dtype {dstr}, which expressions do not take")))
+        DType::from_numpy_str(dstr).ok_or_else(|| {
+            PyTypeError::new_err(format!("operand '{name}' has dtype {dstr}, which expressions do not take"))
+        })
     };
     let mut schema: Vec<(String, DType)> = Vec::new();
     for (name, _, d) in &arrays {

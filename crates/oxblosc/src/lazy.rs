@@ -219,9 +219,9 @@ fn eval_block(
                 b.resize(bb, 0);
                 oxblosc_chunk::decompress_ranges_with(c, &[(k * bb, (k + 1) * bb)], b, 1, a.schunk().chunk_context())
                     .map_err(|source| oxblosc_frame::Error::Chunk {
-                        chunk: oxblosc_frame::ChunkId::Data(n as usize),
-                        source,
-                    })?;
+                    chunk: oxblosc_frame::ChunkId::Data(n as usize),
+                    source,
+                })?;
             }
         }
         for &(start, len) in &runs {
@@ -230,7 +230,9 @@ fn eval_block(
                 .zip(blocks.iter())
                 .zip(prog.input_dtypes())
                 .map(|((op, b), &dt)| match op {
-                    Operand::Array(_) => ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()]),
+                    Operand::Array(_) => {
+                        ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()])
+                    }
                     Operand::Scalar(c) => Ok(*c),
                 })
                 .collect::<std::result::Result<_, _>>()?;
@@ -365,7 +367,8 @@ mod tests {
         let a: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 7.0).collect();
         let b: Vec<i32> = (0..n).map(|i| (i as i32 * 7919) % 101 - 50).collect();
         let want: Vec<f64> = a.iter().zip(&b).map(|(x, &y)| (x * 2.0 + y as f64 - 1.5).sin()).collect();
-        let (aa, ba) = (array("<f8", 8, &f64s(&a)), array("<i4", 4, &b.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()));
+        let (aa, ba) =
+            (array("<f8", 8, &f64s(&a)), array("<i4", 4, &b.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()));
         let s = 1.5f64.to_le_bytes();
         let prog = program("sin(a * 2 + b - s)", &[("a", DType::F64), ("b", DType::I32), ("s", DType::F64)]);
         let ops: Vec<Operand<'_>> = prog
@@ -422,7 +425,8 @@ mod tests {
         let prog = program("a ** b", &[("a", DType::I64), ("b", DType::I64)]);
         let mut out = empty("<i8", 8);
         compute_into(&prog, &[Operand::Array(&aa), Operand::Array(&ba)], &mut out, 2).unwrap();
-        let got: Vec<i64> = out.to_vec().unwrap().chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        let got: Vec<i64> =
+            out.to_vec().unwrap().chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
         let want: Vec<i64> = (0..n as i64).map(|i| 3i64.pow((i % 4 + 1) as u32)).collect();
         assert_eq!(got, want);
     }
@@ -432,13 +436,16 @@ mod tests {
         let n = nitems();
         let prog = program("a + 1", &[("a", DType::F64)]);
         let special = |o: &NdArray| {
-            (0..o.schunk().nchunks())
-                .all(|c| ChunkHeader::parse(&o.schunk().get_chunk(c).unwrap()).unwrap().special().unwrap() == SpecialKind::Zeros)
+            (0..o.schunk().nchunks()).all(|c| {
+                ChunkHeader::parse(&o.schunk().get_chunk(c).unwrap()).unwrap().special().unwrap() == SpecialKind::Zeros
+            })
         };
         // Another geometry.
         let cp = CParams { typesize: 8, nthreads: 1, ..CParams::default() };
         let g = Geometry::new(&SHAPE, &[7, 10, 5], &BLOCKS, 8).unwrap();
-        let other = NdArray::from_buffer(SChunk::new(cp, DParams::default()).unwrap(), g, Some("<f8"), &f64s(&vec![1.0; n])).unwrap();
+        let other =
+            NdArray::from_buffer(SChunk::new(cp, DParams::default()).unwrap(), g, Some("<f8"), &f64s(&vec![1.0; n]))
+                .unwrap();
         let mut out = empty("<f8", 8);
         let e = compute_into(&prog, &[Operand::Array(&other)], &mut out, 2).unwrap_err();
         assert!(matches!(e, ComputeError::Mismatch(_)) && e.to_string().contains("chunks [7, 10, 5]"), "{e}");
