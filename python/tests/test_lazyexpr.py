@@ -354,3 +354,16 @@ def test_lazyexpr_where_argument():
     np.testing.assert_array_equal(blosc2.lazyexpr("b > 0.5", {"b": b}).where(b, -1.0)[:], want)
     with pytest.raises(ValueError, match="where= takes"):
         oxblosc.lazyexpr("a > 0.5", {"a": a}, where=(a,))
+
+
+def test_compute_in_the_engine_to_sparse_and_contiguous_files(tmp_path):
+    """The engine's compute stores into frames on disk (one commit): python-blosc2 reads them."""
+    x = np.random.default_rng(3).normal(size=(50, 30))
+    a = oxblosc.asarray(x, chunks=(16, 30), blocks=(8, 10))
+    want = x * 2 + np.sin(x)
+    for name, contiguous in (("c.b2nd", True), ("s.b2nd", False)):
+        p = str(tmp_path / name)
+        r = (a * 2 + np.sin(a)).compute(urlpath=p, contiguous=contiguous)
+        assert r.schunk.nchunks == 4
+        np.testing.assert_allclose(blosc2.open(p)[:], want, rtol=1e-12)
+        np.testing.assert_allclose(oxblosc.open(p)[:], want, rtol=1e-12)
