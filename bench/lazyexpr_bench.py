@@ -119,13 +119,15 @@ def main() -> None:
         (f"sum(axis={ax})", (lambda ax: lambda t: built[t][2](ax))(ax)) for ax in (0, 1, 2, None)
     ]
     times = {(c, t): [] for c, _ in cases for t in tools}
+    cpu = {(c, t): [] for c, _ in cases for t in tools}
     w0, b0 = cpu_busy()
     for _ in range(args.reps):
         for cname, fn in cases:
             for t in tools:
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 fn(t)
                 times[(cname, t)].append(time.perf_counter() - t0)
+                cpu[(cname, t)].append(time.process_time() - c0)
     w1, b1 = cpu_busy()
     load = (b1 - b0) / (w1 - w0)
     rss = {(w, t): _rss_child(t, args.n, args.nthreads, w) for w in ("expr", "sum") for t in tools}
@@ -137,15 +139,22 @@ def main() -> None:
         f"blosc2 {info['blosc2']}, numpy {info['numpy']}"
     )
     print()
-    print("| operation | oxblosc ms | python-blosc2 ms | NumPy ms | oxblosc / blosc2 | oxblosc / NumPy |")
-    print("|---|---|---|---|---|---|")
+    print("Wall time, and CPU time of the process (all threads; less sensitive to other load):")
+    print()
+    print(
+        "| operation | oxblosc ms | python-blosc2 ms | NumPy ms | oxblosc / blosc2 | oxblosc / NumPy "
+        "| CPU ms oxblosc / blosc2 / NumPy |"
+    )
+    print("|---|---|---|---|---|---|---|")
     res = {}
     for cname, _ in cases:
         m = {t: statistics.median(times[(cname, t)]) * 1e3 for t in tools}
-        res[cname] = m
+        c = {t: statistics.median(cpu[(cname, t)]) * 1e3 for t in tools}
+        res[cname] = {**m, **{f"cpu_{t}": v for t, v in c.items()}}
         print(
             f"| `{cname}` | {m['oxblosc']:.1f} | {m['blosc2']:.1f} | {m['numpy']:.1f} | "
-            f"{m['oxblosc'] / m['blosc2']:.2f} | {m['oxblosc'] / m['numpy']:.2f} |"
+            f"{m['oxblosc'] / m['blosc2']:.2f} | {m['oxblosc'] / m['numpy']:.2f} | "
+            f"{c['oxblosc']:.0f} / {c['blosc2']:.0f} / {c['numpy']:.0f} |"
         )
     print()
     print("Peak RSS growth of one operation in a fresh process (MB; the operands are created first):")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import core as _core
-from ._native import expr_evaluate, expr_names
+from ._native import NativeNDArray, expr_compute, expr_evaluate, expr_names
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
 
@@ -298,7 +298,8 @@ class LazyExpr(Operators):
         base = self._base()
         if base is not None and "chunks" not in kwargs and "blocks" not in kwargs:
             kwargs["chunks"], kwargs["blocks"] = base.chunks, base.blocks
-        return _fill(empty(self._shape, self._dtype, **kwargs), self)
+        out = empty(self._shape, self._dtype, **kwargs)
+        return out if _compute_native(self, out) else _fill(out, self)
 
     def where(self, value1: Any = None, value2: Any = None) -> LazyExpr:
         """``where(self, value1, value2)`` (python-blosc2's method form)."""
@@ -338,13 +339,17 @@ def lazyexpr(
     ``NDArray``, NumPy array or scalar; nested ``LazyExpr`` operands are inlined). Without
     ``operands`` the names are looked up (never evaluated) in ``local_dict``/``global_dict``,
     else in the caller's variables. The text is parsed by oxblosc's engine: only arithmetic,
-    comparisons and the engine's functions, never Python code."""
+    comparisons and the engine's functions, never Python code. ``where=(x, y)``: the items
+    of ``x`` where the (boolean) expression holds, else of ``y``."""
+    if where is not None:
+        where = tuple(where)
+        if len(where) != 2:
+            raise ValueError("where= takes (x, y): items of x where the expression holds, else of y")
     if isinstance(expression, LazyExpr):
-        return expression if operands is None else lazyexpr(expression.expression, operands)
+        e = expression if operands is None else lazyexpr(expression.expression, operands)
+        return _store(e, out, where)
     if not isinstance(expression, str):
         raise TypeError(f"expression must be a string or LazyExpr, got {type(expression).__name__}")
-    if where is not None:
-        raise NotImplementedError("lazyexpr(where=...) is not supported: use oxblosc.where(cond, x, y)")
     names = expr_names(expression)
     if operands is None:
         frame = sys._getframe(1)
@@ -358,7 +363,7 @@ def lazyexpr(
     if all(n in operands or n in _CONSTANTS for n in names) and all(
         _operand(operands[n])[0] == "op" for n in names if n in operands
     ):  # arrays only: the text and its names are kept as written
-        return _store(LazyExpr(expression, {n: _operand(operands[n])[1] for n in names if n in operands}), out)
+        return _store(LazyExpr(expression, {n: _operand(operands[n])[1] for n in names if n in operands}), out, where)
     b = _Builder()
     mapping = {}
     for n in names:
@@ -366,12 +371,43 @@ def lazyexpr(
             mapping[n] = b.text(operands[n])
         elif n not in _CONSTANTS:
             raise NameError(f"name {n!r} in the expression {expression!r} is not among the operands")
-    return _store(LazyExpr(_rename(expression, mapping), b.operands), out)
+    return _store(LazyExpr(_rename(expression, mapping), b.operands), out, where)
 
 
-def _store(e: LazyExpr, out: NDArray | None) -> Any:
-    """``e``, or ``out`` with ``e`` written into it chunk by chunk."""
+def _store(e: LazyExpr, out: NDArray | None, where: tuple | None = None) -> Any:
+    """``e`` (``where(e, *where)`` when given), or ``out`` with it written into it chunk by
+    chunk."""
+    if where is not None:
+        e = e.where(*where)
     return e if out is None else _fill(out, e)
+
+
+def _native_order(dt: np.dtype) -> bool:
+    return dt.byteorder in "=|" or (dt.byteorder == "<") == (sys.byteorder == "little")
+
+
+def _compute_native(e: LazyExpr, out: NDArray) -> bool:
+    """Evaluate ``e`` into the new array ``out`` entirely in the engine (decode, evaluate and
+    compress block by block, in parallel, GIL released) when every array operand has
+    ``out``'s shape, chunks and blocks and the rest are scalars; False (nothing written)
+    otherwise. Arrays behind file locks take the general path, which re-syncs them."""
+    if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
+        return False
+    arrays, scalars = [], []
+    for name, o in e.operands.items():
+        if not _native_order(o.dtype):
+            return False
+        if isinstance(o, NDArray) and o.ndim:
+            if type(o._n) is not NativeNDArray or (o.shape, o.chunks, o.blocks) != (out.shape, out.chunks, out.blocks):
+                return False
+            arrays.append((name, o._n, o.dtype.str))
+        elif o.ndim == 0:
+            v = np.ascontiguousarray(o[()])
+            scalars.append((name, v.dtype.str, v.tobytes()))
+        else:
+            return False
+    expr_compute(e.expression, arrays, scalars, out._n, _core.call_nthreads(None))
+    return True
 
 
 def _fill(out: NDArray, e: LazyExpr) -> NDArray:

@@ -140,6 +140,33 @@ def test_random_trees_against_numpy():
     assert checked > 150
 
 
+def test_compute_in_the_engine_matches_numpy(monkeypatch):
+    """Random trees over NDArrays of one geometry (edge chunks, padded blocks) and scalars:
+    compute() runs decode, evaluation and compression in the engine, and gives the same
+    bits as evaluating the whole expression at once (``[()]``), and NumPy's values (float32
+    operands: float32's tolerance, NumPy's float32 functions differ in the last bit); trees
+    with other operands take the general path."""
+    lz = sys.modules["oxblosc.lazyexpr"]
+    monkeypatch.setattr(sys.modules[__name__], "SHAPES", [SHAPE, ()])
+    used = []
+    native = lz._compute_native
+    monkeypatch.setattr(lz, "_compute_native", lambda e, out: used.append(native(e, out)) or used[-1])
+    rng = np.random.default_rng(99)
+    with np.errstate(all="ignore"):
+        for _ in range(200):
+            lazy, ref = _tree(rng, 3)
+            if isinstance(lazy, oxblosc.LazyExpr) and lazy.shape == SHAPE:
+                r = lazy.compute()
+                if lazy._base() is not None:
+                    assert (r.chunks, r.blocks) == (lazy._base().chunks, lazy._base().blocks)
+                np.testing.assert_array_equal(r[...], lazy[()])
+                if all(o.dtype != np.float32 for o in lazy.operands.values()):
+                    _check(r[...], ref)
+                else:
+                    np.testing.assert_allclose(r[...], ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert used.count(True) > 40 and used.count(False) > 5
+
+
 def test_operators_and_ufuncs():
     x = np.arange(-12, 12, dtype=np.int16).reshape(4, 6)
     a = oxblosc.asarray(x, chunks=(3, 4), blocks=(2, 2))
@@ -309,3 +336,34 @@ def test_compute_memory_is_bounded(tmp_path):
     res = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "bounded"
+
+
+def test_lazyexpr_where_argument():
+    """``lazyexpr(text, operands, where=(x, y))`` is ``where(text, x, y)``: python-blosc2's
+    documented meaning and its ``expr.where(x, y)`` (its ``where=`` itself returns the bare
+    condition in 4.14.1); ``out=`` receives it."""
+    x = np.linspace(-3, 3, 60).reshape(6, 10)
+    a = oxblosc.asarray(x, chunks=(4, 4), blocks=(2, 2))
+    want = np.where(x > 0.5, x, -1.0)
+    np.testing.assert_array_equal(oxblosc.lazyexpr("a > 0.5", {"a": a}, where=(a, -1.0))[:], want)
+    np.testing.assert_array_equal(oxblosc.lazyexpr(a > 0.5, where=[a, -1.0]).compute()[:], want)
+    out = oxblosc.zeros((6, 10), chunks=(4, 4), blocks=(2, 2))
+    assert oxblosc.lazyexpr("a > 0.5", {"a": a}, out=out, where=(a, -1.0)) is out
+    np.testing.assert_array_equal(out[:], want)
+    b = blosc2.asarray(x, chunks=(4, 4), blocks=(2, 2))
+    np.testing.assert_array_equal(blosc2.lazyexpr("b > 0.5", {"b": b}).where(b, -1.0)[:], want)
+    with pytest.raises(ValueError, match="where= takes"):
+        oxblosc.lazyexpr("a > 0.5", {"a": a}, where=(a,))
+
+
+def test_compute_in_the_engine_to_sparse_and_contiguous_files(tmp_path):
+    """The engine's compute stores into frames on disk (one commit): python-blosc2 reads them."""
+    x = np.random.default_rng(3).normal(size=(50, 30))
+    a = oxblosc.asarray(x, chunks=(16, 30), blocks=(8, 10))
+    want = x * 2 + np.sin(x)
+    for name, contiguous in (("c.b2nd", True), ("s.b2nd", False)):
+        p = str(tmp_path / name)
+        r = (a * 2 + np.sin(a)).compute(urlpath=p, contiguous=contiguous)
+        assert r.schunk.nchunks == 4
+        np.testing.assert_allclose(blosc2.open(p)[:], want, rtol=1e-12)
+        np.testing.assert_allclose(oxblosc.open(p)[:], want, rtol=1e-12)

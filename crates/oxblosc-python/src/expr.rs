@@ -7,7 +7,10 @@ use pyo3::exceptions::{PyNameError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use oxblosc::lazy::{compute_into, ComputeError, Operand};
+
 use crate::buffer::ByteView;
+use crate::ndarray::NativeNDArray;
 
 fn expr_err(e: ExprError) -> PyErr {
     let msg = e.to_string();
@@ -105,4 +108,68 @@ pub fn expr_evaluate<'py>(
     drop(views);
     drop(out_view);
     Ok(out)
+}
+
+/// Evaluate `text` into every chunk of the new array `out`, all in Rust with the GIL
+/// released (`oxblosc::lazy`): `arrays` are (name, array, NumPy dtype) with `out`'s shape,
+/// chunks and blocks; `scalars` are (name, NumPy dtype, the value's bytes).
+#[pyfunction]
+#[pyo3(signature = (text, arrays, scalars, out, nthreads))]
+pub fn expr_compute(
+    py: Python<'_>,
+    text: &str,
+    arrays: Vec<(String, Py<NativeNDArray>, String)>,
+    scalars: Vec<(String, String, Vec<u8>)>,
+    out: Py<NativeNDArray>,
+    nthreads: usize,
+) -> PyResult<()> {
+    let expr = parse(text).map_err(expr_err)?;
+    let dtype_of = |dstr: &str, name: &str| {
+        DType::from_numpy_str(dstr).ok_or_else(|| {
+            PyTypeError::new_err(format!("operand '{name}' has dtype {dstr}, which expressions do not take"))
+        })
+    };
+    let mut schema: Vec<(String, DType)> = Vec::new();
+    for (name, _, d) in &arrays {
+        schema.push((name.clone(), dtype_of(d, name)?));
+    }
+    for (name, d, _) in &scalars {
+        schema.push((name.clone(), dtype_of(d, name)?));
+    }
+    let prog = expr.compile_columns(&schema).map_err(expr_err)?;
+    let out = out.get();
+    let natives: Vec<&NativeNDArray> = arrays.iter().map(|a| a.1.get()).collect();
+    if natives.iter().any(|a| std::ptr::eq(*a, out)) {
+        return Err(PyValueError::new_err("the output array cannot be an operand"));
+    }
+    let nd_err = |e| crate::ndarray::nd_err(py, e);
+    let r = out.shared().write(py, |o| {
+        // One read lock per distinct array (an array may stand behind several names).
+        let mut distinct: Vec<&NativeNDArray> = Vec::new();
+        for a in &natives {
+            if !distinct.iter().any(|d| std::ptr::eq(*d, *a)) {
+                distinct.push(a);
+            }
+        }
+        let guards: Vec<_> = distinct.iter().map(|a| a.shared().read_guard()).collect();
+        let operands: Vec<Operand<'_>> = prog
+            .inputs()
+            .iter()
+            .map(|n| {
+                if let Some(i) = arrays.iter().position(|a| &a.0 == n) {
+                    let g = distinct.iter().position(|d| std::ptr::eq(*d, natives[i])).expect("listed above");
+                    return Ok(Operand::Array(&guards[g]));
+                }
+                let (_, _, bytes) = scalars.iter().find(|s| &s.0 == n).expect("compiled from these names");
+                let dt = schema.iter().find(|s| &s.0 == n).expect("compiled from these names").1;
+                ColumnRef::from_bytes(dt, bytes).map(Operand::Scalar).map_err(ComputeError::Expr)
+            })
+            .collect::<Result<_, ComputeError>>()?;
+        compute_into(&prog, &operands, o, nthreads)
+    });
+    r.map_err(|e| match e {
+        ComputeError::Nd(e) => nd_err(e),
+        ComputeError::Expr(e) => expr_err(e),
+        ComputeError::Mismatch(m) => PyValueError::new_err(m),
+    })
 }

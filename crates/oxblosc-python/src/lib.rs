@@ -313,6 +313,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::table_query, m)?)?;
     m.add_function(wrap_pyfunction!(expr::expr_evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(expr::expr_names, m)?)?;
+    m.add_function(wrap_pyfunction!(expr::expr_compute, m)?)?;
     m.add_class::<hdf5::Hdf5ChunkFile>()?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_suggest_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_block_shape, m)?)?;

@@ -9,6 +9,7 @@ pub use oxblosc_table as table;
 
 pub mod bloscpack;
 pub mod hdf5;
+pub mod lazy;
 pub mod plugins;
 pub mod streamer;
 pub mod tune;

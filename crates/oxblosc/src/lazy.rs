@@ -1,0 +1,470 @@
+//! Lazy array expressions computed into a new array, chunk by chunk, without leaving Rust.
+//!
+//! When every array operand has the result's geometry (shape, chunks, blocks; item sizes may
+//! differ), block `k` of chunk `n` holds the same items in all of them. So for each chunk of
+//! the result, each block of every operand is decoded on its own (the operands' blocks and
+//! the engine's temporaries stay in cache), the program runs over it straight into the
+//! result chunk's block, and the finished chunk is compressed whole. Chunks, and the blocks
+//! inside a chunk, run in parallel on the chunk engine's pool; the compressed chunks replace
+//! the result's chunks in order, as one commit of its super-chunk. Memory: the operands'
+//! compressed chunks plus two chunk buffers per chunk in flight (`nthreads + 1` of them).
+//!
+//! Padding items (outside the array, in edge chunks and blocks) are written as zeros and the
+//! program never sees them, so garbage in another writer's padding cannot raise errors.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+
+use oxblosc_chunk::{parallel::pool, ChunkContext, ChunkHeader};
+use oxblosc_expr::{ColumnMut, ColumnRef, ExprError, Program};
+use oxblosc_nd::{Geometry, NdArray};
+use rayon::prelude::*;
+
+/// An operand of [`compute_into`]: an array with the result's geometry, or one value
+/// broadcast to every item (a one-row column).
+#[derive(Clone, Copy)]
+pub enum Operand<'a> {
+    Array(&'a NdArray),
+    Scalar(ColumnRef<'a>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ComputeError {
+    #[error(transparent)]
+    Nd(#[from] oxblosc_nd::Error),
+    #[error(transparent)]
+    Expr(#[from] ExprError),
+    /// The operands or the output do not fit the program or each other.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+impl From<oxblosc_frame::Error> for ComputeError {
+    fn from(e: oxblosc_frame::Error) -> Self {
+        ComputeError::Nd(e.into())
+    }
+}
+
+impl From<oxblosc_chunk::Error> for ComputeError {
+    fn from(e: oxblosc_chunk::Error) -> Self {
+        ComputeError::Nd(e.into())
+    }
+}
+
+type Result<T> = std::result::Result<T, ComputeError>;
+
+thread_local! {
+    /// Decoded operand blocks, reused by each worker across blocks and calls.
+    static BLOCKS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Evaluate `prog` (inputs in the order of `prog.inputs()`, given as `operands`) into every
+/// chunk of `out`, with `nthreads` threads. On any error `out` is left as it was.
+pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray, nthreads: usize) -> Result<()> {
+    let geom = out.geometry().clone();
+    check(prog, operands, &geom, out.typesize())?;
+    let nt = nthreads.max(1);
+    let mut cp = out.schunk().cparams().clone();
+    cp.blocksize = geom.block_bytes();
+    // Chunks are built side by side: a chunk compressed with several threads would only add
+    // the engine's staging copy, unless there is a single chunk.
+    cp.nthreads = if geom.nchunks > 1 { 1 } else { nt };
+    let ctx = out.schunk().chunk_context().clone();
+    let nchunks = geom.nchunks;
+    let mut failure = None;
+    let stored = out.schunk_mut().batch(|s| {
+        // The pool builds up to `window` chunks ahead while this thread stores the finished
+        // ones in order (each job carries its two buffers, handed on to the next job). One
+        // chunk more than threads: a thread done early starts the next chunk or helps with
+        // the blocks of the others (memory: two chunks per job).
+        let window = (nt as u64 + 1).min(nchunks);
+        let (tx, rx) = mpsc::channel::<(u64, Result<usize>, Buffers)>();
+        pool(nt).in_place_scope(|scope| {
+            let spawn = |n: u64, mut b: Buffers| {
+                let tx = tx.clone();
+                let (geom, cp, ctx) = (&geom, &cp, &ctx);
+                scope.spawn(move |_| {
+                    let r = build_chunk(prog, operands, geom, cp, ctx, n, &mut b);
+                    let _ = tx.send((n, r, b));
+                });
+            };
+            for n in 0..window {
+                spawn(n, Buffers::default());
+            }
+            let (mut next, mut running, mut store) = (window, window, 0u64);
+            let mut done = BTreeMap::new();
+            // Every spawned job reports once; after the first error nothing more is spawned
+            // (the scope still waits for the jobs under way).
+            while running > 0 {
+                let (n, r, b) = rx.recv().expect("a chunk job always reports");
+                running -= 1;
+                done.insert(n, (r, b));
+                while failure.is_none() {
+                    let Some((r, b)) = done.remove(&store) else { break };
+                    match r.and_then(|len| Ok(s.update_chunk(store as usize, &b.packed[..len])?)) {
+                        Err(e) => failure = Some(e),
+                        Ok(_) => {
+                            store += 1;
+                            if next < nchunks {
+                                spawn(next, b);
+                                (next, running) = (next + 1, running + 1);
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        match &failure {
+            None => Ok(()),
+            Some(_) => Err(oxblosc_frame::Error::InvalidParam { name: "expr", reason: "a chunk failed".into() }),
+        }
+    });
+    match (stored, failure) {
+        (Ok(()), _) => Ok(()),
+        (Err(_), Some(e)) => Err(e),
+        (Err(e), None) => Err(e.into()),
+    }
+}
+
+/// A chunk job's buffers: the result chunk, and its compressed form.
+#[derive(Default)]
+struct Buffers {
+    chunk: Vec<u8>,
+    packed: Vec<u8>,
+}
+
+/// Chunk `n` of the result, compressed into `b.packed` (returns its length).
+#[allow(clippy::too_many_arguments)]
+fn build_chunk(
+    prog: &Program,
+    operands: &[Operand<'_>],
+    geom: &Geometry,
+    cp: &oxblosc_chunk::CParams,
+    ctx: &ChunkContext,
+    n: u64,
+    b: &mut Buffers,
+) -> Result<usize> {
+    let chunks: Vec<Option<Cow<'_, [u8]>>> = operands
+        .iter()
+        .map(|op| match op {
+            Operand::Array(a) => {
+                let c = a.schunk().get_chunk(n as usize)?;
+                let h = ChunkHeader::parse(&c).map_err(|source| oxblosc_frame::Error::Chunk {
+                    chunk: oxblosc_frame::ChunkId::Data(n as usize),
+                    source,
+                })?;
+                if h.nbytes != a.geometry().chunk_bytes() {
+                    return Err(oxblosc_nd::Error::BadChunk {
+                        chunk: n,
+                        reason: format!("holds {} bytes, the geometry needs {}", h.nbytes, a.geometry().chunk_bytes()),
+                    }
+                    .into());
+                }
+                Ok(Some(c))
+            }
+            Operand::Scalar(_) => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    let origin: Vec<u64> = geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect();
+    // Every byte is written below (results or zero padding): no need to clear. The
+    // compressed buffer starts zeroed by the allocator, so its unused tail costs no memory.
+    b.chunk.resize(geom.chunk_bytes(), 0);
+    let max = oxblosc_chunk::max_compressed_len(b.chunk.len());
+    if b.packed.len() < max {
+        b.packed = vec![0; max];
+    }
+    b.chunk
+        .par_chunks_mut(geom.block_bytes())
+        .enumerate()
+        .try_for_each(|(k, out)| eval_block(prog, operands, &chunks, geom, &origin, n, k, out))?;
+    Ok(oxblosc_chunk::compress_into_with(&b.chunk, &mut b.packed, cp, ctx)?)
+}
+
+/// Block `k` of the result's chunk `n` (at `origin`), into `out` (the block's bytes).
+#[allow(clippy::too_many_arguments)]
+fn eval_block(
+    prog: &Program,
+    operands: &[Operand<'_>],
+    chunks: &[Option<Cow<'_, [u8]>>],
+    geom: &Geometry,
+    origin: &[u64],
+    n: u64,
+    k: usize,
+    out: &mut [u8],
+) -> Result<()> {
+    let runs = valid_runs(geom, origin, k);
+    // Zero the padding: the gaps between runs and after the last.
+    let size = prog.dtype().itemsize();
+    let mut end = 0;
+    for &(start, len) in runs.iter().chain([&(geom.block_items, 0)]) {
+        out[end * size..start * size].fill(0);
+        end = start + len;
+    }
+    if runs.is_empty() {
+        return Ok(());
+    }
+    BLOCKS.with(|cell| {
+        let mut held = cell.try_borrow_mut();
+        let mut fresh = Vec::new();
+        let blocks: &mut Vec<Vec<u8>> = match held.as_deref_mut() {
+            Ok(b) => b,
+            Err(_) => &mut fresh,
+        };
+        blocks.resize_with(operands.len(), Vec::new);
+        for ((op, c), b) in operands.iter().zip(chunks).zip(blocks.iter_mut()) {
+            if let (Operand::Array(a), Some(c)) = (op, c) {
+                let bb = a.geometry().block_bytes();
+                b.resize(bb, 0);
+                oxblosc_chunk::decompress_ranges_with(c, &[(k * bb, (k + 1) * bb)], b, 1, a.schunk().chunk_context())
+                    .map_err(|source| oxblosc_frame::Error::Chunk {
+                    chunk: oxblosc_frame::ChunkId::Data(n as usize),
+                    source,
+                })?;
+            }
+        }
+        for &(start, len) in &runs {
+            let cols: Vec<ColumnRef<'_>> = operands
+                .iter()
+                .zip(blocks.iter())
+                .zip(prog.input_dtypes())
+                .map(|((op, b), &dt)| match op {
+                    Operand::Array(_) => {
+                        ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()])
+                    }
+                    Operand::Scalar(c) => Ok(*c),
+                })
+                .collect::<std::result::Result<_, _>>()?;
+            let o = ColumnMut::from_bytes(prog.dtype(), &mut out[start * size..(start + len) * size])?;
+            prog.eval_into(&cols, o)?;
+        }
+        Ok(())
+    })
+}
+
+/// The runs `(first item, items)` of block `k` of the chunk at `origin` that lie inside the
+/// array and the chunk, in the block's C order (one run for an interior block; none when
+/// the block is all padding).
+fn valid_runs(geom: &Geometry, origin: &[u64], k: usize) -> Vec<(usize, usize)> {
+    let nd = geom.ndim();
+    let mut rest = k as u64;
+    let mut valid = vec![0u64; nd];
+    for d in (0..nd).rev() {
+        let b = rest % geom.bgrid[d];
+        rest /= geom.bgrid[d];
+        let start = b * geom.blocks[d];
+        let in_chunk = geom.chunks[d].saturating_sub(start);
+        let in_array = geom.shape[d].saturating_sub(origin[d] + start);
+        valid[d] = geom.blocks[d].min(in_chunk).min(in_array);
+    }
+    if valid.contains(&0) {
+        return Vec::new();
+    }
+    // The last axis cut short; the axes after it are whole, so each run spans them.
+    let Some(j) = (0..nd).rev().find(|&d| valid[d] < geom.blocks[d]) else {
+        return vec![(0, geom.block_items)];
+    };
+    let inner: u64 = geom.blocks[j + 1..].iter().product();
+    let len = (valid[j] * inner) as usize;
+    let mut runs = Vec::new();
+    let mut idx = vec![0u64; j];
+    loop {
+        let start = idx.iter().enumerate().fold(0u64, |acc, (d, &i)| acc * geom.blocks[d] + i) * geom.blocks[j] * inner;
+        runs.push((start as usize, len));
+        // Next index over the axes before `j` (C order).
+        let Some(d) = (0..j).rev().find(|&d| idx[d] + 1 < valid[d]) else { break };
+        idx[d] += 1;
+        idx[d + 1..].fill(0);
+    }
+    runs
+}
+
+/// Every operand fits: one per program input, arrays of the result's geometry and of the
+/// input's item size, scalars of one row; the output holds the program's type.
+fn check(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, out_typesize: usize) -> Result<()> {
+    let mismatch = |m: String| Err(ComputeError::Mismatch(m));
+    if operands.len() != prog.inputs().len() {
+        return mismatch(format!("{} operands given, the program reads {}", operands.len(), prog.inputs().len()));
+    }
+    if out_typesize != prog.dtype().itemsize() {
+        return mismatch(format!("the output holds {out_typesize}-byte items, the result is {}", prog.dtype()));
+    }
+    for ((op, name), dt) in operands.iter().zip(prog.inputs()).zip(prog.input_dtypes()) {
+        match op {
+            Operand::Array(a) => {
+                let g = a.geometry();
+                if g.shape != geom.shape || g.chunks != geom.chunks || g.blocks != geom.blocks {
+                    return mismatch(format!(
+                        "operand '{name}' has shape {:?}, chunks {:?}, blocks {:?}; the output {:?}, {:?}, {:?}",
+                        g.shape, g.chunks, g.blocks, geom.shape, geom.chunks, geom.blocks
+                    ));
+                }
+                if a.typesize() != dt.itemsize() {
+                    return mismatch(format!("operand '{name}' holds {}-byte items, not {dt}", a.typesize()));
+                }
+            }
+            Operand::Scalar(c) => {
+                if c.len() != 1 || c.dtype() != *dt {
+                    return mismatch(format!("operand '{name}' must be one {dt} value"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxblosc_chunk::{CParams, DParams, SpecialKind};
+    use oxblosc_expr::{parse, DType};
+    use oxblosc_frame::SChunk;
+    use oxblosc_nd::Fill;
+
+    // Edge chunks on every axis, and blocks that do not divide the chunks (padding inside
+    // chunks too): 7 = 3 + 3 + 1, 10 = 4 + 4 + 2 with blocks of 3 in chunks of 4, ...
+    const SHAPE: [u64; 3] = [7, 10, 5];
+    const CHUNKS: [u64; 3] = [3, 4, 5];
+    const BLOCKS: [u64; 3] = [2, 3, 2];
+
+    fn array(dtype: &str, typesize: usize, data: &[u8]) -> NdArray {
+        let cp = CParams { typesize, nthreads: 1, clevel: 5, ..CParams::default() };
+        let g = Geometry::new(&SHAPE, &CHUNKS, &BLOCKS, typesize).unwrap();
+        NdArray::from_buffer(SChunk::new(cp, DParams { nthreads: 1 }).unwrap(), g, Some(dtype), data).unwrap()
+    }
+
+    fn empty(dtype: &str, typesize: usize) -> NdArray {
+        let cp = CParams { typesize, nthreads: 1, clevel: 5, ..CParams::default() };
+        let g = Geometry::new(&SHAPE, &CHUNKS, &BLOCKS, typesize).unwrap();
+        NdArray::create(SChunk::new(cp, DParams { nthreads: 1 }).unwrap(), g, Some(dtype), Fill::Zeros).unwrap()
+    }
+
+    fn nitems() -> usize {
+        SHAPE.iter().product::<u64>() as usize
+    }
+
+    fn f64s(v: &[f64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn i64s(v: &[i64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn program(text: &str, schema: &[(&str, DType)]) -> Program {
+        parse(text).unwrap().compile_columns(schema).unwrap()
+    }
+
+    /// Every chunk, decoded (padding included).
+    fn decoded_chunks(a: &NdArray) -> Vec<Vec<u8>> {
+        (0..a.schunk().nchunks()).map(|n| a.schunk().decompress_chunk(n).unwrap()).collect()
+    }
+
+    #[test]
+    fn values_and_zero_padding_match_a_written_array() {
+        let n = nitems();
+        let a: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 7.0).collect();
+        let b: Vec<i32> = (0..n).map(|i| (i as i32 * 7919) % 101 - 50).collect();
+        let want: Vec<f64> = a.iter().zip(&b).map(|(x, &y)| (x * 2.0 + y as f64 - 1.5).sin()).collect();
+        let (aa, ba) =
+            (array("<f8", 8, &f64s(&a)), array("<i4", 4, &b.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>()));
+        let s = 1.5f64.to_le_bytes();
+        let prog = program("sin(a * 2 + b - s)", &[("a", DType::F64), ("b", DType::I32), ("s", DType::F64)]);
+        let ops: Vec<Operand<'_>> = prog
+            .inputs()
+            .iter()
+            .map(|n| match n.as_str() {
+                "a" => Operand::Array(&aa),
+                "b" => Operand::Array(&ba),
+                _ => Operand::Scalar(ColumnRef::from_bytes(DType::F64, &s).unwrap()),
+            })
+            .collect();
+        for nthreads in [1, 3] {
+            let mut out = empty("<f8", 8);
+            compute_into(&prog, &ops, &mut out, nthreads).unwrap();
+            // The same engine over the whole array in memory gives the same bits.
+            let mut direct = vec![0u8; n * 8];
+            let cols = [aa.to_vec().unwrap(), ba.to_vec().unwrap()];
+            let refs: Vec<ColumnRef<'_>> = prog
+                .inputs()
+                .iter()
+                .map(|name| match name.as_str() {
+                    "a" => ColumnRef::from_bytes(DType::F64, &cols[0]).unwrap(),
+                    "b" => ColumnRef::from_bytes(DType::I32, &cols[1]).unwrap(),
+                    _ => ColumnRef::from_bytes(DType::F64, &s).unwrap(),
+                })
+                .collect();
+            prog.eval_into(&refs, ColumnMut::from_bytes(DType::F64, &mut direct).unwrap()).unwrap();
+            assert_eq!(out.to_vec().unwrap(), direct);
+            let got: Vec<f64> = direct.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-12, "{g} vs {w}");
+            }
+            // Padding is zeros, as in an array written from the same values.
+            assert_eq!(decoded_chunks(&out), decoded_chunks(&array("<f8", 8, &direct)));
+        }
+    }
+
+    #[test]
+    fn padding_values_never_reach_the_program() {
+        // `a ** b` fails for a negative integer exponent: put -1 in b's padding only.
+        let n = nitems();
+        let aa = array("<i8", 8, &i64s(&vec![3; n]));
+        let mut ba = array("<i8", 8, &i64s(&(0..n as i64).map(|i| i % 4 + 1).collect::<Vec<_>>()));
+        for c in 0..ba.schunk().nchunks() {
+            let mut items = ba.schunk().decompress_chunk(c).unwrap();
+            for item in items.chunks_mut(8) {
+                if item == [0; 8] {
+                    item.copy_from_slice(&(-1i64).to_le_bytes()); // only padding holds 0
+                }
+            }
+            let packed = oxblosc_chunk::compress(&items, ba.schunk().cparams()).unwrap();
+            ba.schunk_mut().update_chunk(c, &packed).unwrap();
+        }
+        let prog = program("a ** b", &[("a", DType::I64), ("b", DType::I64)]);
+        let mut out = empty("<i8", 8);
+        compute_into(&prog, &[Operand::Array(&aa), Operand::Array(&ba)], &mut out, 2).unwrap();
+        let got: Vec<i64> =
+            out.to_vec().unwrap().chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        let want: Vec<i64> = (0..n as i64).map(|i| 3i64.pow((i % 4 + 1) as u32)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn errors_leave_the_output_untouched() {
+        let n = nitems();
+        let prog = program("a + 1", &[("a", DType::F64)]);
+        let special = |o: &NdArray| {
+            (0..o.schunk().nchunks()).all(|c| {
+                ChunkHeader::parse(&o.schunk().get_chunk(c).unwrap()).unwrap().special().unwrap() == SpecialKind::Zeros
+            })
+        };
+        // Another geometry.
+        let cp = CParams { typesize: 8, nthreads: 1, ..CParams::default() };
+        let g = Geometry::new(&SHAPE, &[7, 10, 5], &BLOCKS, 8).unwrap();
+        let other =
+            NdArray::from_buffer(SChunk::new(cp, DParams::default()).unwrap(), g, Some("<f8"), &f64s(&vec![1.0; n]))
+                .unwrap();
+        let mut out = empty("<f8", 8);
+        let e = compute_into(&prog, &[Operand::Array(&other)], &mut out, 2).unwrap_err();
+        assert!(matches!(e, ComputeError::Mismatch(_)) && e.to_string().contains("chunks [7, 10, 5]"), "{e}");
+        assert!(special(&out));
+        // A chunk that fails to decode (its third, after two good ones), with 1 and 2 threads.
+        let mut bad = array("<f8", 8, &f64s(&(0..n).map(|i| i as f64).collect::<Vec<_>>()));
+        let mut c = bad.schunk().get_chunk(2).unwrap().into_owned();
+        let last = c.len() - 1;
+        c[last] ^= 0xFF;
+        c[40..].iter_mut().for_each(|b| *b = 0xA5);
+        bad.schunk_mut().update_chunk(2, &c).unwrap();
+        for nthreads in [1, 2] {
+            let mut out = empty("<f8", 8);
+            let e = compute_into(&prog, &[Operand::Array(&bad)], &mut out, nthreads).unwrap_err();
+            assert!(e.to_string().contains("chunk 2"), "{e}");
+            assert!(special(&out));
+        }
+        // Output of another item size.
+        let mut out = empty("<f4", 4);
+        assert!(matches!(compute_into(&prog, &[Operand::Array(&bad)], &mut out, 1), Err(ComputeError::Mismatch(_))));
+    }
+}
