@@ -358,10 +358,10 @@ fn parts_of_one_chunk_decode_only_their_blocks_straight_into_the_output() {
     let cases = [
         (s([(4, 16), (0, 6), (0, 10)]), 24, true), // 12 planes of a chunk (Dask's slab)
         (s([(20, 22), (6, 12), (0, 10)]), 4, true),
-        (s([(4, 16), (3, 6), (0, 10)]), 12, true), // one block per plane
-        (s([(4, 16), (1, 5), (0, 10)]), 24, true), // parts of two blocks per plane
-        (s([(4, 16), (1, 2), (2, 5)]), 12, true),  // a row part per plane
-        (s([(4, 6), (0, 3), (2, 5)]), 2, false),   // three runs in one block: decoded once, copied
+        (s([(4, 16), (3, 6), (0, 10)]), 12, true),       // one block per plane
+        (s([(4, 16), (1, 5), (0, 10)]), 24, true),       // parts of two blocks per plane
+        (s([(4, 16), (1, 2), (2, 5)]), 12, true),        // a row part per plane
+        (s([(4, 6), (0, 3), (2, 5)]), 2, false),         // three runs in one block: decoded once, copied
         (s([(10, 20), (0, 6), (0, 10)]), 12 + 8, false), // two chunks
     ];
     for nthreads in [1, 3] {
