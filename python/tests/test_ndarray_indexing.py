@@ -164,7 +164,6 @@ def test_blocks_decoded_counter_proves_partial_reads():
     assert z.blocks_decoded == 0, "zero chunks are never decoded"
 
 
-
 def test_dask_slab_tasks_decode_only_their_blocks(tmp_path):
     """Dask reads a slab as one task per chunk, most of them for part of a chunk: with blocks
     in C order (one plane thick) only the planes read are decoded, straight into the output."""
@@ -181,6 +180,7 @@ def test_dask_slab_tasks_decode_only_their_blocks(tmp_path):
     y = da.from_array(x, chunks=x.chunks)[22:46].compute(scheduler="threads")
     np.testing.assert_array_equal(y, a[22:46])
     assert x.blocks_decoded - before == 24 * 4  # 24 planes, 2 chunks across, 2 blocks each
+
 
 def test_resize_append_and_streaming():
     a, x = make((5, 3), (2, 2), (1, 2))
