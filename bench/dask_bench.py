@@ -320,8 +320,8 @@ def plot(results: dict, names: dict, shape, png: Path) -> None:
             ax.set_title(f"{sched}: {op} (s)", fontsize=9)
             ax.tick_params(labelsize=7)
             ax.invert_yaxis()
-            if c:
-                ax.set_yticklabels([])
+            if c and keys == [k for k in names if k in results.get((sched, ops[0]), {})]:
+                ax.set_yticklabels([])  # the same sources as the first panel of the row
     title = f"Dask over a {shape} float32 array (chunks {CHUNKS}, LZ4 5 + shuffle); shorter is better"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
