@@ -125,19 +125,37 @@ def h5_create(path, shape, cname="lz4"):
                          **hdf5plugin.Blosc2(cname=cname, clevel=5, filters=hdf5plugin.Blosc2.SHUFFLE))  # fmt: skip
 
 
-def timed(fn) -> float:
-    t = time.perf_counter()
+def _disk_read() -> int:
+    """Bytes this process has read from storage (not the page cache), per /proc/self/io."""
+    try:
+        with open("/proc/self/io") as f:
+            return int(next(line for line in f if line.startswith("read_bytes:")).split()[1])
+    except (OSError, StopIteration):
+        return 0
+
+
+def timed(fn) -> tuple[float, float, float]:
+    """Wall seconds, this process's CPU seconds (all its threads) and MB read from disk."""
+    t, c, d = time.perf_counter(), time.process_time(), _disk_read()
     fn()
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c, (_disk_read() - d) / 1e6
 
 
-def interleaved(cases: dict, rounds: int, log) -> dict[str, float]:
-    times = {k: [] for k in cases}
+# CPU seconds and disk MB (medians) of the threaded runs: (op, source) -> (cpu, disk)
+EXTRA: dict[tuple[str, str], tuple[float, float]] = {}
+
+
+def interleaved(cases: dict, rounds: int, log, op: str | None = None) -> dict[str, float]:
+    got = {k: [] for k in cases}
     for r in range(rounds):
         for k, fn in cases.items():
-            times[k].append(timed(fn))
-            log(f"  round {r} {k}: {times[k][-1]:.2f} s")
-    return {k: statistics.median(v) for k, v in times.items()}
+            got[k].append(timed(fn))
+            w, c, d = got[k][-1]
+            log(f"  round {r} {k}: {w:.2f} s, process CPU {c:.2f} s, {d:.0f} MB read from disk")
+    if op is not None:
+        for k, v in got.items():
+            EXTRA[(op, k)] = (statistics.median(x[1] for x in v), statistics.median(x[2] for x in v))
+    return {k: statistics.median(x[0] for x in v) for k, v in got.items()}
 
 
 def dir_size(p: Path) -> int:
@@ -228,7 +246,7 @@ def run(tmp: Path, shape, rounds: int, log) -> list[str]:
                         assert np.array_equal(f["x"][::64, ::64, ::64], ref)
                 for op, fn in ops.items():
                     cases = {k: partial(fn, y) for k, y in srcs.items()}
-                    results[(sched, op)] = interleaved(cases, rounds, log)
+                    results[(sched, op)] = interleaved(cases, rounds, log, op if sched == "threads" else None)
         finally:
             H5.close_all()
             if client is not None:
@@ -264,7 +282,50 @@ def run(tmp: Path, shape, rounds: int, log) -> list[str]:
             else:
                 cells.append(f"{t[k]:.2f} s ({t[k] / t['ox']:.2f})")
         rows.append(f"| {sched} | {op} | " + " | ".join(cells) + " |")
+    rows += [
+        "",
+        "Threaded reads, the same runs: CPU seconds of the whole process (every thread; median) / MB "
+        "read from disk rather than the page cache (median; /proc/self/io).",
+        "",
+        "| op | " + " | ".join(names.values()) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for op in ("sum", "slab", "strided"):
+        cells = [f"{EXTRA[(op, k)][0]:.2f} s / {EXTRA[(op, k)][1]:.0f}" if (op, k) in EXTRA else "-" for k in names]
+        rows.append(f"| {op} | " + " | ".join(cells) + " |")
+    if PLOT is not None:
+        plot(results, names, shape, PLOT)
     return rows
+
+
+PLOT: Path | None = None
+
+
+def plot(results: dict, names: dict, shape, png: Path) -> None:
+    """Seconds per operation and source, one panel per scheduler (oxblosc b2nd in red)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scheds = sorted({s for s, _ in results}, reverse=True)
+    ops = [op for s, op in results if s == scheds[0]]
+    fig, axes = plt.subplots(len(scheds), len(ops), figsize=(13, 2.4 * len(scheds) + 0.8), dpi=80, squeeze=False)
+    for r, sched in enumerate(scheds):
+        for c, op in enumerate(ops):
+            ax, t = axes[r][c], results.get((sched, op), {})
+            keys = [k for k in names if k in t]
+            ax.barh([names[k].replace(", ", "\n", 1) for k in keys], [t[k] for k in keys],
+                    color=["tab:red" if k == "ox" else "tab:gray" for k in keys])  # fmt: skip
+            ax.set_title(f"{sched}: {op} (s)", fontsize=9)
+            ax.tick_params(labelsize=7)
+            ax.invert_yaxis()
+            if c and keys == [k for k in names if k in results.get((sched, ops[0]), {})]:
+                ax.set_yticklabels([])  # the same sources as the first panel of the row
+    title = f"Dask over a {shape} float32 array (chunks {CHUNKS}, LZ4 5 + shuffle); shorter is better"
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png)
 
 
 def main() -> None:
@@ -276,7 +337,10 @@ def main() -> None:
     p.add_argument("--tmp", default=None, help="directory for the files (default: the system's temp)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"))
     p.add_argument("--no-write", action="store_true", help="print only")
+    p.add_argument("--plot", default=None, help="write a PNG of the seconds here (needs matplotlib)")
     args = p.parse_args()
+    global PLOT
+    PLOT = Path(args.plot) if args.plot else None
     shape = tuple(int(s) for s in args.shape.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="oxblosc-daskbig-", dir=args.tmp))
     w0, c0 = cpu_busy()

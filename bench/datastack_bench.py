@@ -42,12 +42,19 @@ def timed(fn) -> float:
     return time.perf_counter() - t
 
 
-def interleaved(cases: dict, rounds: int) -> dict[str, float]:
-    """Median seconds of each case, the cases run in turn ``rounds`` times."""
+def interleaved(cases: dict, rounds: int, cpu: dict | None = None) -> dict[str, float]:
+    """Median seconds of each case, the cases run in turn ``rounds`` times; with ``cpu``, also
+    the median CPU seconds of the whole process (every thread) per case into it: on a machine
+    shared with other jobs the CPU spent varies far less than the wall time."""
     times = {k: [] for k in cases}
+    cpus = {k: [] for k in cases}
     for _ in range(rounds):
         for k, fn in cases.items():
+            c = time.process_time()
             times[k].append(timed(fn))
+            cpus[k].append(time.process_time() - c)
+    if cpu is not None:
+        cpu.update({k: statistics.median(v) for k, v in cpus.items()})
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -71,10 +78,11 @@ def bench_zarr(shape, chunks, rounds) -> list[str]:
     }
     rows = [
         f"Zarr, {shape} float32 ({mb:.0f} MB), chunks {chunks}, MemoryStore, clevel 5, shuffle; "
-        "MB/s (median), ratio = peer time / oxblosc time.",
+        "MB/s (median), ratio = peer time / oxblosc time; CPU ratio = the same for the CPU seconds of the "
+        "whole process (every thread, median).",
         "",
-        "| case | op | peer MB/s | oxblosc MB/s | ratio | peer cratio | oxblosc cratio |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| case | op | peer MB/s | oxblosc MB/s | ratio | CPU ratio | peer cratio | oxblosc cratio |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, (fmt, theirs, ours) in peers.items():
         stores = {"peer": zarr.storage.MemoryStore(), "ox": zarr.storage.MemoryStore()}
@@ -84,23 +92,25 @@ def bench_zarr(shape, chunks, rounds) -> list[str]:
             )
             for who, codec in (("peer", theirs), ("ox", ours))
         }
-        w = interleaved({who: (lambda z=z: z.__setitem__(Ellipsis, a)) for who, z in arrays.items()}, rounds)
-        r = interleaved({who: (lambda z=z: z[...]) for who, z in arrays.items()}, rounds)
+        wc, rc = {}, {}
+        w = interleaved({who: (lambda z=z: z.__setitem__(Ellipsis, a)) for who, z in arrays.items()}, rounds, wc)
+        r = interleaved({who: (lambda z=z: z[...]) for who, z in arrays.items()}, rounds, rc)
         assert np.array_equal(arrays["ox"][...], a)
         cr = {who: a.nbytes / sum(len(v) for k, v in s._store_dict.items() if "zarr" not in k and "." != k[0])
               for who, s in stores.items()}  # fmt: skip
-        for op, t in (("write", w), ("read", r)):
+        for op, t, c in (("write", w, wc), ("read", r, rc)):
             rows.append(
                 f"| {name} | {op} | {mb / t['peer']:.0f} | {mb / t['ox']:.0f} | {t['peer'] / t['ox']:.2f} "
-                f"| {cr['peer']:.2f} | {cr['ox']:.2f} |"
+                f"| {c['peer'] / c['ox']:.2f} | {cr['peer']:.2f} | {cr['ox']:.2f} |"
             )
+            FIGURES[f"{name} {op}"] = (mb / t["peer"], mb / t["ox"])
         log(rows[-2] + "\n" + rows[-1])
     # blosc2 (no peer in zarr-python): our figures only
     store = zarr.storage.MemoryStore()
     z = zarr.create_array(store, shape=shape, chunks=chunks, dtype="f4", compressors=OxBlosc2Codec(cname="zstd"))
     w = interleaved({"ox": lambda: z.__setitem__(Ellipsis, a)}, rounds)["ox"]
     r = interleaved({"ox": lambda: z[...]}, rounds)["ox"]
-    rows.append(f"| v3 blosc2 zstd (ours only) | write / read | - | {mb / w:.0f} / {mb / r:.0f} | - | - | - |")
+    rows.append(f"| v3 blosc2 zstd (ours only) | write / read | - | {mb / w:.0f} / {mb / r:.0f} | - | - | - | - |")
     return rows
 
 
@@ -169,6 +179,8 @@ def bench_dask(tmp: Path, shape, chunks, rounds) -> list[str]:
     with dask.config.set(scheduler="threads", num_workers=2):
         cases = {"zarr": lambda: xz.sum().compute(), "ox": lambda: xo.sum().compute()}
         t = interleaved(cases | {"mmap": lambda: xm.sum().compute()}, rounds)
+    FIGURES["Dask sum (file)"] = (mb / t["zarr"], mb / t["ox"])
+    FIGURES["Dask sum (mmap)"] = (mb / t["zarr"], mb / t["mmap"])
     sizes = {
         "zarr": sum(f.stat().st_size for f in Path(zp).rglob("*") if f.is_file()),
         "ox": Path(op).stat().st_size,
@@ -187,9 +199,35 @@ def bench_dask(tmp: Path, shape, chunks, rounds) -> list[str]:
     ]
 
 
+# MB/s (peer, oxblosc) per case, for the plot.
+FIGURES: dict[str, tuple[float, float]] = {}
+
+
+def plot(png: Path) -> None:
+    """Peer and oxblosc MB/s per Zarr and Dask case, side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(FIGURES)
+    y = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(names) + 1.2), dpi=80)
+    ax.barh(y - 0.2, [FIGURES[n][0] for n in names], 0.4, color="tab:gray", label="numcodecs / zarr (peer)")
+    ax.barh(y + 0.2, [FIGURES[n][1] for n in names], 0.4, color="tab:red", label="oxblosc")
+    ax.set_yticks(y, names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("MB/s (median), longer is better")
+    ax.set_title("Zarr codecs (MemoryStore) and Dask x.sum(), same chunks and settings", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--plot", default=None, help="write a PNG of the Zarr and Dask figures here (needs matplotlib)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"))
     args = p.parse_args()
     rounds = 3 if args.quick else 7
@@ -213,6 +251,8 @@ def main() -> None:
         "on average during the run (ours included), so figures are noisy; rounds interleaved, medians.",
         "",
     ]
+    if args.plot:
+        plot(Path(args.plot))
     write_block(Path(args.out), "datastack", "Python data stack: Zarr codecs, Streamer, Dask", "\n".join(head + rows))
     print("\n".join(head + rows))
 

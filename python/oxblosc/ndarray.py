@@ -327,6 +327,9 @@ class NDArray(Operators):
         if self.urlpath is not None and self.mmap_mode in (None, "r"):
             mode = "r" if self.mode == "r" else "a"
             return _reopen, (self.urlpath, mode, self._schunk.locking, self.mmap_mode)
+        origin = getattr(self, "_origin", None)
+        if origin is not None and origin[2] == self._n._writes and origin[1] == _file_token(origin[0][0]):
+            return _reopen_copy, origin[0]
         return ndarray_from_cframe, (self.to_cframe(),)
 
     def __dask_tokenize__(self) -> tuple:
@@ -671,7 +674,14 @@ class NDArray(Operators):
     def copy(self, dtype: Any = None, **kwargs: Any) -> NDArray:
         """A copy, optionally with another dtype, chunks, blocks, cparams or storage."""
         if dtype is None and not kwargs:
-            return NDArray(self._n.copy(), urlpath=None, mode="a")
+            out = NDArray(self._n.copy(), urlpath=None, mode="a")
+            # ``dask.array.from_array`` copies the arrays it is given: while such a copy of a
+            # file's array and the file stay unchanged, it pickles as a reference to the file
+            # (reopened and copied again), not as gigabytes of frame.
+            reduced = self.__reduce__()
+            if reduced[0] is _reopen:
+                out._origin = (reduced[1], _file_token(self.urlpath), out._n._writes)
+            return out
         target = np.dtype(dtype) if dtype is not None else self.dtype
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks)
@@ -1055,6 +1065,21 @@ def _reopen(urlpath: str, mode: str, locking: bool, mmap_mode: str | None = None
         a.schunk.dparams = dataclasses.replace(a.dparams, nthreads=n)
         a.schunk.cparams = dataclasses.replace(a.cparams, nthreads=n)
     return a
+
+
+def _file_token(urlpath: str) -> tuple | None:
+    """Size and modification time of an array's file (a sparse frame's index file)."""
+    path = os.path.join(urlpath, "chunks.b2frame") if os.path.isdir(urlpath) else urlpath
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _reopen_copy(urlpath: str, mode: str, locking: bool, mmap_mode: str | None = None) -> NDArray:
+    """Unpickle an unchanged in-memory copy of a file's array: the file reopened, copied."""
+    return _reopen(urlpath, "r", locking, mmap_mode).copy()
 
 
 def _from_schunk(s: SChunk) -> NDArray:

@@ -164,6 +164,26 @@ def test_blocks_decoded_counter_proves_partial_reads():
     assert z.blocks_decoded == 0, "zero chunks are never decoded"
 
 
+def test_dask_slab_tasks_decode_only_their_blocks(tmp_path):
+    """Dask reads a slab as one task per chunk, most of them for part of a chunk: with blocks
+    in C order (one plane thick) only the planes read are decoded, straight into the output."""
+    a = np.arange(64 * 12 * 10, dtype="<f4").reshape(64, 12, 10)
+    path = str(tmp_path / "slab.b2nd")
+    oxblosc.asarray(a, urlpath=path, mode="w", chunks=(16, 6, 10), blocks=(1, 3, 10))
+    x = oxblosc.open(path)
+    np.testing.assert_array_equal(x[4:16, 0:6], a[4:16, 0:6])  # 12 of a chunk's 16 planes
+    assert x.blocks_decoded == 12 * 2  # was the whole chunk: 32
+    np.testing.assert_array_equal(x[16:18, 6:12, :], a[16:18, 6:12, :])
+    assert x.blocks_decoded == 12 * 2 + 2 * 2
+    da = pytest.importorskip("dask.array")
+    d = da.from_array(x, chunks=x.chunks)
+    # from_array reads through its own copy of the array (it calls ``x.copy()``).
+    (used,) = [v for v in dict(d.__dask_graph__()).values() if isinstance(v, oxblosc.NDArray)]
+    before = used.blocks_decoded
+    np.testing.assert_array_equal(d[22:46].compute(scheduler="threads"), a[22:46])
+    assert used.blocks_decoded - before == 24 * 4  # 24 planes, 2 chunks across, 2 blocks each
+
+
 def test_resize_append_and_streaming():
     a, x = make((5, 3), (2, 2), (1, 2))
     x.resize((7, 4))

@@ -55,10 +55,21 @@ pub fn compress_into_with(src: &[u8], dst: &mut [u8], cp: &CParams, ctx: &ChunkC
 
 /// Compress `src` into a new Blosc1 (version 2) chunk. Only SHUFFLE or BITSHUFFLE filters.
 pub fn compress_blosc1(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
-    let mut out = vec![0u8; src.len() + MIN_HEADER_LEN];
-    let n = Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, &mut out)?;
+    let mut out = vec![0u8; max_blosc1_len(src.len())];
+    let n = compress_blosc1_into(src, &mut out, cp)?;
     out.truncate(n);
     Ok(out)
+}
+
+/// [`compress_blosc1`] into `dst` (at least [`max_blosc1_len`] bytes: a caller that reuses
+/// one buffer for many chunks avoids faulting in a fresh one per chunk); returns the length.
+pub fn compress_blosc1_into(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<usize> {
+    Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, dst)
+}
+
+/// Largest Blosc1 chunk `nbytes` of input can become.
+pub fn max_blosc1_len(nbytes: usize) -> usize {
+    nbytes + MIN_HEADER_LEN
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

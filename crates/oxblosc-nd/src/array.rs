@@ -3,7 +3,9 @@
 //! Reads plan the hyperslab ([`crate::geometry`]), fetch each touched chunk once and decode
 //! either the few blocks the selection enters (`decompress_ranges`, one job per block) or, when
 //! it enters most of them, the whole chunk; special zero chunks are never decoded. Several
-//! chunks are fetched in parallel on the chunk engine's pool, then copied into place.
+//! chunks are fetched in parallel on the chunk engine's pool, then copied into place. A
+//! selection inside one chunk whose blocks are laid out in C order (Dask's reads) skips the
+//! copy: the touched blocks are decoded straight into the output.
 //! Writes replace whole chunks directly and read-modify-write the others; padding outside the
 //! array is written as zeros, like C-Blosc2.
 
@@ -59,7 +61,7 @@ pub struct NdArray {
     meta_name: &'static str,
     nthreads: usize,
     decoded_blocks: AtomicU64,
-    /// Reads of one whole chunk decoded straight into the caller's buffer.
+    /// Reads inside one chunk decoded straight into the caller's buffer.
     decoded_in_place: AtomicU64,
 }
 
@@ -245,8 +247,8 @@ impl NdArray {
         self.decoded_blocks.load(Ordering::Relaxed)
     }
 
-    /// Reads of exactly one whole chunk decoded straight into the output (no intermediate
-    /// buffer: blocks laid out in C order), for tests.
+    /// Reads inside one chunk decoded straight into the output (no intermediate buffer:
+    /// blocks laid out in C order, only the touched ones decoded), for tests.
     pub fn chunks_decoded_in_place(&self) -> u64 {
         self.decoded_in_place.load(Ordering::Relaxed)
     }
@@ -279,55 +281,105 @@ impl NdArray {
 
     /// Read `sel` (planned as `plan`) into `out`.
     fn read_selection(&self, sel: &[DimSlice], plan: &SlicePlan, out: &mut [u8]) -> Result<()> {
-        match self.whole_chunk_in_c_order(sel) {
-            Some(n) => self.decode_chunk_into(n, out),
+        match self.one_chunk_ranges(sel) {
+            Some((n, ranges)) => self.decode_ranges_into(n, &ranges, out),
             None => self.read_plan(plan, out),
         }
     }
 
-    /// The chunk `sel` selects exactly (step 1, no edge), if its decoded bytes are already
-    /// in C order (blocks span every axis after one and are one item thick on every axis
-    /// before it): such a read decodes straight into the output, with no intermediate buffer
-    /// (a fresh multi-megabyte buffer per read cost more than the decoding; Dask reads whole
-    /// chunks this way).
-    fn whole_chunk_in_c_order(&self, sel: &[DimSlice]) -> Option<u64> {
+    /// Whether a chunk's decoded bytes are already the chunk in C order: blocks one item
+    /// thick on every axis before one, dividing the chunk on that axis, whole after it.
+    fn blocks_in_c_order(&self) -> bool {
         let g = &self.geom;
         if g.ndim() == 0 || g.chunks.contains(&0) {
-            return None;
+            return false;
         }
-        let exact = sel
-            .iter()
-            .zip(&g.chunks)
-            .zip(&g.shape)
-            .all(|((s, &c), &n)| s.step == 1 && s.start % c == 0 && s.stop - s.start == c && s.stop <= n);
         let split = g.blocks.iter().position(|&b| b != 1).unwrap_or(g.ndim() - 1);
         let c_order = g.blocks.iter().zip(&g.chunks).enumerate().all(|(d, (&b, &c))| match d.cmp(&split) {
             std::cmp::Ordering::Less => b == 1,
             std::cmp::Ordering::Equal => c % b == 0,
             std::cmp::Ordering::Greater => b == c,
         });
-        if !exact || !c_order || g.chunk_bytes() != g.chunks.iter().product::<u64>() as usize * g.typesize {
+        c_order && g.chunk_bytes() == g.chunks.iter().product::<u64>() as usize * g.typesize
+    }
+
+    /// For a step-1 selection inside one chunk whose blocks are in C order: that chunk and
+    /// the byte ranges of its decoded bytes that, back to back, are the selection's C-order
+    /// output, cut at block boundaries (one decode job per block). Such a read decodes only
+    /// the blocks it touches, straight into the output: no chunk-sized buffer and no copy (a
+    /// fresh multi-megabyte buffer per read cost more than the decoding; Dask reads whole
+    /// chunks and, for slabs, parts of chunks this way). None when some block would be
+    /// decoded twice (a selection narrower than a block on the inner axes): the general path
+    /// decodes it once and copies.
+    fn one_chunk_ranges(&self, sel: &[DimSlice]) -> Option<(u64, Vec<(usize, usize)>)> {
+        let g = &self.geom;
+        if sel.len() != g.ndim() || sel.iter().any(|s| s.step != 1 || s.stop <= s.start) || !self.blocks_in_c_order() {
             return None;
         }
         let coords: Vec<u64> = sel.iter().zip(&g.chunks).map(|(s, &c)| s.start / c).collect();
-        Some(g.chunk_index(&coords))
+        if sel.iter().zip(&g.chunks).zip(&coords).any(|((s, &c), &k)| (s.stop - 1) / c != k) {
+            return None;
+        }
+        // The selection relative to the chunk, and byte strides of the chunk's C order.
+        let rel: Vec<(u64, u64)> =
+            sel.iter().zip(&g.chunks).zip(&coords).map(|((s, &c), &k)| (s.start - k * c, s.stop - k * c)).collect();
+        let mut strides = vec![g.typesize as u64; g.ndim()];
+        for d in (0..g.ndim() - 1).rev() {
+            strides[d] = strides[d + 1] * g.chunks[d + 1];
+        }
+        // Inner axes selected whole fold into the run of axis `k`.
+        let mut k = g.ndim() - 1;
+        while k > 0 && rel[k] == (0, g.chunks[k]) {
+            k -= 1;
+        }
+        let run = (rel[k].1 - rel[k].0) * strides[k];
+        let bb = g.block_bytes() as u64;
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        let mut idx: Vec<u64> = rel[..k].iter().map(|r| r.0).collect();
+        loop {
+            let lo = idx.iter().zip(&strides).map(|(i, s)| i * s).sum::<u64>() + rel[k].0 * strides[k];
+            let mut p = lo;
+            while p < lo + run {
+                let q = (lo + run).min((p / bb + 1) * bb);
+                if ranges.last().is_some_and(|&(_, h)| (h as u64 - 1) / bb == p / bb) {
+                    return None;
+                }
+                ranges.push((p as usize, q as usize));
+                p = q;
+            }
+            // Next index of the outer axes (odometer, last axis fastest).
+            let mut d = k;
+            loop {
+                if d == 0 {
+                    return Some((g.chunk_index(&coords), ranges));
+                }
+                d -= 1;
+                idx[d] += 1;
+                if idx[d] < rel[d].1 {
+                    break;
+                }
+                idx[d] = rel[d].0;
+            }
+        }
     }
 
-    /// Decode chunk `n` (whole, in C order: see [`Self::whole_chunk_in_c_order`]) into `out`.
-    fn decode_chunk_into(&self, n: u64, out: &mut [u8]) -> Result<()> {
+    /// Decode `ranges` of chunk `n` (see [`Self::one_chunk_ranges`]) back to back into `out`.
+    fn decode_ranges_into(&self, n: u64, ranges: &[(usize, usize)], out: &mut [u8]) -> Result<()> {
         self.with_checked_chunk(n, |c| {
             let err = |source| oxblosc_frame::Error::Chunk { chunk: oxblosc_frame::ChunkId::Data(n as usize), source };
             let special = ChunkHeader::parse(c).and_then(|h| h.special()).map_err(err)?;
             if matches!(special, SpecialKind::Zeros | SpecialKind::Uninit) {
                 out.fill(0);
-                self.decoded_in_place.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+            } else if ranges.len() == 1 && ranges[0] == (0, self.geom.chunk_bytes()) {
+                let dp = DParams { nthreads: self.nthreads };
+                oxblosc_chunk::decompress_into_with(c, out, &dp, self.schunk.chunk_context()).map_err(err)?;
+            } else {
+                let ctx = self.schunk.chunk_context();
+                oxblosc_chunk::decompress_ranges_with(c, ranges, out, self.nthreads, ctx).map_err(err)?;
             }
-            let dp = DParams { nthreads: self.nthreads };
-            oxblosc_chunk::decompress_into_with(c, out, &dp, self.schunk.chunk_context()).map_err(err)?;
             self.decoded_in_place.fetch_add(1, Ordering::Relaxed);
             if special == SpecialKind::None {
-                self.decoded_blocks.fetch_add(self.geom.blocks_per_chunk as u64, Ordering::Relaxed);
+                self.decoded_blocks.fetch_add(ranges.len() as u64, Ordering::Relaxed);
             }
             Ok(())
         })

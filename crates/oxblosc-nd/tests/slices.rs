@@ -338,11 +338,45 @@ fn whole_chunks_in_c_order_decode_straight_into_the_output() {
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 3, 5], nthreads), 8);
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[2, 6, 5], nthreads), 8);
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 1, 1], nthreads), 8);
-        // Edge chunks (shape not a multiple of chunks) go the general way: 4 interior of 18.
-        assert_eq!(read_each_chunk(&[9, 13, 10], &[4, 6, 5], &[1, 3, 5], nthreads), 4 * 2);
+        // Edge chunks (shape not a multiple of chunks) too: all 18, their padding skipped.
+        assert_eq!(read_each_chunk(&[9, 13, 10], &[4, 6, 5], &[1, 3, 5], nthreads), 18);
         // Blocks not in C order, or padded: never in place, same values.
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[2, 3, 5], nthreads), 0);
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 6, 2], nthreads), 0);
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[3, 6, 5], nthreads), 0);
     }
+}
+
+#[test]
+fn parts_of_one_chunk_decode_only_their_blocks_straight_into_the_output() {
+    // Chunks of 16 x 6 x 10 in blocks of 1 x 3 x 10 (C order): 32 blocks per chunk.
+    let shape = [32u64, 12, 10];
+    let g = Geometry::new(&shape, &[16, 6, 10], &[1, 3, 10], 4).unwrap();
+    let data = reference(shape.iter().product(), 4);
+    let s = |r: [(u64, u64); 3]| r.map(|(a, b)| DimSlice::new(a, b, 1));
+    // (selection, blocks decoded, decoded straight into the output)
+    let cases = [
+        (s([(4, 16), (0, 6), (0, 10)]), 24, true), // 12 planes of a chunk (Dask's slab)
+        (s([(20, 22), (6, 12), (0, 10)]), 4, true),
+        (s([(4, 16), (3, 6), (0, 10)]), 12, true),       // one block per plane
+        (s([(4, 16), (1, 5), (0, 10)]), 24, true),       // parts of two blocks per plane
+        (s([(4, 16), (1, 2), (2, 5)]), 12, true),        // a row part per plane
+        (s([(4, 6), (0, 3), (2, 5)]), 2, false),         // three runs in one block: decoded once, copied
+        (s([(10, 20), (0, 6), (0, 10)]), 12 + 8, false), // two chunks
+    ];
+    for nthreads in [1, 3] {
+        let a = NdArray::from_buffer(schunk(4, nthreads), g.clone(), Some("<u4"), &data).unwrap();
+        for (sel, blocks, in_place) in &cases {
+            let (b0, p0) = (a.blocks_decoded(), a.chunks_decoded_in_place());
+            assert_eq!(a.get_slice(sel).unwrap(), naive_get(&data, &shape, 4, sel), "{sel:?}");
+            assert_eq!(a.blocks_decoded() - b0, *blocks, "{sel:?}");
+            assert_eq!(a.chunks_decoded_in_place() - p0, u64::from(*in_place), "{sel:?}");
+        }
+    }
+    // Special chunks: zeros are not decoded, a repeated value is expanded into the part.
+    let z = NdArray::create(schunk(4, 1), g.clone(), Some("<u4"), Fill::Zeros).unwrap();
+    assert_eq!(z.get_slice(&cases[3].0).unwrap(), vec![0u8; 12 * 4 * 10 * 4]);
+    assert_eq!((z.blocks_decoded(), z.chunks_decoded_in_place()), (0, 1));
+    let v = NdArray::create(schunk(4, 1), g, Some("<u4"), Fill::Value(7u32.to_le_bytes().to_vec())).unwrap();
+    assert_eq!(v.get_slice(&cases[4].0).unwrap(), 7u32.to_le_bytes().repeat(12 * 3));
 }

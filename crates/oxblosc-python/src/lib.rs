@@ -146,8 +146,8 @@ fn compress_blosc1<'py>(
         CParamsArg(codec, 0, clevel, false, typesize, nthreads, blocksize, 4, vec![0, 0, 0, 0, 0, shuffle], vec![])
             .into_cparams()?;
     let view = ByteView::readable(src)?;
-    let out = py.allow_threads(|| chunk::compress_blosc1(view.as_slice(), &cp)).map_err(|e| to_py(py, e))?;
-    Ok(PyBytes::new(py, &out))
+    let data = view.as_slice();
+    compress_to_bytes(py, chunk::max_blosc1_len(data.len()), |dst| chunk::compress_blosc1_into(data, dst, &cp))
 }
 
 /// Compress a list of buffers into one chunk with variable-length blocks (format version 6).

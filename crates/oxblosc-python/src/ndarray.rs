@@ -258,6 +258,12 @@ impl NativeNDArray {
         self.inner.peak_readers()
     }
 
+    /// Calls so far that could have changed this handle (took its exclusive lock).
+    #[getter]
+    fn _writes(&self) -> u64 {
+        self.inner.writes()
+    }
+
     /// Test hook: wait inside a read until `n` threads were inside reads at once.
     fn _rendezvous(&self, py: Python<'_>, n: usize, timeout: f64) -> bool {
         self.inner.rendezvous(py, n, std::time::Duration::from_secs_f64(timeout.clamp(0.0, 600.0)))

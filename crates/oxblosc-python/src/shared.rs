@@ -7,7 +7,7 @@
 //! and no guard outlives the closure: a thread blocked on the lock never holds the GIL that
 //! the lock's holder may need, so the two locks cannot deadlock.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,9 @@ pub(crate) struct Shared<T> {
     readers: AtomicUsize,
     /// The most threads ever inside reads at once.
     peak: AtomicUsize,
+    /// Calls that took the exclusive lock (could have changed the object): lets Python tell
+    /// an untouched copy of a file's array from a changed one.
+    writes: AtomicU64,
 }
 
 /// Counts one reader in `readers` while alive.
@@ -40,7 +43,8 @@ impl Drop for Inside<'_> {
 
 impl<T: Send + Sync> Shared<T> {
     pub(crate) fn new(value: T) -> Self {
-        Shared { lock: RwLock::new(value), readers: AtomicUsize::new(0), peak: AtomicUsize::new(0) }
+        let (readers, peak, writes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
+        Shared { lock: RwLock::new(value), readers, peak, writes }
     }
 
     /// Run `f` on the object under the shared lock, with the GIL released.
@@ -62,7 +66,13 @@ impl<T: Send + Sync> Shared<T> {
 
     /// Run `f` on the object under the exclusive lock, with the GIL released.
     pub(crate) fn write<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut T) -> R + Send) -> R {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         py.allow_threads(|| f(&mut self.lock.write().unwrap_or_else(PoisonError::into_inner)))
+    }
+
+    /// Calls so far that took the exclusive lock.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::SeqCst)
     }
 
     /// The most threads that were inside reads of this object at the same moment.
