@@ -98,6 +98,8 @@ pub struct SChunk {
     /// What plugins of this super-chunk's chunks need to know (b2nd block shape), set by
     /// the array layer.
     pub(crate) ctx: ChunkContext,
+    /// Picks each new chunk's parameters (None: `cparams` for every chunk).
+    pub(crate) tuner: Option<Arc<dyn crate::ChunkTuner>>,
 }
 
 /// What a change in progress needs to be rolled back: the view's counters and metalayers as
@@ -148,6 +150,7 @@ impl Clone for SChunk {
             checksums: self.checksums.clone(),
             txn: None,
             ctx: self.ctx.clone(),
+            tuner: self.tuner.clone(),
         }
     }
 }
@@ -166,6 +169,17 @@ impl SChunk {
     /// The context set by [`set_chunk_context`](Self::set_chunk_context).
     pub fn chunk_context(&self) -> &ChunkContext {
         &self.ctx
+    }
+
+    /// Let `tuner` pick the parameters of every chunk compressed from now on (None: the
+    /// super-chunk's cparams). Not stored: a reopened super-chunk has none.
+    pub fn set_tuner(&mut self, tuner: Option<Arc<dyn crate::ChunkTuner>>) {
+        self.tuner = tuner;
+    }
+
+    /// The tuner set by [`set_tuner`](Self::set_tuner).
+    pub fn tuner(&self) -> Option<&Arc<dyn crate::ChunkTuner>> {
+        self.tuner.as_ref()
     }
 }
 
@@ -193,6 +207,7 @@ impl SChunk {
             checksums: checksum::State::default(),
             txn: None,
             ctx: ChunkContext::default(),
+            tuner: None,
         })
     }
 
@@ -802,7 +817,7 @@ impl SChunk {
             let end = (cs + buf.len() as u64).min(b1);
             buf[(b - cs) as usize..(end - cs) as usize].copy_from_slice(&data[(b - b0) as usize..(end - b0) as usize]);
             let c = self.compress(&buf)?;
-            self.update_view(i, &c)?;
+            self.update_view(i, &c, None)?;
             b = end;
         }
         Ok(())
@@ -824,8 +839,14 @@ impl SChunk {
         if cp.blocksize == 0 && self.blocksize != 0 && self.blocksize % hts == 0 {
             cp.blocksize = self.blocksize;
         }
+        if let Some(t) = &self.tuner {
+            cp = t.choose(data, &cp);
+        }
         let c = oxblosc_chunk::compress_with(data, &cp, &self.ctx)
             .map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+        if let Some(t) = &self.tuner {
+            t.compressed(data.len(), c.len());
+        }
         // Like a C-Blosc2 context: the block size just used (clamped to a short chunk's
         // nbytes) is what the next chunk is forced to and what the frame header records.
         let h = ChunkHeader::parse(&c).map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
@@ -851,12 +872,13 @@ impl SChunk {
     pub fn update_data(&mut self, i: usize, data: &[u8]) -> Result<usize> {
         self.change(|s| {
             let c = s.compress(data)?;
-            s.update_view(i, &c)
+            s.update_view(i, &c, None)
         })
     }
 
-    /// Validate a caller's chunk; returns (nbytes, slot).
-    fn accept_chunk(&mut self, chunk: &[u8]) -> Result<(usize, bool, Slot)> {
+    /// Validate a caller's chunk; returns (nbytes, slot). `shared`: the same bytes already
+    /// in an `Arc`, kept as they are instead of copied.
+    fn accept_chunk(&mut self, chunk: &[u8], shared: Option<&Arc<[u8]>>) -> Result<(usize, bool, Slot)> {
         let h = ChunkHeader::parse(chunk).map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
         let chunk = &chunk[..h.cbytes];
         let special = h.special().map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
@@ -866,7 +888,10 @@ impl SChunk {
             }
             _ => {
                 self.stored_cbytes += h.cbytes as u64;
-                Slot::Mem(Arc::from(chunk))
+                match shared {
+                    Some(a) if a.len() == h.cbytes => Slot::Mem(a.clone()),
+                    _ => Slot::Mem(Arc::from(chunk)),
+                }
             }
         };
         Ok((h.nbytes, h.is_vlblocks(), slot))
@@ -896,7 +921,13 @@ impl SChunk {
 
     /// Replace chunk `i`.
     pub fn update_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
-        self.change(|s| s.update_view(i, chunk))
+        self.change(|s| s.update_view(i, chunk, None))
+    }
+
+    /// [`SChunk::update_chunk`] with the chunk in an `Arc` that an in-memory super-chunk
+    /// keeps as is (no copy: writers that build many chunks save one pass over them).
+    pub fn update_chunk_shared(&mut self, i: usize, chunk: Arc<[u8]>) -> Result<usize> {
+        self.change(|s| s.update_view(i, &chunk, Some(&chunk)))
     }
 
     /// Remove chunk `i`.
@@ -905,7 +936,7 @@ impl SChunk {
     }
 
     fn append_view(&mut self, chunk: &[u8]) -> Result<usize> {
-        let (nb, vl, slot) = self.accept_chunk(chunk)?;
+        let (nb, vl, slot) = self.accept_chunk(chunk, None)?;
         let n = self.slots.len();
         if self.chunksize < 0 {
             self.chunksize = nb as i64;
@@ -930,7 +961,7 @@ impl SChunk {
         if i == self.slots.len() {
             return self.append_view(chunk);
         }
-        let (nb, vl, slot) = self.accept_chunk(chunk)?;
+        let (nb, vl, slot) = self.accept_chunk(chunk, None)?;
         if self.chunksize > 0 && nb as i64 != self.chunksize {
             self.freeze_variable()?;
         }
@@ -942,11 +973,11 @@ impl SChunk {
         Ok(self.slots.len())
     }
 
-    fn update_view(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
+    fn update_view(&mut self, i: usize, chunk: &[u8], shared: Option<&Arc<[u8]>>) -> Result<usize> {
         self.check_index(i)?;
         let old_nb = self.chunk_nbytes(i)?;
         let old_cb = self.slot_cbytes(i)?;
-        let (nb, vl, slot) = self.accept_chunk(chunk)?;
+        let (nb, vl, slot) = self.accept_chunk(chunk, shared)?;
         let last = i + 1 == self.slots.len();
         if self.chunksize > 0 && ((last && nb as i64 > self.chunksize) || (!last && nb as i64 != self.chunksize)) {
             self.freeze_variable()?;
