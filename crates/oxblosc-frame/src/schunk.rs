@@ -716,11 +716,79 @@ impl SChunk {
     /// `bytes`): whole chunks are decoded straight into them without zero-filling; partial
     /// chunks at the ends are zeroed first. On error the contents are unspecified.
     pub fn get_slice_into_uninit(&self, start: u64, stop: u64, out: &mut [MaybeUninit<u8>]) -> Result<()> {
+        let nt = self.dparams.nthreads;
+        if nt > 1 && self.read_in_parallel(start, stop, out, nt)? {
+            return Ok(());
+        }
         self.slice_pieces(start, stop, out.len(), |i, c, r, part| {
             let dst = &mut out[r];
             match part {
                 None => oxblosc_chunk::decompress_into_uninit_with(c, dst, &self.dparams, &self.ctx).map(|_| ()),
                 Some((lo, len)) => self.decode_part(c, lo, len, oxblosc_chunk::zero_init(dst)),
+            }
+            .map_err(chunk_err(i))
+        })
+    }
+
+    /// [`SChunk::get_slice_into_uninit`] over several chunks: the chunks are read and
+    /// decoded in parallel on `nt` threads, one thread per chunk (the read of one chunk
+    /// overlaps the decoding of others, and the threads meet once per slice instead of once
+    /// per chunk). Returns false, having done nothing, for slices of fewer than two chunks or
+    /// of variable-size chunks (the serial path handles those).
+    fn read_in_parallel(&self, start: u64, stop: u64, out: &mut [MaybeUninit<u8>], nt: usize) -> Result<bool> {
+        let len = self.slice_len(start, stop)?;
+        let ts = self.typesize() as u64;
+        let cs = self.chunksize;
+        if cs <= 0 || out.len() < len || (stop - start) * ts < 2 * cs as u64 {
+            return Ok(false);
+        }
+        let (b0, b1, cs) = (start * ts, stop * ts, cs as u64);
+        // Consecutive pieces of the output, one per chunk: (chunk, its first byte, piece).
+        let mut pieces = Vec::new();
+        let mut rest = &mut out[..len];
+        let mut b = b0;
+        while b < b1 {
+            let i = (b / cs) as usize;
+            let end = ((i as u64 + 1) * cs).min(b1);
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut((end - b) as usize);
+            pieces.push((i, b - i as u64 * cs, head));
+            rest = tail;
+            b = end;
+        }
+        let first_err = std::sync::Mutex::new(None);
+        let dp = DParams { nthreads: 1 };
+        oxblosc_chunk::parallel::pool(nt).scope(|scope| {
+            for (i, lo, dst) in pieces {
+                let (first_err, dp) = (&first_err, &dp);
+                scope.spawn(move |_| {
+                    if let Err(e) = self.read_piece(i, lo, dst, dp) {
+                        first_err.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                    }
+                });
+            }
+        });
+        match first_err.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    /// Bytes `[lo, lo + dst.len())` of chunk `i` (of the fixed chunk size) into `dst`.
+    fn read_piece(&self, i: usize, lo: u64, dst: &mut [MaybeUninit<u8>], dp: &DParams) -> Result<()> {
+        let expect = self.chunk_nbytes(i)?;
+        self.with_chunk(i, |c| -> Result<()> {
+            let h = ChunkHeader::parse(c).map_err(chunk_err(i))?;
+            if h.nbytes != expect {
+                return Err(self.in_backing_file(Error::BadChunk {
+                    chunk: i,
+                    offset: 0,
+                    reason: format!("holds {} bytes, the frame's chunk size says {expect}", h.nbytes),
+                }));
+            }
+            if lo == 0 && dst.len() == expect {
+                oxblosc_chunk::decompress_into_uninit_with(c, dst, dp, &self.ctx).map(|_| ())
+            } else {
+                self.decode_part(c, lo, dst.len() as u64, oxblosc_chunk::zero_init(dst))
             }
             .map_err(chunk_err(i))
         })

@@ -159,7 +159,8 @@ mod tests {
 
     #[test]
     fn ratio_picks_are_deterministic_lossless_and_retuned_on_drift() {
-        let opts = PerChunkOptions { objective: Objective::Ratio, every: 0, time_budget: Duration::MAX, ..Default::default() };
+        let opts =
+            PerChunkOptions { objective: Objective::Ratio, every: 0, time_budget: Duration::MAX, ..Default::default() };
         let chunks = vec![smooth(1 << 18, 0.0), smooth(1 << 18, 1.0), noisy(1 << 18), noisy(1 << 18)];
         let (a, searches) = write(&opts, &chunks);
         let (b, _) = write(&opts, &chunks);
@@ -174,12 +175,13 @@ mod tests {
 
     #[test]
     fn never_lossy_unless_allowed_and_keeps_the_callers_layout() {
-        let t = PerChunkTuner::new(PerChunkOptions { objective: Objective::Ratio, ..Default::default() });
+        let ratio = PerChunkOptions { objective: Objective::Ratio, time_budget: Duration::MAX, ..Default::default() };
+        let t = PerChunkTuner::new(ratio.clone());
         let base = CParams { typesize: 4, blocksize: 64 << 10, nthreads: 3, ..CParams::default() };
         let cp = t.choose(&smooth(1 << 18, 0.0), &base);
         assert!(!cp.filters.contains(&crate::chunk::filter::TRUNC_PREC));
         assert_eq!((cp.typesize, cp.blocksize, cp.nthreads), (4, 64 << 10, 3));
-        let lossy = PerChunkTuner::new(PerChunkOptions { objective: Objective::Ratio, allow_lossy: true, ..Default::default() });
+        let lossy = PerChunkTuner::new(PerChunkOptions { allow_lossy: true, ..ratio });
         assert!(lossy.choose(&smooth(1 << 18, 0.0), &base).filters.contains(&crate::chunk::filter::TRUNC_PREC));
         // Too little data to sample: the base parameters as they are.
         let fresh = PerChunkTuner::new(PerChunkOptions::default());

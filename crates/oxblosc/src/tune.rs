@@ -439,13 +439,16 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
     Ok(finish(b, obj, start, truncated))
 }
 
-/// Bytes the quick search of [`tune_chunk`] samples (two windows of whole blocks).
-const CHUNK_SAMPLE: usize = 512 << 10;
+/// Bytes the quick search of [`tune_chunk`] samples: windows of whole blocks spread over
+/// the chunk (several small windows rather than two large ones: a window that happens to
+/// be constant compresses equally well with every codec and says nothing).
+const CHUNK_SAMPLE: usize = 1 << 20;
 
 /// A quick search for one chunk of a super-chunk being written (the per-chunk tuner):
 /// every (codec, pipeline) at clevel 5, then clevels 1, 3, 7, 9 and the best one's
-/// neighbours for the leader, on two windows of whole `blocksize` blocks (0: 256 KiB
-/// windows); split mode and block size stay the caller's (`splitmode`, `blocksize`).
+/// neighbours for the leader, on 2 to 8 windows of whole `blocksize` blocks (0: 128 KiB
+/// windows) from equal strata of the chunk; split mode and block size stay the caller's
+/// (`splitmode`, `blocksize`).
 pub fn tune_chunk(
     data: &[u8],
     opts: &TuneOptions,
@@ -454,11 +457,12 @@ pub fn tune_chunk(
 ) -> Result<TuneResult, TuneError> {
     check(data, opts)?;
     let start = Instant::now();
-    let unit = if blocksize > 0 { blocksize } else { CHUNK_SAMPLE / 2 };
-    let window = unit * (CHUNK_SAMPLE / 2 / unit).max(1);
+    let unit = if blocksize > 0 { blocksize } else { 128 << 10 };
+    let window = unit * ((128 << 10) / unit).max(1);
+    let count = (CHUNK_SAMPLE / window).clamp(2, 8);
     // Windows start on block boundaries, so they are compressed as the chunk's blocks are.
     let align = if data.len() % unit == 0 { unit } else { opts.typesize };
-    let mut b = Bench::new(sample_windows(data, align, opts.seed, window, 2), opts.typesize);
+    let mut b = Bench::new(sample_windows(data, align, opts.seed, window, count), opts.typesize);
     let obj = opts.objective;
     let at = |c: Candidate| Candidate { splitmode, blocksize, ..c };
     let mut truncated = false;
@@ -472,7 +476,9 @@ pub fn tune_chunk(
         }
         Ok(())
     };
-    let first = CODECS.iter().flat_map(|&codec| pipelines(opts.typesize, opts.allow_lossy).into_iter().map(move |p| base(codec, 5, p)));
+    let first = CODECS
+        .iter()
+        .flat_map(|&codec| pipelines(opts.typesize, opts.allow_lossy).into_iter().map(move |p| base(codec, 5, p)));
     run(&mut b, first.map(at).collect())?;
     let lead = top(&b.measured, obj, 1)[0].candidate;
     run(&mut b, [1, 3, 7, 9].map(|cl| Candidate { clevel: cl, ..lead }).to_vec())?;
