@@ -57,7 +57,7 @@ def main() -> None:
             for label, (lib, cp, objective) in order:
                 if objective:
                     oxblosc.set_chunk_tuner(objective=objective)
-                tw, x = cpu(lambda lib=lib, cp=cp: lib.asarray(a, cparams=cp))
+                tw, x = cpu(lambda lib=lib, cp=cp, a=a: lib.asarray(a, cparams=cp))
                 tr, back = cpu(lambda x=x: x[:])
                 assert np.array_equal(back, a, equal_nan=a.dtype.kind == "f")
                 rows.setdefault(label, []).append((tw, tr, x.schunk.nbytes / x.schunk.cbytes))

@@ -36,8 +36,8 @@ from . import _native, chunkwise
 from .core import CParams, DParams, _checked, _native_cparams, call_nthreads
 from .info import InfoTable, cparams_summary, human_bytes
 from .operators import Operators
-from .tuning import tuner_arg
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
+from .tuning import tuner_arg
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
 #: What ``NDArray.iterchunks_info`` yields (python-blosc2's fields).

@@ -492,7 +492,12 @@ class SChunk:
                 raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
         dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
         self._n = _native.NativeSChunk.create(
-            _native_cparams(cparams, tuned=True), dthreads, urlpath, self._contiguous, meta, locking and urlpath is not None
+            _native_cparams(cparams, tuned=True),
+            dthreads,
+            urlpath,
+            self._contiguous,
+            meta,
+            locking and urlpath is not None,
         )
         if tuner_arg(cparams) is not None:
             self._n.set_tuner(tuner_arg(cparams))

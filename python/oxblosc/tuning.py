@@ -17,7 +17,14 @@ from .core import Codec, CParams, Filter, SplitMode, Tuner
 OBJECTIVES = ("balanced", "ratio", "cspeed", "dspeed")
 
 #: Settings of the per-chunk tuner (``CParams(tuner=Tuner.BTUNE)``): see set_chunk_tuner.
-_CHUNK_TUNER = {"objective": "balanced", "every": 64, "drift": 0.2, "time_budget": 0.25, "allow_lossy": False, "seed": 0}
+_CHUNK_TUNER = {
+    "objective": "balanced",
+    "every": 64,
+    "drift": 0.2,
+    "time_budget": 0.25,
+    "allow_lossy": False,
+    "seed": 0,
+}
 
 
 def set_chunk_tuner(
