@@ -20,7 +20,7 @@ OBJECTIVES = ("balanced", "ratio", "cspeed", "dspeed")
 _CHUNK_TUNER = {
     "objective": "balanced",
     "every": 64,
-    "drift": 0.2,
+    "drift": 0.5,
     "time_budget": 0.25,
     "allow_lossy": False,
     "seed": 0,
@@ -30,7 +30,7 @@ _CHUNK_TUNER = {
 def set_chunk_tuner(
     objective: str = "balanced",
     every: int = 64,
-    drift: float = 0.2,
+    drift: float = 0.5,
     time_budget: float = 0.25,
     allow_lossy: bool = False,
     seed: int = 0,

@@ -61,6 +61,7 @@ def test_ndarray_tuned_file_reads_in_python_blosc2(tmp_path):
     y = oxblosc.asarray(a, chunks=(16, 4096), blocks=(4, 4096), cparams=cp)
     plain = oxblosc.asarray(a, chunks=(16, 4096), blocks=(4, 4096), cparams={**vars(cp), "tuner": 0})
     np.testing.assert_array_equal(x[:], a)
+    assert x.schunk.cparams.tuner == oxblosc.Tuner.BTUNE
     assert x.schunk.cbytes == y.schunk.cbytes < plain.schunk.cbytes
     # A slice written later through the same handle is tuned too, and the blocks keep the
     # geometry's size (python-blosc2 slices the file).

@@ -346,6 +346,20 @@ impl NativeNDArray {
         CParamsArg::from_cparams(&self.inner.read(py, |a| a.schunk().cparams().clone()))
     }
 
+    /// Let a per-chunk tuner pick the parameters of the chunks written from now on (None:
+    /// the array's cparams again).
+    fn set_tuner(&self, py: Python<'_>, tuner: Option<crate::tune::TunerArg>) -> PyResult<()> {
+        let t = tuner.map(crate::tune::per_chunk).transpose()?;
+        self.inner.write(py, |a| a.schunk_mut().set_tuner(t));
+        Ok(())
+    }
+
+    /// Whether a per-chunk tuner is set.
+    #[getter]
+    fn tuned(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |a| a.schunk().tuner().is_some())
+    }
+
     fn set_cparams(&self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {
         let mut cp = cparams.into_cparams()?;
         self.inner

@@ -35,7 +35,7 @@ impl Default for PerChunkOptions {
         PerChunkOptions {
             objective: Objective::Balanced,
             every: 64,
-            drift: 0.2,
+            drift: 0.5,
             time_budget: Duration::from_millis(250),
             allow_lossy: false,
             seed: 0,

@@ -476,9 +476,13 @@ pub fn tune_chunk(
         }
         Ok(())
     };
-    let first = CODECS
-        .iter()
-        .flat_map(|&codec| pipelines(opts.typesize, opts.allow_lossy).into_iter().map(move |p| base(codec, 5, p)));
+    // Pipelines outside, codecs inside, the usual best pipeline (shuffle) first: a search cut
+    // short by its budget has still compared every codec with it.
+    let mut ps = pipelines(opts.typesize, opts.allow_lossy);
+    if opts.typesize > 1 {
+        ps.swap(0, 2);
+    }
+    let first = ps.into_iter().flat_map(|p| CODECS.iter().map(move |&codec| base(codec, 5, p)));
     run(&mut b, first.map(at).collect())?;
     let lead = top(&b.measured, obj, 1)[0].candidate;
     run(&mut b, [1, 3, 7, 9].map(|cl| Candidate { clevel: cl, ..lead }).to_vec())?;
