@@ -104,7 +104,7 @@ from .plugins import PluginContext, register_codec, register_filter, registered_
 from .runtime import IS_WASM, print_versions, set_releasegil
 from .schunk import SChunk, remove_urlpath, schunk_from_cframe
 from .streamer import Streamer
-from .tuning import TuneResult, tune
+from .tuning import TuneResult, set_chunk_tuner, tune
 
 
 def __getattr__(name):
@@ -227,6 +227,7 @@ __all__ = [
     "set_nthreads",
     "TuneResult",
     "tune",
+    "set_chunk_tuner",
     "special_chunk",
     "count_nonzero",
     "astype",

@@ -76,8 +76,10 @@ class SpecialValue(enum.IntEnum):
 
 
 class Tuner(enum.IntEnum):
-    """Block-size tuners, numbered as in Blosc2. oxblosc has its own automatic rule, which
-    stands for STUNE; BTUNE (a separate plugin for C-Blosc2) is not available."""
+    """Tuners, numbered as in Blosc2. STUNE: fixed parameters (oxblosc's automatic block
+    rule). BTUNE: oxblosc's per-chunk tuner picks codec, clevel, filters and split mode for
+    the chunks an SChunk or NDArray writes (settings: ``oxblosc.set_chunk_tuner``); the
+    choices are recorded in the chunk headers only, so any Blosc2 reader decodes them."""
 
     STUNE = 0
     BTUNE = 32
@@ -163,9 +165,11 @@ def _make_params(cls, given: dict, key: str):
     return cls(**given)
 
 
-def _native_cparams(cp: CParams) -> tuple:
-    if cp.tuner != Tuner.STUNE:
-        raise ValueError(f"tuner {cp.tuner.name} is not available in oxblosc (only STUNE)")
+def _native_cparams(cp: CParams, tuned: bool = False) -> tuple:
+    """The native form of ``cp``; ``tuned``: the caller applies a BTUNE tuner itself (the
+    SChunk and NDArray writers, through ``tuning.tuner_arg``)."""
+    if cp.tuner != Tuner.STUNE and not tuned:
+        raise ValueError(f"tuner {cp.tuner.name} applies to SChunk and NDArray writes, not here")
     typesize = _checked("typesize", cp.typesize, 1, MAX_TYPESIZE)
     filters = [_checked("filter", f, 0, 255) for f in cp.filters]
     meta = [_checked("filters_meta", m, -128, 255) & 0xFF for m in cp.filters_meta]

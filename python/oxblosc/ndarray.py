@@ -37,6 +37,7 @@ from .core import CParams, DParams, _checked, _native_cparams, call_nthreads
 from .info import InfoTable, cparams_summary, human_bytes
 from .operators import Operators
 from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
+from .tuning import tuner_arg
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
 #: What ``NDArray.iterchunks_info`` yields (python-blosc2's fields).
@@ -888,7 +889,7 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
     if locking and mmap_mode is not None:
         raise ValueError("locking is not supported together with mmap_mode")
     native = _native.NativeNDArray.create(
-        _native_cparams(cp),
+        _native_cparams(cp, tuned=True),
         _checked("nthreads", dp.nthreads, 1, 1 << 16),
         urlpath,
         contiguous,
@@ -901,6 +902,7 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
         value,
         data,
         locking=locking,
+        tuner=tuner_arg(cp),
     )
     if locking:
         native = _Locked(native)

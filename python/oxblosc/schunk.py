@@ -50,6 +50,7 @@ from . import core as _core
 from ._errors import FrameChangedError
 from .core import CParams, DParams, SpecialValue, _checked, _make_params, _native_cparams
 from .info import InfoTable, cparams_summary, human_bytes
+from .tuning import tuner_arg
 
 #: A msgpack extension value that oxblosc does not interpret (code, data).
 ExtType = namedtuple("ExtType", ["code", "data"])
@@ -494,8 +495,15 @@ class SChunk:
                 raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
         dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
         self._n = _native.NativeSChunk.create(
-            _native_cparams(cparams), dthreads, urlpath, self._contiguous, meta, locking and urlpath is not None
+            _native_cparams(cparams, tuned=True),
+            dthreads,
+            urlpath,
+            self._contiguous,
+            meta,
+            locking and urlpath is not None,
         )
+        if tuner_arg(cparams) is not None:
+            self._n.set_tuner(tuner_arg(cparams))
         if locking and urlpath is not None:
             self._n = _Locked(self._n)
         self._chunksize_hint = chunksize
@@ -518,11 +526,14 @@ class SChunk:
     @property
     def cparams(self) -> CParams:
         """Compression parameters of new chunks (settable with a CParams or a dict)."""
-        return _cparams_from_native(self._n.cparams)
+        cp = _cparams_from_native(self._n.cparams)
+        return dataclasses.replace(cp, tuner=_core.Tuner.BTUNE) if self._n.tuned else cp
 
     @cparams.setter
     def cparams(self, value: Any) -> None:
-        self._n.set_cparams(_native_cparams(_to_cparams(value)))
+        cp = _to_cparams(value)
+        self._n.set_cparams(_native_cparams(cp, tuned=True))
+        self._n.set_tuner(tuner_arg(cp))
 
     @property
     def dparams(self) -> DParams:

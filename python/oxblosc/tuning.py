@@ -12,9 +12,57 @@ from typing import Any
 import numpy as np
 
 from . import _native
-from .core import Codec, CParams, Filter, SplitMode
+from .core import Codec, CParams, Filter, SplitMode, Tuner
 
 OBJECTIVES = ("balanced", "ratio", "cspeed", "dspeed")
+
+#: Settings of the per-chunk tuner (``CParams(tuner=Tuner.BTUNE)``): see set_chunk_tuner.
+_CHUNK_TUNER = {
+    "objective": "balanced",
+    "every": 64,
+    "drift": 0.5,
+    "time_budget": 0.25,
+    "allow_lossy": False,
+    "seed": 0,
+}
+
+
+def set_chunk_tuner(
+    objective: str = "balanced",
+    every: int = 64,
+    drift: float = 0.5,
+    time_budget: float = 0.25,
+    allow_lossy: bool = False,
+    seed: int = 0,
+) -> None:
+    """Settings of the per-chunk tuner used by SChunks and NDArrays created afterwards with
+    ``cparams=CParams(tuner=Tuner.BTUNE)``. It runs a quick search (every codec and filter
+    pipeline at clevel 5, then the leader's clevels; at most ``time_budget`` seconds) on the
+    first chunk written, and again every ``every`` chunks (0: never) or when a chunk's
+    compression ratio differs by more than ``drift`` (a fraction) from the ratio of the first
+    chunk written with the current pick; the chunks in between reuse the pick. Lossy filters
+    only with ``allow_lossy``. With ``objective="ratio"`` the picks depend only on the data
+    and ``seed``; the speed objectives also depend on timings."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if int(every) < 0 or not float(drift) >= 0 or not float(time_budget) >= 0:
+        raise ValueError("every, drift and time_budget must be non-negative")
+    _CHUNK_TUNER.update(
+        objective=objective,
+        every=int(every),
+        drift=float(drift),
+        time_budget=float(time_budget),
+        allow_lossy=bool(allow_lossy),
+        seed=int(seed),
+    )
+
+
+def tuner_arg(cparams: CParams) -> tuple | None:
+    """The native per-chunk tuner settings for ``cparams`` (None: no tuner)."""
+    if Tuner(cparams.tuner) != Tuner.BTUNE:
+        return None
+    t = _CHUNK_TUNER
+    return (t["objective"], t["every"], t["drift"], t["time_budget"], t["allow_lossy"], t["seed"])
 
 
 @dataclass(frozen=True)

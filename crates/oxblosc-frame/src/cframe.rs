@@ -209,6 +209,7 @@ pub(crate) fn build(mut p: Parsed, backing: Backing, base: u64, sparse: bool) ->
         checksums,
         txn: None,
         ctx: Default::default(),
+        tuner: None,
     })
 }
 

@@ -30,6 +30,7 @@ pub mod schunk;
 mod slots;
 mod storage;
 pub mod trailer;
+pub mod tuner;
 mod writer;
 
 pub use checksum::{Status as ChecksumStatus, Verdict};
@@ -39,4 +40,5 @@ pub use msgpack::Value;
 pub use oxblosc_chunk::{CParams, DParams, SpecialKind, SplitMode};
 pub use schunk::{ChunkInfo, SChunk, SpecialValue};
 pub use storage::chunk_file_name;
+pub use tuner::ChunkTuner;
 pub use writer::{SyncMode, SPARSE_INDEX};

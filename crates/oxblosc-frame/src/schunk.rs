@@ -98,6 +98,8 @@ pub struct SChunk {
     /// What plugins of this super-chunk's chunks need to know (b2nd block shape), set by
     /// the array layer.
     pub(crate) ctx: ChunkContext,
+    /// Picks each new chunk's parameters (None: `cparams` for every chunk).
+    pub(crate) tuner: Option<Arc<dyn crate::ChunkTuner>>,
 }
 
 /// What a change in progress needs to be rolled back: the view's counters and metalayers as
@@ -148,6 +150,7 @@ impl Clone for SChunk {
             checksums: self.checksums.clone(),
             txn: None,
             ctx: self.ctx.clone(),
+            tuner: self.tuner.clone(),
         }
     }
 }
@@ -166,6 +169,17 @@ impl SChunk {
     /// The context set by [`set_chunk_context`](Self::set_chunk_context).
     pub fn chunk_context(&self) -> &ChunkContext {
         &self.ctx
+    }
+
+    /// Let `tuner` pick the parameters of every chunk compressed from now on (None: the
+    /// super-chunk's cparams). Not stored: a reopened super-chunk has none.
+    pub fn set_tuner(&mut self, tuner: Option<Arc<dyn crate::ChunkTuner>>) {
+        self.tuner = tuner;
+    }
+
+    /// The tuner set by [`set_tuner`](Self::set_tuner).
+    pub fn tuner(&self) -> Option<&Arc<dyn crate::ChunkTuner>> {
+        self.tuner.as_ref()
     }
 }
 
@@ -193,6 +207,7 @@ impl SChunk {
             checksums: checksum::State::default(),
             txn: None,
             ctx: ChunkContext::default(),
+            tuner: None,
         })
     }
 
@@ -701,11 +716,79 @@ impl SChunk {
     /// `bytes`): whole chunks are decoded straight into them without zero-filling; partial
     /// chunks at the ends are zeroed first. On error the contents are unspecified.
     pub fn get_slice_into_uninit(&self, start: u64, stop: u64, out: &mut [MaybeUninit<u8>]) -> Result<()> {
+        let nt = self.dparams.nthreads;
+        if nt > 1 && self.read_in_parallel(start, stop, out, nt)? {
+            return Ok(());
+        }
         self.slice_pieces(start, stop, out.len(), |i, c, r, part| {
             let dst = &mut out[r];
             match part {
                 None => oxblosc_chunk::decompress_into_uninit_with(c, dst, &self.dparams, &self.ctx).map(|_| ()),
                 Some((lo, len)) => self.decode_part(c, lo, len, oxblosc_chunk::zero_init(dst)),
+            }
+            .map_err(chunk_err(i))
+        })
+    }
+
+    /// [`SChunk::get_slice_into_uninit`] over several chunks: the chunks are read and
+    /// decoded in parallel on `nt` threads, one thread per chunk (the read of one chunk
+    /// overlaps the decoding of others, and the threads meet once per slice instead of once
+    /// per chunk). Returns false, having done nothing, for slices of fewer than two chunks or
+    /// of variable-size chunks (the serial path handles those).
+    fn read_in_parallel(&self, start: u64, stop: u64, out: &mut [MaybeUninit<u8>], nt: usize) -> Result<bool> {
+        let len = self.slice_len(start, stop)?;
+        let ts = self.typesize() as u64;
+        let cs = self.chunksize;
+        if cs <= 0 || out.len() < len || (stop - start) * ts < 2 * cs as u64 {
+            return Ok(false);
+        }
+        let (b0, b1, cs) = (start * ts, stop * ts, cs as u64);
+        // Consecutive pieces of the output, one per chunk: (chunk, its first byte, piece).
+        let mut pieces = Vec::new();
+        let mut rest = &mut out[..len];
+        let mut b = b0;
+        while b < b1 {
+            let i = (b / cs) as usize;
+            let end = ((i as u64 + 1) * cs).min(b1);
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut((end - b) as usize);
+            pieces.push((i, b - i as u64 * cs, head));
+            rest = tail;
+            b = end;
+        }
+        let first_err = std::sync::Mutex::new(None);
+        let dp = DParams { nthreads: 1 };
+        oxblosc_chunk::parallel::pool(nt).scope(|scope| {
+            for (i, lo, dst) in pieces {
+                let (first_err, dp) = (&first_err, &dp);
+                scope.spawn(move |_| {
+                    if let Err(e) = self.read_piece(i, lo, dst, dp) {
+                        first_err.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                    }
+                });
+            }
+        });
+        match first_err.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    /// Bytes `[lo, lo + dst.len())` of chunk `i` (of the fixed chunk size) into `dst`.
+    fn read_piece(&self, i: usize, lo: u64, dst: &mut [MaybeUninit<u8>], dp: &DParams) -> Result<()> {
+        let expect = self.chunk_nbytes(i)?;
+        self.with_chunk(i, |c| -> Result<()> {
+            let h = ChunkHeader::parse(c).map_err(chunk_err(i))?;
+            if h.nbytes != expect {
+                return Err(self.in_backing_file(Error::BadChunk {
+                    chunk: i,
+                    offset: 0,
+                    reason: format!("holds {} bytes, the frame's chunk size says {expect}", h.nbytes),
+                }));
+            }
+            if lo == 0 && dst.len() == expect {
+                oxblosc_chunk::decompress_into_uninit_with(c, dst, dp, &self.ctx).map(|_| ())
+            } else {
+                self.decode_part(c, lo, dst.len() as u64, oxblosc_chunk::zero_init(dst))
             }
             .map_err(chunk_err(i))
         })
@@ -802,7 +885,7 @@ impl SChunk {
             let end = (cs + buf.len() as u64).min(b1);
             buf[(b - cs) as usize..(end - cs) as usize].copy_from_slice(&data[(b - b0) as usize..(end - b0) as usize]);
             let c = self.compress(&buf)?;
-            self.update_view(i, &c)?;
+            self.update_view(i, &c, None)?;
             b = end;
         }
         Ok(())
@@ -824,8 +907,14 @@ impl SChunk {
         if cp.blocksize == 0 && self.blocksize != 0 && self.blocksize % hts == 0 {
             cp.blocksize = self.blocksize;
         }
+        if let Some(t) = &self.tuner {
+            cp = t.choose(data, &cp);
+        }
         let c = oxblosc_chunk::compress_with(data, &cp, &self.ctx)
             .map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+        if let Some(t) = &self.tuner {
+            t.compressed(data.len(), c.len());
+        }
         // Like a C-Blosc2 context: the block size just used (clamped to a short chunk's
         // nbytes) is what the next chunk is forced to and what the frame header records.
         let h = ChunkHeader::parse(&c).map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
@@ -851,12 +940,13 @@ impl SChunk {
     pub fn update_data(&mut self, i: usize, data: &[u8]) -> Result<usize> {
         self.change(|s| {
             let c = s.compress(data)?;
-            s.update_view(i, &c)
+            s.update_view(i, &c, None)
         })
     }
 
-    /// Validate a caller's chunk; returns (nbytes, slot).
-    fn accept_chunk(&mut self, chunk: &[u8]) -> Result<(usize, bool, Slot)> {
+    /// Validate a caller's chunk; returns (nbytes, slot). `shared`: the same bytes already
+    /// in an `Arc`, kept as they are instead of copied.
+    fn accept_chunk(&mut self, chunk: &[u8], shared: Option<&Arc<[u8]>>) -> Result<(usize, bool, Slot)> {
         let h = ChunkHeader::parse(chunk).map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
         let chunk = &chunk[..h.cbytes];
         let special = h.special().map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
@@ -866,7 +956,10 @@ impl SChunk {
             }
             _ => {
                 self.stored_cbytes += h.cbytes as u64;
-                Slot::Mem(Arc::from(chunk))
+                match shared {
+                    Some(a) if a.len() == h.cbytes => Slot::Mem(a.clone()),
+                    _ => Slot::Mem(Arc::from(chunk)),
+                }
             }
         };
         Ok((h.nbytes, h.is_vlblocks(), slot))
@@ -896,7 +989,13 @@ impl SChunk {
 
     /// Replace chunk `i`.
     pub fn update_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
-        self.change(|s| s.update_view(i, chunk))
+        self.change(|s| s.update_view(i, chunk, None))
+    }
+
+    /// [`SChunk::update_chunk`] with the chunk in an `Arc` that an in-memory super-chunk
+    /// keeps as is (no copy: writers that build many chunks save one pass over them).
+    pub fn update_chunk_shared(&mut self, i: usize, chunk: Arc<[u8]>) -> Result<usize> {
+        self.change(|s| s.update_view(i, &chunk, Some(&chunk)))
     }
 
     /// Remove chunk `i`.
@@ -905,7 +1004,7 @@ impl SChunk {
     }
 
     fn append_view(&mut self, chunk: &[u8]) -> Result<usize> {
-        let (nb, vl, slot) = self.accept_chunk(chunk)?;
+        let (nb, vl, slot) = self.accept_chunk(chunk, None)?;
         let n = self.slots.len();
         if self.chunksize < 0 {
             self.chunksize = nb as i64;
@@ -930,7 +1029,7 @@ impl SChunk {
         if i == self.slots.len() {
             return self.append_view(chunk);
         }
-        let (nb, vl, slot) = self.accept_chunk(chunk)?;
+        let (nb, vl, slot) = self.accept_chunk(chunk, None)?;
         if self.chunksize > 0 && nb as i64 != self.chunksize {
             self.freeze_variable()?;
         }
@@ -942,11 +1041,11 @@ impl SChunk {
         Ok(self.slots.len())
     }
 
-    fn update_view(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
+    fn update_view(&mut self, i: usize, chunk: &[u8], shared: Option<&Arc<[u8]>>) -> Result<usize> {
         self.check_index(i)?;
         let old_nb = self.chunk_nbytes(i)?;
         let old_cb = self.slot_cbytes(i)?;
-        let (nb, vl, slot) = self.accept_chunk(chunk)?;
+        let (nb, vl, slot) = self.accept_chunk(chunk, shared)?;
         let last = i + 1 == self.slots.len();
         if self.chunksize > 0 && ((last && nb as i64 > self.chunksize) || (!last && nb as i64 != self.chunksize)) {
             self.freeze_variable()?;

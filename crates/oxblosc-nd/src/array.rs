@@ -48,8 +48,9 @@ impl Fetched {
     }
 }
 
-/// A chunk number and the compressed bytes that replace it.
-type NewChunk = (u64, Vec<u8>);
+/// A chunk number and the compressed bytes that replace it (kept as they are by an
+/// in-memory super-chunk).
+type NewChunk = (u64, std::sync::Arc<[u8]>);
 
 /// An n-dimensional array stored as a b2nd super-chunk.
 #[derive(Debug)]
@@ -468,10 +469,16 @@ impl NdArray {
         let copier = Copier::new(&self.geom, plan);
         let zero_block = vec![0u8; self.geom.block_bytes()];
         if nt <= 1 || chunks.len() <= 1 {
-            let mut buf = Vec::new();
+            // This thread's decode buffer, reused across calls: parallel reads call this
+            // once per row of chunks, and a fresh chunk-sized buffer each time cost more in
+            // page faults than the decoding.
+            let mut buf = DECODE_BUF.with(std::cell::Cell::take);
             for (n, parts) in &chunks {
                 let f = self.fetch(*n, plan, parts, nt, buf)?;
                 buf = self.scatter(&copier, parts, f, &zero_block, out);
+            }
+            if buf.capacity() <= 64 << 20 {
+                DECODE_BUF.with(|c| c.set(buf));
             }
             return Ok(());
         }
@@ -627,9 +634,11 @@ impl NdArray {
         let mut cp = self.schunk.cparams().clone();
         cp.blocksize = self.geom.block_bytes();
         let nt = self.nthreads;
-        // Batches bound the compressed chunks held before they are stored.
+        // Batches bound the compressed chunks held before they are stored. A per-chunk tuner
+        // sees the chunks one at a time, in order (its picks then do not depend on timing).
+        let sequential = nt <= 1 || self.schunk.tuner().is_some();
         for batch in chunks.chunks((nt * 4).max(1)) {
-            let built: Vec<Result<Option<NewChunk>>> = if nt <= 1 || batch.len() <= 1 {
+            let built: Vec<Result<Option<NewChunk>>> = if sequential || batch.len() <= 1 {
                 batch.iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt)).collect()
             } else {
                 pool(nt).install(|| {
@@ -638,7 +647,7 @@ impl NdArray {
             };
             for r in built {
                 if let Some((n, c)) = r? {
-                    self.schunk.update_chunk(n as usize, &c)?;
+                    self.schunk.update_chunk_shared(n as usize, c)?;
                 }
             }
         }
@@ -666,8 +675,18 @@ impl NdArray {
             }
         }
         with_build_buffers(|buf, cbuf| {
-            buf.clear();
-            buf.resize(self.geom.chunk_bytes(), 0);
+            let cb = self.geom.chunk_bytes();
+            if old.is_some() {
+                buf.resize(cb, 0); // (decoding overwrites every byte)
+            } else if covers && data.is_some() {
+                // Every item inside the array is written below: only blocks that reach past
+                // its edge need zeros first (a full clear cost a tenth of a write).
+                buf.resize(cb, 0);
+                self.zero_edge_blocks(n, buf);
+            } else {
+                buf.clear();
+                buf.resize(cb, 0);
+            }
             if let Some(c) = &old {
                 oxblosc_chunk::decompress_into_with(
                     c,
@@ -694,15 +713,43 @@ impl NdArray {
                 }
             }
             let c = if data.is_none() && covers {
-                oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?
+                oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?.into()
             } else {
                 cbuf.resize(oxblosc_chunk::max_compressed_len(buf.len()), 0);
-                let cp = oxblosc_chunk::CParams { nthreads: threads, ..cp.clone() };
+                let tuner = self.schunk.tuner();
+                let mut cp = match tuner {
+                    Some(t) => t.choose(buf, cp),
+                    None => cp.clone(),
+                };
+                // The geometry fixes the block size whatever a tuner picks.
+                (cp.nthreads, cp.blocksize) = (threads, self.geom.block_bytes());
                 let len = oxblosc_chunk::compress_into_with(buf, cbuf, &cp, self.schunk.chunk_context())?;
-                cbuf[..len].to_vec()
+                if let Some(t) = tuner {
+                    t.compressed(buf.len(), len);
+                }
+                std::sync::Arc::from(&cbuf[..len])
             };
             Ok(Some((n, c)))
         })
+    }
+
+    /// Zero the blocks of chunk `n` that reach past the array's edge (or the chunk's, when
+    /// blocks do not divide it): their padding is stored as zeros, like C-Blosc2 does.
+    fn zero_edge_blocks(&self, n: u64, buf: &mut [u8]) {
+        let g = &self.geom;
+        let (start, stop) = g.chunk_region(n);
+        let bb = g.block_bytes();
+        let mut coords = vec![0u64; g.ndim()];
+        for (id, block) in buf.chunks_exact_mut(bb.max(1)).take(g.blocks_per_chunk).enumerate() {
+            let mut rest = id as u64;
+            for d in (0..g.ndim()).rev() {
+                coords[d] = rest % g.bgrid[d];
+                rest /= g.bgrid[d];
+            }
+            if (0..g.ndim()).any(|d| start[d] + (coords[d] + 1) * g.blocks[d] > stop[d]) {
+                block.fill(0);
+            }
+        }
     }
 
     // ------------------------------------------------------------------ shape changes
@@ -893,6 +940,8 @@ impl NdArray {
 }
 
 thread_local! {
+    /// Per-thread buffer for decoded chunks of reads (taken out while in use).
+    static DECODE_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     /// Per-thread (uncompressed, compressed) buffers for building chunks, reused across
     /// chunks and calls: fresh multi-megabyte buffers cost more in page faults than the work.
     static BUILD: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = Default::default();

@@ -92,7 +92,7 @@ impl NativeNDArray {
     /// A new array. `chunks`/`blocks` None: chosen automatically. `fill`: 0 zeros, 1 uninit,
     /// 2 NaN, 3 the `value` bytes; `data` (C-order bytes) overrides the fill.
     #[staticmethod]
-    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data, locking=false))]
+    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data, locking=false, tuner=None))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -109,8 +109,10 @@ impl NativeNDArray {
         value: Option<Vec<u8>>,
         data: Option<&Bound<'_, PyAny>>,
         locking: bool,
+        tuner: Option<crate::tune::TunerArg>,
     ) -> PyResult<Self> {
         let cp = cparams.into_cparams()?;
+        let tuner = tuner.map(crate::tune::per_chunk).transpose()?;
         let dp = DParams { nthreads: dthreads.max(1) };
         let view = data.map(ByteView::readable).transpose()?;
         let fill = match (fill, value) {
@@ -137,6 +139,7 @@ impl NativeNDArray {
                 for (name, content) in &meta {
                     s.add_meta(name, content)?;
                 }
+                s.set_tuner(tuner.clone());
                 let Some(v) = &view else {
                     if locking {
                         s.enable_locking()?;
@@ -152,6 +155,7 @@ impl NativeNDArray {
                 }
                 s.set_cparams(cp.clone())?;
                 s.set_dparams(dp);
+                s.set_tuner(tuner);
                 NdArray::from_schunk(s)
             })
             .map_err(|e| nd_err(py, e))?;
@@ -346,6 +350,20 @@ impl NativeNDArray {
     #[getter]
     fn cparams(&self, py: Python<'_>) -> CParamsArg {
         CParamsArg::from_cparams(&self.inner.read(py, |a| a.schunk().cparams().clone()))
+    }
+
+    /// Let a per-chunk tuner pick the parameters of the chunks written from now on (None:
+    /// the array's cparams again).
+    fn set_tuner(&self, py: Python<'_>, tuner: Option<crate::tune::TunerArg>) -> PyResult<()> {
+        let t = tuner.map(crate::tune::per_chunk).transpose()?;
+        self.inner.write(py, |a| a.schunk_mut().set_tuner(t));
+        Ok(())
+    }
+
+    /// Whether a per-chunk tuner is set.
+    #[getter]
+    fn tuned(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |a| a.schunk().tuner().is_some())
     }
 
     fn set_cparams(&self, py: Python<'_>, cparams: CParamsArg) -> PyResult<()> {

@@ -82,6 +82,20 @@ impl NativeSChunk {
         Ok(NativeSChunk::new(inner, urlpath))
     }
 
+    /// Let a per-chunk tuner pick the parameters of the chunks compressed from now on
+    /// (None: the super-chunk's cparams again).
+    fn set_tuner(&self, py: Python<'_>, tuner: Option<crate::tune::TunerArg>) -> PyResult<()> {
+        let t = tuner.map(crate::tune::per_chunk).transpose()?;
+        self.inner.write(py, |s| s.set_tuner(t));
+        Ok(())
+    }
+
+    /// Whether a per-chunk tuner is set.
+    #[getter]
+    fn tuned(&self, py: Python<'_>) -> bool {
+        self.inner.read(py, |s| s.tuner().is_some())
+    }
+
     /// A super-chunk read from an in-memory contiguous frame (copied once).
     #[staticmethod]
     fn from_cframe(py: Python<'_>, cframe: &Bound<'_, PyAny>) -> PyResult<Self> {

@@ -63,3 +63,21 @@ pub fn tune(
         r.truncated,
     ))
 }
+
+/// The per-chunk tuner's settings as Python passes them: `(objective, every, drift,
+/// time_budget seconds, allow_lossy, seed)`.
+pub(crate) type TunerArg = (String, usize, f64, f64, bool, u64);
+
+/// A per-chunk tuner ([`oxblosc::chunk_tuner`]) from its Python settings.
+pub(crate) fn per_chunk(arg: TunerArg) -> PyResult<std::sync::Arc<dyn oxblosc::frame::ChunkTuner>> {
+    let (objective, every, drift, budget, allow_lossy, seed) = arg;
+    let objective: Objective = objective.parse().map_err(PyValueError::new_err)?;
+    if !(drift.is_finite() && drift >= 0.0 && budget.is_finite() && budget >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "tuner drift and time_budget must be non-negative numbers, got {drift} and {budget}"
+        )));
+    }
+    let time_budget = Duration::from_secs_f64(budget);
+    let opts = oxblosc::chunk_tuner::PerChunkOptions { objective, every, drift, time_budget, allow_lossy, seed };
+    Ok(std::sync::Arc::new(oxblosc::chunk_tuner::PerChunkTuner::new(opts)))
+}

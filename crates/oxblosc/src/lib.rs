@@ -8,6 +8,7 @@ pub use oxblosc_nd as nd;
 pub use oxblosc_table as table;
 
 pub mod bloscpack;
+pub mod chunk_tuner;
 pub mod hdf5;
 pub mod lazy;
 pub mod plugins;

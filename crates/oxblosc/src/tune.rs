@@ -269,16 +269,22 @@ impl Rng {
 /// Up to four windows of up to 1 MiB, one from each quarter of the data, at seeded
 /// element-aligned offsets (the whole data when it is that small).
 fn sample(data: &[u8], typesize: usize, seed: u64) -> Vec<&[u8]> {
-    if data.len() <= WINDOW * WINDOWS {
-        return data.chunks(WINDOW).collect();
+    sample_windows(data, typesize, seed, WINDOW, WINDOWS)
+}
+
+/// `count` windows of `window` bytes, one from each of `count` equal strata of the data, at
+/// seeded offsets that are multiples of `align` (the whole data when it is that small).
+fn sample_windows(data: &[u8], align: usize, seed: u64, window: usize, count: usize) -> Vec<&[u8]> {
+    if data.len() <= window * count {
+        return data.chunks(window).collect();
     }
     let mut rng = Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1);
-    let stratum = data.len() / WINDOWS;
-    (0..WINDOWS)
+    let stratum = data.len() / count;
+    (0..count)
         .map(|k| {
-            let slack = (stratum - WINDOW) / typesize;
-            let at = k * stratum + rng.below(slack + 1) * typesize;
-            &data[at..at + WINDOW]
+            let slack = (stratum - window) / align;
+            let at = k * stratum + rng.below(slack + 1) * align;
+            &data[at..at + window]
         })
         .collect()
 }
@@ -430,6 +436,59 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
         }));
     }
     run(&mut b, &mut plan)?;
+    Ok(finish(b, obj, start, truncated))
+}
+
+/// Bytes the quick search of [`tune_chunk`] samples: windows of whole blocks spread over
+/// the chunk (several small windows rather than two large ones: a window that happens to
+/// be constant compresses equally well with every codec and says nothing).
+const CHUNK_SAMPLE: usize = 1 << 20;
+
+/// A quick search for one chunk of a super-chunk being written (the per-chunk tuner):
+/// every (codec, pipeline) at clevel 5, then clevels 1, 3, 7, 9 and the best one's
+/// neighbours for the leader, on 2 to 8 windows of whole `blocksize` blocks (0: 128 KiB
+/// windows) from equal strata of the chunk; split mode and block size stay the caller's
+/// (`splitmode`, `blocksize`).
+pub fn tune_chunk(
+    data: &[u8],
+    opts: &TuneOptions,
+    splitmode: SplitMode,
+    blocksize: usize,
+) -> Result<TuneResult, TuneError> {
+    check(data, opts)?;
+    let start = Instant::now();
+    let unit = if blocksize > 0 { blocksize } else { 128 << 10 };
+    let window = unit * ((128 << 10) / unit).max(1);
+    let count = (CHUNK_SAMPLE / window).clamp(2, 8);
+    // Windows start on block boundaries, so they are compressed as the chunk's blocks are.
+    let align = if data.len() % unit == 0 { unit } else { opts.typesize };
+    let mut b = Bench::new(sample_windows(data, align, opts.seed, window, count), opts.typesize);
+    let obj = opts.objective;
+    let at = |c: Candidate| Candidate { splitmode, blocksize, ..c };
+    let mut truncated = false;
+    let mut run = |b: &mut Bench, plan: Vec<Candidate>| -> Result<(), TuneError> {
+        for c in plan {
+            if !b.measured.is_empty() && start.elapsed() > opts.time_budget {
+                truncated = true;
+                return Ok(());
+            }
+            b.measure(c)?;
+        }
+        Ok(())
+    };
+    // Pipelines outside, codecs inside, the usual best pipeline (shuffle) first: a search cut
+    // short by its budget has still compared every codec with it.
+    let mut ps = pipelines(opts.typesize, opts.allow_lossy);
+    if opts.typesize > 1 {
+        ps.swap(0, 2);
+    }
+    let first = ps.into_iter().flat_map(|p| CODECS.iter().map(move |&codec| base(codec, 5, p)));
+    run(&mut b, first.map(at).collect())?;
+    let lead = top(&b.measured, obj, 1)[0].candidate;
+    run(&mut b, [1, 3, 7, 9].map(|cl| Candidate { clevel: cl, ..lead }).to_vec())?;
+    let best = top(&b.measured, obj, 1)[0].candidate;
+    let near = [best.clevel.saturating_sub(1).max(1), (best.clevel + 1).min(9)];
+    run(&mut b, near.map(|cl| Candidate { clevel: cl, ..best }).to_vec())?;
     Ok(finish(b, obj, start, truncated))
 }
 
