@@ -168,12 +168,6 @@ pub fn compress_hc_with_dict(clevel: u8, src: &[u8], dst: &mut [u8], dict: &[u8]
     })
 }
 
-/// Use our block decoder (docs/decisions/0003) unless `OXBLOSC_LZ4=liblz4` (for comparing).
-fn own_decoder() -> bool {
-    static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OWN.get_or_init(|| std::env::var("OXBLOSC_LZ4").map_or(true, |v| v != "liblz4"))
-}
-
 fn check(r: c_int, want: usize) -> Result<(), String> {
     if r < 0 {
         Err(format!("malformed lz4 block (error at input byte {})", -r - 1))
@@ -198,11 +192,6 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
 /// possibly uninitialised output; on `Ok` every byte of `dst` was written.
 pub(crate) fn decompress_out(src: &[u8], dst: &mut Out, dict: Option<&[u8]>) -> Result<(), String> {
     let want = dst.len();
-    if dict.is_none() && own_decoder() {
-        if let Some(buf) = dst.as_init() {
-            return super::lz4_block::decompress(src, buf);
-        }
-    }
     let (Some(n), Some(cap), Some(dn)) = (to_int(src.len()), to_int(want), to_int(dict.map_or(0, <[u8]>::len))) else {
         return Err("stream larger than 2 GiB".into());
     };

@@ -7,7 +7,6 @@
 pub mod blosclz;
 pub(crate) mod builtin;
 pub mod lz4;
-pub mod lz4_block;
 pub mod ndlz;
 pub mod zlib;
 pub mod zstd;

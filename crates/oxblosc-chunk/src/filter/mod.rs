@@ -16,7 +16,7 @@ pub mod trunc_prec;
 
 mod kernels;
 #[cfg(test)]
-pub(crate) mod testutil;
+mod testutil;
 
 /// No filter (also "NOSHUFFLE").
 pub const NOFILTER: u8 = 0;
