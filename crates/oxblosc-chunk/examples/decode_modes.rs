@@ -1,10 +1,10 @@
 //! Decode one chunk of a smooth float field in a loop, for `perf`/callgrind and quick timings:
 //! `cargo run --release -p oxblosc-chunk --example decode_modes -- MODE CODEC TYPESIZE [MiB] [reps]`
 //! with MODE `into` (caller buffer), `fresh` (`decompress`, a new vector), `uninit`
-//! (`decompress_into_uninit` into a vector's spare capacity) or `memcpy` (the same bytes
-//! copied), CODEC a Blosc compcode (0 blosclz, 1 lz4, 4 zlib, 5 zstd) and TYPESIZE 4 or 8.
+//! (`decompress_into_uninit` into a vector's spare capacity), `compress` (`compress_into` of
+//! the source, for the encode side) or `memcpy` (the same bytes copied), CODEC a Blosc compcode (0 blosclz, 1 lz4, 4 zlib, 5 zstd) and TYPESIZE 4 or 8.
 
-use oxblosc_chunk::{compress, decompress, decompress_into, decompress_into_uninit, CParams, DParams};
+use oxblosc_chunk::{compress, compress_into, decompress, decompress_into, decompress_into_uninit, CParams, DParams};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,11 +25,16 @@ fn main() {
     let chunk = compress(&src, &cp).expect("compress");
     let dp = DParams { nthreads: 1 };
     let mut dst = vec![0u8; src.len()];
+    let mut cbuf = vec![0u8; src.len() + 64];
     let t = std::time::Instant::now();
     for _ in 0..reps {
         match mode.as_str() {
             "memcpy" => std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src)),
             "fresh" => dst = decompress(&chunk, &dp).expect("decode"),
+            "compress" => {
+                let n = compress_into(&src, &mut cbuf, &cp).expect("compress");
+                assert_eq!(n, chunk.len());
+            }
             "uninit" => {
                 let mut v: Vec<u8> = Vec::with_capacity(src.len());
                 let n = decompress_into_uninit(&chunk, v.spare_capacity_mut(), &dp).expect("decode");
@@ -42,7 +47,7 @@ fn main() {
         }
     }
     let secs = t.elapsed().as_secs_f64();
-    assert!(mode == "uninit" || dst == src);
+    assert!(matches!(mode.as_str(), "uninit" | "compress") || dst == src);
     println!(
         "{mode} codec {codec} typesize {typesize}: ratio {:.2}, {:.2} GB/s",
         src.len() as f64 / chunk.len() as f64,

@@ -496,12 +496,24 @@ impl<'a> Decoder<'a> {
     fn decode_block_rows(&self, i: usize, mut dst: Out, e: usize, s: &mut Scratch) -> Result<()> {
         let bsize = dst.len();
         s.a.resize(bsize, 0);
-        let mut raw: [Option<&'a [u8]>; shuffle::MAX_ROWS] = [None; shuffle::MAX_ROWS];
+        let mut raw: [Row<'a>; shuffle::MAX_ROWS] = [Row::Decoded; shuffle::MAX_ROWS];
         self.decode_streams_raw(i, &mut Out::init(&mut s.a[..bsize]), Some(&mut raw[..e]))?;
         let n = bsize / e;
+        // Rows of one byte come from the per-thread cache (no fill); make them all first.
+        for r in &raw[..e] {
+            if let Row::Run(v) = *r {
+                s.run_row(v, n);
+            }
+        }
+        let s = &*s;
+        let run = |v: u8| s.runs.iter().find(|r| r.0 == v).map_or(&[][..], |r| &r.1[..n]);
         let mut rows: [&[u8]; shuffle::MAX_ROWS] = [&[]; shuffle::MAX_ROWS];
         for (k, row) in rows[..e].iter_mut().enumerate() {
-            *row = raw[k].unwrap_or(&s.a[k * n..(k + 1) * n]);
+            *row = match raw[k] {
+                Row::Stored(p) => p,
+                Row::Run(v) => run(v),
+                Row::Decoded => &s.a[k * n..(k + 1) * n],
+            };
         }
         shuffle::unshuffle_rows(&rows[..e], &mut dst);
         Ok(())
@@ -526,9 +538,10 @@ impl<'a> Decoder<'a> {
         self.decode_streams_raw(i, dst, None)
     }
 
-    /// [`Self::decode_streams`]; with `raw`, streams stored raw are not copied into `dst`
-    /// (their bytes there stay unwritten): `raw[k]` gets stream k's payload instead.
-    fn decode_streams_raw(&self, i: usize, dst: &mut Out, mut raw: Option<&mut [Option<&'a [u8]>]>) -> Result<()> {
+    /// [`Self::decode_streams`]; with `raw`, streams stored raw or as a run of one byte are
+    /// not written into `dst` (their bytes there stay unwritten): `raw[k]` says where stream k
+    /// is instead.
+    fn decode_streams_raw(&self, i: usize, dst: &mut Out, mut raw: Option<&mut [Row<'a>]>) -> Result<()> {
         let bsize = dst.len();
         let nstreams = self.nstreams(i, bsize);
         if bsize % nstreams != 0 {
@@ -545,7 +558,10 @@ impl<'a> Decoder<'a> {
             let csize = read_i32(self.chunk, pos, "stream size")?;
             pos += 4;
             if csize == 0 {
-                out.fill(0);
+                match raw.as_deref_mut() {
+                    Some(r) => r[k] = Row::Run(0),
+                    None => out.fill(0),
+                }
             } else if csize < 0 {
                 let token = *self.chunk.get(pos).ok_or(Error::Truncated {
                     what: "run token",
@@ -560,12 +576,16 @@ impl<'a> Decoder<'a> {
                         reason: format!("unsupported run token {token:#04x}"),
                     });
                 }
-                out.fill((csize.unsigned_abs() & 0xFF) as u8);
+                let v = (csize.unsigned_abs() & 0xFF) as u8;
+                match raw.as_deref_mut() {
+                    Some(r) => r[k] = Row::Run(v),
+                    None => out.fill(v),
+                }
                 pos += 1;
             } else {
                 let len = csize as usize;
                 match raw.as_deref_mut() {
-                    Some(r) if len == neblock => r[k] = Some(self.payload(pos, len)?),
+                    Some(r) if len == neblock => r[k] = Row::Stored(self.payload(pos, len)?),
                     _ => self.decode_stream(i, pos, len, &mut out)?,
                 }
                 pos += len;
@@ -644,6 +664,17 @@ impl<'a> Decoder<'a> {
         };
         r.map_err(|detail| Error::Codec { codec: codec.name, block: i, offset: pos, detail })
     }
+}
+
+/// Where one stream of a split block is, for the unshuffle that reads the streams in place.
+#[derive(Clone, Copy)]
+enum Row<'a> {
+    /// Decoded into the scratch buffer, at the stream's place.
+    Decoded,
+    /// Stored raw: its payload in the chunk.
+    Stored(&'a [u8]),
+    /// One byte repeated (a zero or run stream).
+    Run(u8),
 }
 
 /// Fill `out` with `pattern` repeated, as if the repetition started at byte `phase`... of the

@@ -74,6 +74,28 @@ pub struct Scratch {
     pub a: Vec<u8>,
     pub b: Vec<u8>,
     pub c: Vec<u8>,
+    /// Rows of one repeated byte, by value (run and zero streams read by the unshuffle in
+    /// place of a fill into `a`); kept because a field's constant byte rows (exponents, high
+    /// bytes) repeat block after block.
+    pub runs: Vec<(u8, Vec<u8>)>,
+}
+
+impl Scratch {
+    /// A row of `n` bytes of value `v` (filled once, then reused while long enough).
+    pub fn run_row(&mut self, v: u8, n: usize) -> &[u8] {
+        let at = match self.runs.iter().position(|r| r.0 == v) {
+            Some(at) => at,
+            None => {
+                self.runs.push((v, Vec::new()));
+                self.runs.len() - 1
+            }
+        };
+        let row = &mut self.runs[at].1;
+        if row.len() < n {
+            *row = vec![v; n];
+        }
+        &row[..n]
+    }
 }
 
 /// Buffers larger than this are released after use instead of being kept per thread.
@@ -95,6 +117,9 @@ pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
                 if v.capacity() > KEEP_LIMIT {
                     *v = Vec::new();
                 }
+            }
+            if s.runs.iter().map(|r| r.1.capacity()).sum::<usize>() > KEEP_LIMIT {
+                s.runs.clear();
             }
             r
         }

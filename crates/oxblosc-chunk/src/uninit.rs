@@ -12,8 +12,8 @@
 use std::mem::MaybeUninit;
 
 /// Decoder output: bytes that are either initialised or unknown, written only with
-/// initialised values.
-pub(crate) struct Out<'a>(&'a mut [MaybeUninit<u8>]);
+/// initialised values. The flag remembers whether they were initialised when wrapped.
+pub(crate) struct Out<'a>(&'a mut [MaybeUninit<u8>], bool);
 
 impl<'a> Out<'a> {
     /// Wrap initialised bytes (a caller's buffer).
@@ -22,12 +22,12 @@ impl<'a> Out<'a> {
         // SAFETY: `u8` and `MaybeUninit<u8>` have the same layout; `Out` never stores an
         // uninitialised value (every method writes initialised bytes, and `slots` requires
         // its callers to do the same), so `s` stays initialised for the caller.
-        Out(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), len) })
+        Out(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), len) }, true)
     }
 
     /// Wrap bytes whose contents are unknown.
     pub(crate) fn uninit(s: &'a mut [MaybeUninit<u8>]) -> Self {
-        Out(s)
+        Out(s, false)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -36,18 +36,18 @@ impl<'a> Out<'a> {
 
     /// A shorter-lived `Out` over the same bytes.
     pub(crate) fn reborrow(&mut self) -> Out<'_> {
-        Out(self.0)
+        Out(self.0, self.1)
     }
 
     /// Split at `mid` (panics if `mid > len`, like `split_at_mut`).
     pub(crate) fn split_at(self, mid: usize) -> (Out<'a>, Out<'a>) {
         let (a, b) = self.0.split_at_mut(mid);
-        (Out(a), Out(b))
+        (Out(a, self.1), Out(b, self.1))
     }
 
     /// Bytes `[lo, hi)` (panics when out of range).
     pub(crate) fn slice(&mut self, lo: usize, hi: usize) -> Out<'_> {
-        Out(&mut self.0[lo..hi])
+        Out(&mut self.0[lo..hi], self.1)
     }
 
     pub(crate) fn fill(&mut self, v: u8) {
@@ -75,6 +75,20 @@ impl<'a> Out<'a> {
     /// may belong to a caller's initialised `&mut [u8]`.
     pub(crate) unsafe fn slots(&mut self) -> &mut [MaybeUninit<u8>] {
         self.0
+    }
+
+    /// View the bytes as initialised, zeroing them only when they were not initialised when
+    /// wrapped: for built-in writers that write every byte on success but read back what they
+    /// wrote (BloscLZ), so a caller's buffer or a scratch buffer is not zeroed for nothing.
+    pub(crate) fn initialised(self) -> &'a mut [u8] {
+        if !self.1 {
+            return self.zeroed();
+        }
+        let (ptr, len) = (self.0.as_mut_ptr(), self.0.len());
+        // SAFETY: the flag is set only by `Out::init`, over initialised bytes, and every way of
+        // writing through an `Out` stores initialised values, so they are still initialised;
+        // the returned slice borrows them exclusively for its lifetime.
+        unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
     }
 
     /// Zero the bytes and view them as initialised: for writers that cannot promise to write

@@ -341,3 +341,50 @@ fn input_larger_than_limit_is_rejected_without_work() {
         other => panic!("expected InvalidParam for filter 99, got {other:?}"),
     }
 }
+
+/// Split shuffled blocks whose byte rows are runs (zero or one repeated value, different per
+/// block) decode right, in every decode mode, also when an earlier chunk left longer cached
+/// rows of the same values in this thread (the unshuffle reads run rows from a cache).
+#[test]
+fn run_rows_of_split_blocks() {
+    for typesize in [2usize, 4, 8] {
+        for blocksize in [64 * 1024, 16 * 1024, 4096] {
+            // Per element: byte 0 noise, the top byte constant per block (0 in block 0), the
+            // others constant per chunk; 5 full blocks and a leftover.
+            let n = (5 * blocksize + 3 * typesize) / typesize;
+            let mut state = 0x9E37_79B9u32;
+            let data: Vec<u8> = (0..n)
+                .flat_map(|i| {
+                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    let block = (i * typesize / blocksize) as u8;
+                    (0..typesize).map(move |j| match j {
+                        0 => (state >> 24) as u8,
+                        j if j == typesize - 1 => block.wrapping_mul(37),
+                        j => 0xC0 | j as u8,
+                    })
+                })
+                .collect();
+            for codec in [0u8, 1, 5] {
+                let cp = CParams {
+                    codec,
+                    clevel: 5,
+                    typesize,
+                    blocksize,
+                    splitmode: SplitMode::Always,
+                    nthreads: 1,
+                    ..CParams::default()
+                };
+                let chunk = compress(&data, &cp).unwrap();
+                let what = format!("typesize {typesize} blocksize {blocksize} codec {codec}");
+                assert!(decompress(&chunk, &DParams { nthreads: 1 }).unwrap() == data, "{what}");
+                let mut into = vec![0xA5u8; data.len()];
+                decompress_into(&chunk, &mut into, &DParams { nthreads: 2 }).unwrap();
+                assert!(into == data, "{what}, into, 2 threads");
+                let lo = blocksize + 3 * typesize;
+                let mut part = vec![0u8; 2 * blocksize];
+                getitem(&chunk, lo / typesize, part.len() / typesize, &mut part).unwrap();
+                assert!(part == data[lo..lo + part.len()], "{what}, getitem");
+            }
+        }
+    }
+}

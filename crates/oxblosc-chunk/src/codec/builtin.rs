@@ -25,10 +25,13 @@ pub(crate) fn all() -> Vec<(u8, Box<dyn Codec>)> {
 }
 
 /// Decode with built-in codec `id` into possibly uninitialised output, when that codec has
-/// such a path (`None`: it has not; BloscLZ reads back its own output through `&mut [u8]`).
-/// On `Some(Ok)` every byte of `out` was written. IDs 0-31 can only hold the built-ins.
+/// such a path (`None`: it has not). On `Some(Ok)` every byte of `out` was written. IDs 0-31
+/// can only hold the built-ins.
 pub(crate) fn decode_out(id: u8, p: &CodecParams, src: &[u8], out: &mut Out) -> Option<Result<(), String>> {
     Some(match id {
+        // BloscLZ reads back its own output through `&mut [u8]`: zeroed only when not yet
+        // initialised (its decoder checks that it wrote every byte).
+        codec_id::BLOSCLZ => blosclz::decompress(src, out.reborrow().initialised()).map_err(|e| e.to_string()),
         codec_id::LZ4 | codec_id::LZ4HC => match p.dict {
             Some(Dict::Lz4(d)) => lz4::decompress_out(src, out, Some(d)),
             _ => lz4::decompress_out(src, out, None),

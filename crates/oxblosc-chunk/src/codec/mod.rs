@@ -66,7 +66,7 @@ mod tests {
         let p = CodecParams { clevel: 0, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[] };
         let data: Vec<u8> = (0..50_001u32).flat_map(|i| ((i / 5) ^ (i % 11)).to_le_bytes()).collect();
         let other: Vec<u8> = (0..7_777u32).map(|i| (i * 7 / 3) as u8).collect();
-        for codec in [codec_id::LZ4, codec_id::LZ4HC, codec_id::ZLIB, codec_id::ZSTD] {
+        for codec in [codec_id::BLOSCLZ, codec_id::LZ4, codec_id::LZ4HC, codec_id::ZLIB, codec_id::ZSTD] {
             let pack = |src: &[u8]| {
                 let mut c = vec![0u8; src.len()];
                 let n = encode(codec, 5, src, &mut c);
@@ -87,6 +87,10 @@ mod tests {
                 Ok(v)
             };
             assert!(run(&c1, data.len()).unwrap() == data, "codec {codec}");
+            // Into initialised bytes holding stale data (a reused scratch buffer).
+            let mut stale = vec![0xA5u8; data.len()];
+            crate::codec::builtin::decode_out(codec, &p, &c1, &mut Out::init(&mut stale)).expect("Out path").unwrap();
+            assert!(stale == data, "codec {codec} over stale bytes");
             assert!(run(&c1, data.len() - 1).is_err(), "codec {codec} short");
             assert!(run(&c1, data.len() + 1).is_err(), "codec {codec} long");
             let mut bad = c1.clone();
@@ -98,6 +102,6 @@ mod tests {
             decode(codec, &c2, &mut back).unwrap();
             assert_eq!(back, other);
         }
-        assert!(crate::codec::builtin::decode_out(codec_id::BLOSCLZ, &p, &[], &mut Out::uninit(&mut [])).is_none());
+        assert!(crate::codec::builtin::decode_out(crate::codec::ndlz::ID, &p, &[], &mut Out::uninit(&mut [])).is_none());
     }
 }
