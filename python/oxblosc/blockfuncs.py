@@ -12,6 +12,7 @@ own threads never call into Python here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,10 +63,16 @@ def _call(func: Callable, what: str, *args: Any) -> None:
         ) from e
 
 
+def _fixed(cparams: _core.CParams) -> _core.CParams:
+    """``cparams`` without the per-chunk tuner: chunks built from Python callbacks are compressed
+    here with the super-chunk's own parameters (the tuner runs in the engine's write path)."""
+    return dataclasses.replace(cparams, tuner=_core.Tuner.STUNE)
+
+
 def new_chunk_blocksize(nbytes: int, cparams: _core.CParams) -> int:
     """The block size the engine gives a new chunk of ``nbytes`` with ``cparams`` (it depends
     on the sizes and parameters, not on the data)."""
-    chunk = _core.compress2(bytes(nbytes), cparams=cparams)
+    chunk = _core.compress2(bytes(nbytes), cparams=_fixed(cparams))
     return _core.chunk_info(chunk)["blocksize"]
 
 
@@ -75,7 +82,7 @@ def compress_with(pre: BlockFunc, data: Any, first_item: int, cparams: _core.CPa
     if raw.nbytes % pre.input_dtype.itemsize:
         raise ValueError(f"data of {raw.nbytes} bytes is not a whole number of {pre.input_dtype} items")
     blocksize = new_chunk_blocksize(raw.nbytes, cparams)
-    chunk = _core.compress2(pre.run(raw, first_item, blocksize, "prefilter"), cparams=cparams)
+    chunk = _core.compress2(pre.run(raw, first_item, blocksize, "prefilter"), cparams=_fixed(cparams))
     # The blocks the callback saw must be the chunk's blocks, or offsets would be wrong.
     if _core.chunk_info(chunk)["blocksize"] != blocksize:
         raise RuntimeError("the engine chose another block size for the prefilter's output than for its input")
@@ -118,4 +125,4 @@ def fill(append: Callable[[bytes], Any], func: Callable, inputs: tuple, dtype: n
         blocksize = new_chunk_blocksize(out.nbytes, cparams)
         for i0, i1 in _blocks(out.size, blocksize // dtype.itemsize):
             _call(func, "filler", tuple(o[i0:i1] for o in ops), out[i0:i1], first_item + c0 + i0)
-        append(_core.compress2(out, cparams=cparams))
+        append(_core.compress2(out, cparams=_fixed(cparams)))

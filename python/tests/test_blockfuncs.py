@@ -175,3 +175,22 @@ def test_failing_callbacks_change_nothing():
     np.testing.assert_array_equal(np.frombuffer(s[:], np.int32), np.arange(100))
     with pytest.raises(ValueError, match="same item size"):
         s.postfilter(np.int32, np.float64)
+
+
+def test_callbacks_on_a_super_chunk_with_the_per_chunk_tuner():
+    """Chunks built from callbacks use the super-chunk's fixed parameters (the tuner belongs to
+    the engine's write path); plain appends keep being tuned."""
+    s = oxblosc.SChunk(chunksize=4000, cparams=oxblosc.CParams(typesize=4, tuner=oxblosc.Tuner.BTUNE))
+
+    @s.prefilter(np.int32)
+    def double(inp, out, offset):
+        out[:] = inp * 2
+
+    s.append_data(np.arange(1000, dtype=np.int32))
+    s.remove_prefilter("double")
+
+    @s.filler(((np.arange(1000, dtype=np.int32), np.int32),), np.int32)
+    def copy(inputs, output, offset):
+        output[:] = inputs[0]
+
+    np.testing.assert_array_equal(_ints(s), np.concatenate([np.arange(1000) * 2, np.arange(1000)]))
