@@ -210,18 +210,8 @@ impl<'a> Field<'a> {
             if !f(base, ext) {
                 return false;
             }
-            // Odometer, last axis fastest.
-            let mut j = d;
-            loop {
-                if j == 0 {
-                    return true;
-                }
-                j -= 1;
-                idx[j] += 1;
-                if idx[j] < counts[j] {
-                    break;
-                }
-                idx[j] = 0;
+            if !advance(&mut idx[..d], &counts[..d]) {
+                return true;
             }
         }
     }
@@ -239,17 +229,8 @@ impl<'a> Field<'a> {
                 pos = pos * 4 + i;
             }
             f(off, pos * 4);
-            let mut j = d - 1;
-            loop {
-                if j == 0 {
-                    return;
-                }
-                j -= 1;
-                idx[j] += 1;
-                if idx[j] < ext[j] {
-                    break;
-                }
-                idx[j] = 0;
+            if !advance(&mut idx[..d - 1], &ext[..d - 1]) {
+                return;
             }
         }
     }
@@ -320,3 +301,15 @@ fn pad<R: Real>(vals: &mut [R], dims: usize, ext: &[usize; 4]) {
 
 #[cfg(test)]
 mod tests;
+
+/// Step the multi-index `idx` (last axis fastest) within `ext`; false after the last one.
+fn advance(idx: &mut [usize], ext: &[usize]) -> bool {
+    for j in (0..idx.len()).rev() {
+        idx[j] += 1;
+        if idx[j] < ext[j] {
+            return true;
+        }
+        idx[j] = 0;
+    }
+    false
+}
