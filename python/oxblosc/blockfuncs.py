@@ -118,11 +118,14 @@ def fill(append: Callable[[bytes], Any], func: Callable, inputs: tuple, dtype: n
     ``chunk_items`` per chunk, each chunk compressed with ``cparams``. ``append`` returns the
     number of chunks; the caller removes what was appended when this raises."""
     inputs = tuple((x, np.dtype(dt)) for x, dt in inputs)
+    blocksizes: dict[int, int] = {}
     for c0 in range(0, nelem, chunk_items):
         c1 = min(c0 + chunk_items, nelem)
         ops = [operand_items(x, dt, c0, c1) for x, dt in inputs]
         out = np.empty(c1 - c0, dtype=dtype)
-        blocksize = new_chunk_blocksize(out.nbytes, cparams)
+        if out.nbytes not in blocksizes:  # every chunk but the last has the same size
+            blocksizes[out.nbytes] = new_chunk_blocksize(out.nbytes, cparams)
+        blocksize = blocksizes[out.nbytes]
         for i0, i1 in _blocks(out.size, blocksize // dtype.itemsize):
             _call(func, "filler", tuple(o[i0:i1] for o in ops), out[i0:i1], first_item + c0 + i0)
         append(_core.compress2(out, cparams=_fixed(cparams)))

@@ -848,15 +848,16 @@ class SChunk:
         assert pre is not None
         return blockfuncs.compress_with(pre, data, first_item, self.cparams)
 
-    def _postfiltered(self, nchunk: int, raw: bytes) -> bytes:
+    def _postfiltered(self, nchunk: int, raw: bytes, first_item: int | None = None) -> bytes:
         post = self._postfilter
         assert post is not None
+        first = self._first_item(nchunk) if first_item is None else first_item
         nbytes, _, special, _, head = self._n.chunk_summary(nchunk)
         if special:  # one nominal block (all zeros, NaN...): use the blocks data would get
             blocksize = blockfuncs.new_chunk_blocksize(nbytes, self.cparams)
         else:
             blocksize = int.from_bytes(head[8:12], "little")  # the header's blocksize field
-        return post.run(raw, self._first_item(nchunk), blocksize, "postfilter")
+        return post.run(raw, first, blocksize, "postfilter")
 
     def append_chunk(self, chunk: Any) -> int:
         """Append an already compressed chunk."""
@@ -952,14 +953,15 @@ class SChunk:
 
     def _postfiltered_slice(self, start: int, stop: int) -> bytes:
         """Items ``[start, stop)`` through the postfilter: the chunks they touch, whole."""
-        ts, parts = self.typesize, []
+        ts, parts, first = self.typesize, [], 0
         for i in range(self.nchunks):
-            first = self._first_item(i)
             n = self._n.chunk_summary(i)[0] // ts
-            if first + n <= start or first >= stop:
-                continue
-            raw = self._postfiltered(i, self._n.decompress_chunk(i))
-            parts.append(raw[max(start - first, 0) * ts : (min(stop, first + n) - first) * ts])
+            if start < first + n and first < stop:
+                raw = self._postfiltered(i, self._n.decompress_chunk(i), first)
+                parts.append(raw[max(start - first, 0) * ts : (min(stop, first + n) - first) * ts])
+            first += n
+            if first >= stop:
+                break
         return b"".join(parts)
 
     def __getitem__(self, item: int | slice) -> bytes:
