@@ -160,3 +160,21 @@ class SuperChunkVsBlosc2(RuleBasedStateMachine):
 
 SuperChunkVsBlosc2.TestCase.settings = settings(max_examples=30, stateful_step_count=15, deadline=None)
 test_schunk_edits_agree_with_model_and_blosc2 = SuperChunkVsBlosc2.TestCase
+
+
+def test_sparse_frame_after_deletes_and_shrink_opens_in_blosc2(tmp_path):
+    """python-blosc2 refuses sparse frames whose chunk file ids pass its bound (id + 32 >
+    cbytes), even ones it wrote itself; ours compact the ids so it opens them."""
+    path = str(tmp_path / "s.b2frame")
+    s = oxblosc.SChunk(chunksize=8, urlpath=path, contiguous=False, cparams={"typesize": 2}, mode="w")
+    for k in range(60):
+        s.append_data(np.full(4, k, "i2"))
+    for _ in range(58):
+        s.delete_chunk(0)
+    del s
+    assert np.frombuffer(blosc2.open(path)[:], "i2").tolist() == [58] * 4 + [59] * 4
+    # An n-d shrink rewrites every chunk in one change.
+    apath = str(tmp_path / "a.b2nd")
+    a = oxblosc.asarray(np.arange(13 * 15, dtype="i2").reshape(13, 15), urlpath=apath, contiguous=False, chunks=(2, 2))
+    a.resize((2, 3))
+    np.testing.assert_array_equal(blosc2.open(apath)[...], [[0, 1, 2], [15, 16, 17]])

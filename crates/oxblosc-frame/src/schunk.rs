@@ -1333,6 +1333,9 @@ impl SChunk {
             }
             self.slots.set(i, Slot::Stored(pos));
         }
+        for (i, id) in done.renumbered {
+            self.slots.set(i, Slot::Stored(id));
+        }
         self.slots.take_dirty(); // the commit encoded those entries already
         self.section_end = done.section_end;
         self.starts = OnceLock::new();
