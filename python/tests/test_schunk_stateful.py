@@ -10,7 +10,10 @@ difference from the model, in either library's view, fails with the shrunk seque
 
 from __future__ import annotations
 
+import os
+import resource
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 ITEMS = 256  # int32 items per chunk
 CHUNK = ITEMS * 4
+EDITS = ["append", "insert", "update", "delete", "slice"]
 
 
 def payload(seed: int, nitems: int = ITEMS) -> bytes:
@@ -56,44 +60,60 @@ class SuperChunkVsBlosc2(RuleBasedStateMachine):
         self.vlmeta: dict[str, object] = {}
 
     # --- our edits -------------------------------------------------------------------------
-    @rule(seed=st.integers(0, 10_000))
-    def append(self, seed: int) -> None:
-        assert self.ours.append_data(payload(seed)) == len(self.chunks) + 1
-        self.chunks.append(payload(seed))
+    def edit(self, op: str, data, seed: int) -> None:
+        """One edit on our handle, then on the model (so a raising edit leaves the model)."""
+        n = len(self.chunks)
+        if op == "append" or n == 0:
+            assert self.ours.append_data(payload(seed)) == n + 1
+            self.chunks.append(payload(seed))
+        elif op == "insert":
+            pos = data.draw(st.integers(0, n))
+            self.ours.insert_data(pos, payload(seed), copy=True)
+            self.chunks.insert(pos, payload(seed))
+        elif op == "update":
+            pos = data.draw(st.integers(0, n - 1))
+            self.ours.update_data(pos, payload(seed), copy=True)
+            self.chunks[pos] = payload(seed)
+        elif op == "delete":
+            pos = data.draw(st.integers(0, n - 1))
+            assert self.ours.delete_chunk(pos) == n - 1
+            del self.chunks[pos]
+        else:  # a run of items that may cross chunk borders (``schunk[a:b] = ...``)
+            start = data.draw(st.integers(0, n * ITEMS - 1))
+            stop = data.draw(st.integers(start + 1, min(n * ITEMS, start + 3 * ITEMS)))
+            new = payload(seed, stop - start)
+            self.ours[start:stop] = np.frombuffer(new, dtype=np.int32)
+            flat = bytearray(b"".join(self.chunks))
+            flat[start * 4 : stop * 4] = new
+            self.chunks = [bytes(flat[i : i + CHUNK]) for i in range(0, len(flat), CHUNK)]
 
-    @precondition(lambda self: self.chunks)
-    @rule(data=st.data(), seed=st.integers(0, 10_000))
-    def insert(self, data, seed: int) -> None:
-        pos = data.draw(st.integers(0, len(self.chunks)))
-        self.ours.insert_data(pos, payload(seed), copy=True)
-        self.chunks.insert(pos, payload(seed))
+    @rule(data=st.data(), op=st.sampled_from(EDITS), seed=st.integers(0, 10_000))
+    def edit_rule(self, data, op: str, seed: int) -> None:
+        self.edit(op, data, seed)
 
-    @precondition(lambda self: self.chunks)
-    @rule(data=st.data(), seed=st.integers(0, 10_000))
-    def update(self, data, seed: int) -> None:
-        pos = data.draw(st.integers(0, len(self.chunks) - 1))
-        self.ours.update_data(pos, payload(seed), copy=True)
-        self.chunks[pos] = payload(seed)
-
-    @precondition(lambda self: self.chunks)
-    @rule(data=st.data())
-    def delete(self, data) -> None:
-        pos = data.draw(st.integers(0, len(self.chunks) - 1))
-        assert self.ours.delete_chunk(pos) == len(self.chunks) - 1
-        del self.chunks[pos]
-
-    @precondition(lambda self: self.chunks)
-    @rule(data=st.data(), seed=st.integers(0, 10_000))
-    def write_slice(self, data, seed: int) -> None:
-        """A run of items that may cross chunk borders (``schunk[a:b] = ...``)."""
-        n = len(self.chunks) * ITEMS
-        start = data.draw(st.integers(0, n - 1))
-        stop = data.draw(st.integers(start + 1, min(n, start + 3 * ITEMS)))
-        new = payload(seed, stop - start)
-        self.ours[start:stop] = np.frombuffer(new, dtype=np.int32)
-        flat = bytearray(b"".join(self.chunks))
-        flat[start * 4 : stop * 4] = new
-        self.chunks = [bytes(flat[i : i + CHUNK]) for i in range(0, len(flat), CHUNK)]
+    @rule(data=st.data(), op=st.sampled_from([*EDITS, "vlmeta"]), seed=st.integers(0, 10_000))
+    def edit_under_file_size_limit(self, data, op: str, seed: int) -> None:
+        """RLIMIT_FSIZE somewhere below the frame's size (writes past it fail with EFBIG): the
+        edit happens completely or raises naming the error and changes nothing, in the file
+        and in our handle, which stays usable (the invariant checks both libraries' views)."""
+        files = [self.path] if self.contiguous else [os.path.join(self.path, f) for f in os.listdir(self.path)]
+        limit = data.draw(st.integers(0, max(os.path.getsize(f) for f in files)))
+        before = (list(self.chunks), dict(self.vlmeta))
+        old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+        try:
+            if op == "vlmeta":
+                self.ours.vlmeta["a"] = seed
+                self.vlmeta["a"] = seed
+            else:
+                self.edit(op, data, seed)
+        except OSError as e:
+            assert "File too large" in str(e), e
+            assert (self.chunks, self.vlmeta) == before
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, old_handler)
 
     @rule(key=st.sampled_from(["a", "b", "unit"]), value=st.one_of(st.integers(-5, 5), st.text(max_size=4)))
     def set_vlmeta(self, key: str, value) -> None:
@@ -178,3 +198,25 @@ def test_sparse_frame_after_deletes_and_shrink_opens_in_blosc2(tmp_path):
     a = oxblosc.asarray(np.arange(13 * 15, dtype="i2").reshape(13, 15), urlpath=apath, contiguous=False, chunks=(2, 2))
     a.resize((2, 3))
     np.testing.assert_array_equal(blosc2.open(apath)[...], [[0, 1, 2], [15, 16, 17]])
+
+
+def test_append_after_blosc2_emptied_the_frame(tmp_path):
+    """python-blosc2 deleting the last chunk leaves a header claiming the old cbytes with the
+    trailer right after the header; appending to it must not place chunks over that (the
+    appended chunk and the new index overlapped: 'chunk cbytes 308 does not fit')."""
+    path = str(tmp_path / "z.b2frame")
+    cparams = {"codec": oxblosc.Codec.LZ4, "clevel": 5, "typesize": 4}
+    with oxblosc.SChunk(chunksize=CHUNK, urlpath=path, contiguous=True, cparams=cparams, mode="w"):
+        pass
+    for edit in ("append", "delete"):
+        theirs = blosc2.open(path, mode="a")
+        theirs.append_data(payload(0)) if edit == "append" else theirs.delete_chunk(0)
+        del theirs
+        with oxblosc.open(path, mode="a"):
+            pass
+    ours = oxblosc.open(path, mode="a")
+    ours.append_data(payload(0))
+    ours.append_data(payload(6))
+    assert bytes(ours.get_slice(0, 2 * ITEMS)) == payload(0) + payload(6)
+    del ours
+    assert bytes(blosc2.open(path).get_slice(0, 2 * ITEMS)) == payload(0) + payload(6)

@@ -134,12 +134,17 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView
             s.slots.set_tracking(true);
             // Free space between the last stored chunk and the index (the unused reserve and
             // spare index slot of an earlier session) is reused for new chunks.
+            // The committed index starts at header + cbytes, except in a frame without chunks:
+            // C-Blosc2 then writes the trailer right after the header and may keep the cbytes
+            // of chunks it deleted (a 132-byte frame claiming 308), so nothing there is free.
+            let index_at = hlen + p_cbytes;
             let recover = match s.last_stored() {
+                _ if index_at > frame_len || s.nchunks() == 0 => None,
                 Some((i, pos)) => {
                     let end = pos + s.stored_len(i, pos).map_err(|e| e.in_file(path))?;
-                    (end <= hlen + p_cbytes).then_some((end, hlen + p_cbytes))
+                    (end <= index_at).then_some((end, index_at))
                 }
-                None => Some((hlen, hlen + p_cbytes)),
+                None => Some((hlen, index_at)),
             };
             let live = s.estimate_live().map_err(|e| e.in_file(path))?;
             let w = Writer::contiguous(
