@@ -8,7 +8,10 @@ difference to the shortest sequence.
 
 from __future__ import annotations
 
+import os
+import resource
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -79,6 +82,41 @@ class NDArrayVsBlosc2(RuleBasedStateMachine):
         keep = tuple(slice(0, min(a, b)) for a, b in zip(self.model.shape, (new0, new1), strict=True))
         grown[keep] = self.model[keep]
         self.model = grown
+
+    @rule(rows=st.integers(0, 7))
+    def append_rows(self, rows: int) -> None:
+        new = self._fresh((rows, *self.model.shape[1:]))
+        assert self.ours.append(new) == self.model.shape[0] + rows
+        self.model = np.concatenate([self.model, new])
+
+    @rule(data=st.data(), op=st.sampled_from(["write", "resize", "append", "vlmeta"]))
+    def edit_under_file_size_limit(self, data, op: str) -> None:
+        """RLIMIT_FSIZE somewhere below the array's file sizes (writes past it fail with
+        EFBIG): the edit happens completely or raises and changes nothing; the handle stays
+        usable (the invariant reads both libraries' views)."""
+        files = (
+            [self.path] if os.path.isfile(self.path) else [os.path.join(self.path, f) for f in os.listdir(self.path)]
+        )
+        limit = data.draw(st.integers(0, max(os.path.getsize(f) for f in files)))
+        model, vlmeta = self.model.copy(), dict(self.vlmeta)
+        old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+        try:
+            if op == "write":
+                self.write_region(data)
+            elif op == "resize":
+                self.resize(data.draw(st.integers(0, 30)), data.draw(st.integers(1, 20)))
+            elif op == "append":
+                self.append_rows(data.draw(st.integers(1, 5)))
+            else:
+                self.set_vlmeta("units", data.draw(st.integers(-3, 3)))
+        except OSError as e:
+            assert "File too large" in str(e), e
+            self.model, self.vlmeta = model, vlmeta
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, old_handler)
 
     @rule(key=st.sampled_from(["units", "n"]), value=st.one_of(st.integers(-3, 3), st.text(max_size=3)))
     def set_vlmeta(self, key, value) -> None:
