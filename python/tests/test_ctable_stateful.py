@@ -136,3 +136,23 @@ class TableVsBlosc2(RuleBasedStateMachine):
 
 TableVsBlosc2.TestCase.settings = settings(max_examples=15, stateful_step_count=10, deadline=None)
 test_table_edits_agree_with_model_and_blosc2 = TableVsBlosc2.TestCase
+
+
+def test_reopening_while_the_old_handle_lives_keeps_appends(tmp_path):
+    """``t = CTable.open(p, mode="a")`` run again drops the old handle only after the new one
+    opened; the old handle's columns closing used to rewrite their files under the new
+    handle, whose appends then went to unlinked files (lost without an error)."""
+    path = str(tmp_path / "t.b2d")
+    t = oxblosc.CTable(make_rows(0, 1), urlpath=path, mode="w", chunks=64, blocks=16)
+    theirs = blosc2.CTable.open(path, mode="a")
+    theirs.delete([0])
+    theirs.close()
+    t = oxblosc.CTable.open(path, mode="a")  # the first `t` is dropped here, after the open
+    t.extend(make_rows(1, 3))
+    t = oxblosc.CTable.open(path, mode="a")
+    t.extend(make_rows(4, 2))
+    want = np.concatenate([make_rows(1, 3)["i"], make_rows(4, 2)["i"]])
+    np.testing.assert_array_equal(t["i"].to_numpy(), want)
+    del t
+    np.testing.assert_array_equal(oxblosc.CTable.open(path)["i"].to_numpy(), want)
+    np.testing.assert_array_equal(np.asarray(blosc2.CTable.open(path)["i"][:]), want)

@@ -119,7 +119,9 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView
     match mode {
         Mode::Read => s.read_only = true,
         Mode::Append => {
-            if base + frame_len < len {
+            // (Not while another writer of this file is open in this process: the bytes may
+            // be its spare index slot; see `live`.)
+            if base + frame_len < len && !crate::live::has_writer(&file) {
                 // Recovery: bytes past frame_len are an interrupted (never committed) write or
                 // the spare index slot of the last session; nothing references them.
                 file.set_len(base + frame_len).map_err(io_at(path, None))?;
@@ -247,7 +249,8 @@ impl SChunk {
     /// any error, a stale locked view included: the file then stays as committed and the
     /// writer's own close moves its tail after the last chunk.
     fn compact_on_close(&mut self) {
-        let bloated = self.writer.as_ref().is_some_and(|w| w.bloated_on_close(self.stored_cbytes));
+        let bloated =
+            self.writer.as_ref().is_some_and(|w| !w.has_other_writers() && w.bloated_on_close(self.stored_cbytes));
         if bloated && self.txn.is_none() {
             let _ = self.compact();
         }

@@ -74,6 +74,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::header::{self, FrameHeader, FIXED_LEN, FRAME_CONTIGUOUS, FRAME_SPARSE};
+use crate::live::LiveWriter;
 use crate::lock::{LockGuard, LockView};
 use crate::offsets;
 use crate::slots::{Dirty, BLOCK_ENTRIES};
@@ -179,6 +180,8 @@ pub(crate) struct Writer {
     /// Sparse frames: the version of `chunks.b2frame` this writer committed last (or read at
     /// opening).
     sparse_stamp: Option<IndexStamp>,
+    /// Contiguous files: counts this writer among the file's writers in this process.
+    live: Option<LiveWriter>,
 }
 
 /// One committed version of a sparse frame's `chunks.b2frame`. Every commit writes a new
@@ -395,6 +398,7 @@ impl Writer {
         lock: Option<Arc<LockView>>,
     ) -> Writer {
         let header_len = header.len() as u64;
+        let registered = Some(LiveWriter::new(&file));
         let mut c = Contig::new(header, frame_len, index_at);
         c.recover = recover;
         c.live_base = live;
@@ -410,6 +414,7 @@ impl Writer {
             lock,
             sparse_index: SparseIndex::default(),
             sparse_stamp: None,
+            live: registered,
         }
     }
 
@@ -433,12 +438,18 @@ impl Writer {
             lock,
             sparse_index: SparseIndex::default(),
             sparse_stamp: Some(stamp),
+            live: None,
         }
     }
 
     /// Whether closing should rewrite the file compactly: this writer committed into a
     /// contiguous file, and the chunks section its close leaves (up to the end of the last
     /// chunk) holds dead bytes ([`CLOSE_SMALL`]); `stored_cbytes` = the caller's stored bytes.
+    /// Whether another writer of this contiguous file is open in this process ([`crate::live`]).
+    pub(crate) fn has_other_writers(&self) -> bool {
+        self.live.as_ref().is_some_and(LiveWriter::others)
+    }
+
     pub(crate) fn bloated_on_close(&self, stored_cbytes: u64) -> bool {
         let Some(c) = &self.contig else { return false };
         let Some(e) = c.ext.as_ref().filter(|e| e.active.is_some()) else { return false };
@@ -466,6 +477,14 @@ impl Writer {
             };
         }
         let (Some(c), Some(f)) = (&self.contig, &self.file) else { return Ok(true) };
+        // Another handle may have rewritten the frame into a new file renamed over the path:
+        // writing to this one (now unlinked) would lose every change.
+        match crate::pio::names_file(&self.path, f) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        }
         let mut now = vec![0u8; c.header.len()];
         match crate::storage::read_exact_at(f, &mut now, 0) {
             Ok(()) => Ok(now == c.header),
@@ -825,6 +844,7 @@ impl Writer {
         let file = Arc::new(OpenOptions::new().read(true).write(true).open(&path).map_err(io_at(&path, None))?);
         let hlen = out.header.len() as u64;
         let section_end = hlen + out.cbytes;
+        self.live = Some(LiveWriter::new(&file));
         self.file = Some(file.clone());
         self.header_len = hlen;
         let mut c = Contig::new(out.header, out.len, section_end);
@@ -1058,6 +1078,9 @@ impl Drop for Writer {
     /// cut the file there, so a cleanly closed frame has the usual compact tail. Crash-safe
     /// like every other step (written into unreferenced space, header patched, then cut).
     fn drop(&mut self) {
+        if self.has_other_writers() {
+            return; // their spare index slot may lie past our tail: the last one tidies up
+        }
         if let (Some(c), Some(f)) = (&self.contig, &self.file) {
             let lock = self.lock.clone();
             let Ok(_g) = exclusive_fresh(lock.as_deref()) else { return };

@@ -533,3 +533,56 @@ fn sparse_chunk_ids_stay_within_cblosc2_bound() {
     assert_eq!(all_data(&open(&dir, Mode::Read).unwrap()), want);
     std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
+
+/// `s = open(p, Append)` run twice in one process keeps the first handle alive while the
+/// second opens. Closing the first used to tidy the file under the second (rewrite + rename
+/// when it held dead bytes: the second then wrote to an unlinked file and every later change
+/// was lost without an error). Now the first leaves the file to the second.
+#[test]
+fn closing_a_writer_leaves_the_file_to_another_writer_of_it() {
+    for bloat in [false, true] {
+        let path = tmpdir(&format!("two-writers-{bloat}")).join("f.b2frame");
+        let mut s = SChunk::create(&path, true, cp(5, 4), DParams::default()).unwrap();
+        for k in 0..4 {
+            s.append_data(&ints(k * 100..k * 100 + 100)).unwrap();
+        }
+        drop(s);
+        let mut a = open(&path, Mode::Append).unwrap();
+        if bloat {
+            // replaced chunks leave dead bytes: closing `a` alone would rewrite the file
+            for k in 0..4 {
+                a.update_data(k, &ints(1000 + k as i32 * 100..1100 + k as i32 * 100)).unwrap();
+            }
+        }
+        let mut b = open(&path, Mode::Append).unwrap();
+        drop(a);
+        b.append_data(&ints(7..107)).unwrap();
+        let first: Vec<u8> = (0..4)
+            .flat_map(|k| if bloat { ints(1000 + k * 100..1100 + k * 100) } else { ints(k * 100..k * 100 + 100) })
+            .collect();
+        let want = [first, ints(7..107)].concat();
+        assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), want, "bloat {bloat}: before closing b");
+        drop(b);
+        assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), want, "bloat {bloat}: after closing b");
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+}
+
+/// A frame file replaced under an open writer (another process rewrote it and renamed the
+/// copy over the path): the writer refuses to write (`Stale`) instead of writing to the
+/// unlinked file, and the new file keeps its contents.
+#[test]
+fn a_writer_refuses_to_write_to_a_file_replaced_under_it() {
+    let path = tmpdir("replaced").join("f.b2frame");
+    let mut s = SChunk::create(&path, true, cp(5, 4), DParams::default()).unwrap();
+    s.append_data(&ints(0..100)).unwrap();
+    let copy = path.with_extension("copy");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::rename(&copy, &path).unwrap();
+    let e = s.append_data(&ints(100..200)).unwrap_err();
+    assert!(e.is_stale(), "{e}");
+    assert_eq!(s.nchunks(), 1, "the handle's view is unchanged");
+    drop(s);
+    assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), ints(0..100));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
