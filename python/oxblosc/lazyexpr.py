@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import core as _core
+from . import lazytext
 from ._native import NativeNDArray, expr_compute, expr_evaluate, expr_names
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
@@ -205,16 +206,23 @@ class LazyExpr(Operators):
     ``expr.compute()`` (a new ``NDArray``), ``np.asarray(expr)``, reductions."""
 
     def __init__(self, expression: str, operands: dict[str, Any]) -> None:
-        names = expr_names(expression)  # syntax errors name the position
-        missing = [n for n in names if n not in operands and n not in _CONSTANTS]
+        # Reductions in the text (``"a - mean(a, axis=0)"``) become operands of the body.
+        body, found = lazytext.split(expression, set(operands))
+        reduced = {ph: lazytext.Reduced(op, LazyExpr(inner, operands), kw) for ph, op, inner, kw in found}
+        names = expr_names(body)  # syntax errors name the position
+        missing = [n for n in names if n not in operands and n not in reduced and n not in _CONSTANTS]
         if missing:
             raise NameError(f"name {missing[0]!r} in the expression {expression!r} is not among the operands")
         self.expression = expression
         self._prec = _UNKNOWN  # precedence of the top-level operator (set by `combine`)
-        self.operands = {n: o for n, o in operands.items() if n in names}
-        for n, o in self.operands.items():
+        used = set(names).union(*(r.inner.operands for r in reduced.values()))
+        self.operands = {n: o for n, o in operands.items() if n in used}
+        # What the engine evaluates: the body over the operands and the reductions' results.
+        self._body = body
+        self._ops = {n: reduced[n] if n in reduced else operands[n] for n in names if n not in _CONSTANTS}
+        for n, o in self._ops.items():
             _check_dtype(o.dtype, f"operand {n!r}")
-        shapes = [tuple(o.shape) for o in self.operands.values()]
+        shapes = [tuple(o.shape) for o in self._ops.values()]
         try:
             self._shape = tuple(np.broadcast_shapes(*shapes))
         except ValueError:
@@ -222,8 +230,8 @@ class LazyExpr(Operators):
                 f"operands of {expression!r} have shapes {shapes} that do not broadcast together"
             ) from None
         # The result type, from one item of each operand's type (type errors surface now).
-        sample = {n: np.ones((), o.dtype) for n, o in self.operands.items()}
-        self._dtype = expr_evaluate(expression, sample, 1).dtype
+        sample = {n: np.ones((), o.dtype) for n, o in self._ops.items()}
+        self._dtype = expr_evaluate(body, sample, 1).dtype
 
     # ------------------------------------------------------------------ properties
 
@@ -244,7 +252,7 @@ class LazyExpr(Operators):
 
     def _base(self) -> NDArray | None:
         return next(
-            (o for o in self.operands.values() if isinstance(o, NDArray) and o.shape == self._shape and o.ndim),
+            (o for o in self._ops.values() if isinstance(o, NDArray) and o.shape == self._shape and o.ndim),
             None,
         )
 
@@ -275,10 +283,10 @@ class LazyExpr(Operators):
         if 0 in sel.shape:
             return np.empty(sel.shape, self._dtype)
         parts = {}
-        for n, o in self.operands.items():
+        for n, o in self._ops.items():
             v = o[sel.operand_key(tuple(o.shape))] if o.ndim else np.asarray(o[()])
             parts[n] = np.broadcast_to(v, sel.shape) if v.ndim and v.shape != sel.shape else v
-        out = expr_evaluate(self.expression, parts, None)
+        out = expr_evaluate(self._body, parts, None)
         return out if out.shape == sel.shape else np.broadcast_to(out, sel.shape).copy()
 
     def regions(self) -> Iterator[tuple[slice, ...]]:
@@ -350,7 +358,7 @@ def lazyexpr(
         return _store(e, out, where)
     if not isinstance(expression, str):
         raise TypeError(f"expression must be a string or LazyExpr, got {type(expression).__name__}")
-    names = expr_names(expression)
+    names = _text_names(expression)
     if operands is None:
         frame = sys._getframe(1)
         scopes = [d for d in (local_dict, global_dict) if d is not None] or [frame.f_locals, frame.f_globals]
@@ -374,6 +382,15 @@ def lazyexpr(
     return _store(LazyExpr(_rename(expression, mapping), b.operands), out, where)
 
 
+def _text_names(text: str) -> list[str]:
+    """The names in ``text``, reductions' arguments included, in order of appearance."""
+    body, found = lazytext.split(text, set())
+    names = [n for n in expr_names(body) if n not in {ph for ph, *_ in found}]
+    for _, _, inner, _ in found:
+        names += _text_names(inner)
+    return list(dict.fromkeys(names))
+
+
 def _store(e: LazyExpr, out: NDArray | None, where: tuple | None = None) -> Any:
     """``e`` (``where(e, *where)`` when given), or ``out`` with it written into it chunk by
     chunk."""
@@ -394,7 +411,7 @@ def _compute_native(e: LazyExpr, out: NDArray) -> bool:
     if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
         return False
     arrays, scalars = [], []
-    for name, o in e.operands.items():
+    for name, o in e._ops.items():
         if not _native_order(o.dtype):
             return False
         if isinstance(o, NDArray) and o.ndim:
@@ -406,7 +423,7 @@ def _compute_native(e: LazyExpr, out: NDArray) -> bool:
             scalars.append((name, v.dtype.str, v.tobytes()))
         else:
             return False
-    expr_compute(e.expression, arrays, scalars, out._n, _core.call_nthreads(None))
+    expr_compute(e._body, arrays, scalars, out._n, _core.call_nthreads(None))
     return True
 
 

@@ -1,0 +1,199 @@
+"""Reductions written inside expression text: ``lazyexpr("a - mean(a, axis=0)")``,
+``"sum(a) + b"``, ``"a.sum(axis=1, keepdims=True) * 2"`` (python-blosc2 accepts these).
+
+The engine's grammar has no keyword arguments and no reductions, so the text is split
+here, without evaluating anything: each reduction call becomes a placeholder name in the
+remaining text (the body) and a :class:`Reduced` operand. That operand knows its shape and
+dtype up front and computes its values once, chunk by chunk (``reductions.reduce``), the
+first time the body is evaluated; the body then broadcasts against it as against any other
+operand. Keyword values must be literals (numbers, ``True``/``False``/``None``, tuples,
+strings), read with ``ast.literal_eval``: never code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+REDUCERS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax")
+# A reduction as a function call (not an attribute) or as a method of the text before the dot.
+_CALL = re.compile(r"(?<![\w.])(" + "|".join(REDUCERS) + r")\s*\(")
+_METHOD = re.compile(r"\.\s*(" + "|".join(REDUCERS) + r")\s*\(")
+_STRING = re.compile(r"""b?'[^']*'|b?"[^"]*\"""")
+# Keyword values longer than this are not literals anyone writes by hand.
+_MAX_LITERAL = 200
+# Reductions per expression text (nested ones included): bounds the work on hostile text.
+MAX_REDUCTIONS = 64
+
+
+def _masked(text: str) -> str:
+    """``text`` with string literal contents blanked (same length), so brackets and names
+    inside strings are not seen."""
+    return _STRING.sub(lambda m: m.group(0)[0] + "_" * (len(m.group(0)) - 2) + m.group(0)[-1], text)
+
+
+def _close(masked: str, start: int, where: str) -> int:
+    """Index of the bracket closing the one at ``start``."""
+    depth = 0
+    for i in range(start, len(masked)):
+        c = masked[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError(f"unbalanced parentheses in {where!r} (at byte {start})")
+
+
+def _open(masked: str, end: int, where: str) -> int:
+    """Index of the bracket opening the one closed at ``end``."""
+    depth = 0
+    for i in range(end, -1, -1):
+        c = masked[i]
+        if c in ")]":
+            depth += 1
+        elif c in "([":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError(f"unbalanced parentheses in {where!r} (at byte {end})")
+
+
+def _split_args(text: str, masked: str) -> list[str]:
+    """The comma-separated arguments of a call (commas inside brackets belong to them)."""
+    args, depth, last = [], 0, 0
+    for i, c in enumerate(masked):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(text[last:i].strip())
+            last = i + 1
+    args.append(text[last:].strip())
+    return [] if args == [""] else args
+
+
+def _literal(op: str, name: str, value: str) -> Any:
+    if len(value) > _MAX_LITERAL:
+        raise ValueError(f"argument {name}= of {op}() in the expression text is too long ({len(value)} characters)")
+    try:
+        v = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ValueError(
+            f"argument {name}={value} of {op}() in the expression text must be a literal "
+            "(a number, True/False/None, a tuple of integers or a dtype name in quotes)"
+        ) from None
+    if name == "dtype" and v is not None:
+        return np.dtype(v)
+    return v
+
+
+def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, dict[str, Any]]]]:
+    """``text`` with its outermost reduction calls replaced by placeholder names (none of
+    ``avoid``, none already in the text), and per placeholder (name, reduction, argument
+    text, keyword arguments). Text without reductions comes back unchanged."""
+    masked = _masked(text)
+    if not (_CALL.search(masked) or _METHOD.search(masked)):
+        return text, []
+    taken = set(avoid) | set(re.findall(r"\w+", text))
+    found: list[tuple[str, str, str, dict[str, Any]]] = []
+    pos = 0
+    while True:
+        mc, mm = _CALL.search(masked, pos), _METHOD.search(masked, pos)
+        m = min((x for x in (mc, mm) if x is not None), key=lambda x: x.start(), default=None)
+        if m is None:
+            return text, found
+        if len(found) >= MAX_REDUCTIONS:
+            raise ValueError(f"more than {MAX_REDUCTIONS} reductions in the expression {text[:80]!r}")
+        op, paren = m.group(1), m.end() - 1
+        end = _close(masked, paren, text)
+        args = _split_args(text[paren + 1 : end], masked[paren + 1 : end])
+        start = m.start()
+        if m is mm:  # receiver.op(...): the receiver is the first argument
+            j = len(masked[:start].rstrip()) - 1
+            if j >= 0 and masked[j] in ")]":
+                rstart = _open(masked, j, text)
+                # a call's name or an indexed name belongs to the receiver
+                while rstart > 0 and (masked[rstart - 1].isalnum() or masked[rstart - 1] == "_"):
+                    rstart -= 1
+            else:
+                word = re.search(r"\w+$", masked[: j + 1])
+                if word is None:
+                    raise ValueError(f"'.{op}(' without an array before it in {text!r} (at byte {start})")
+                rstart = word.start()
+            args.insert(0, text[rstart : j + 1])
+            start = rstart
+        if not args or re.match(r"\s*[A-Za-z_]\w*\s*=(?!=)", args[0]):
+            raise ValueError(f"{op}() in the expression {text!r} needs an expression to reduce as its first argument")
+        kwargs: dict[str, Any] = {}
+        for i, arg in enumerate(args[1:]):
+            k = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", arg)
+            if k is None:
+                if i or kwargs:
+                    raise ValueError(f"{op}() in the expression text takes one positional axis; pass the rest by keyword")
+                kwargs["axis"] = _literal(op, "axis", arg)
+                continue
+            name = k.group(1)
+            if name in kwargs:
+                raise ValueError(f"{op}() in the expression text got {name}= twice")
+            kwargs[name] = _literal(op, name, arg[k.end() :].strip())
+        n = 0
+        while f"_r{n}" in taken:
+            n += 1
+        ph = f"_r{n}"
+        taken.add(ph)
+        found.append((ph, op, args[0], kwargs))
+        text = text[:start] + ph + text[end + 1 :]
+        masked = masked[:start] + ph + masked[end + 1 :]
+        pos = start + len(ph)
+
+
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    from .reductions import _axes as axes
+
+    return axes(axis, ndim)
+
+
+class Reduced:
+    """The result of one reduction in expression text, as an operand: shape and dtype at
+    once (NumPy's, from a stand-in of ones), values on first read, then kept."""
+
+    def __init__(self, op: str, inner: Any, kwargs: dict[str, Any]) -> None:
+        self.op, self.inner, self.kwargs = op, inner, kwargs
+        method = getattr(inner, op)
+        axis, keepdims = kwargs.get("axis"), bool(kwargs.get("keepdims", False))
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")  # ddof=1 of one item: NumPy warns, the type is what counts
+                probe = getattr(np, op)(np.ones((1,) * inner.ndim, inner.dtype), **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{op}() in the expression text: {e}") from None
+        self.dtype = np.asarray(probe).dtype
+        if op in ("argmin", "argmax") and axis is None:
+            axes = tuple(range(inner.ndim))
+        else:
+            axes = _axes(axis, inner.ndim)
+        self.shape = tuple(1 if d in axes else n for d, n in enumerate(inner.shape) if keepdims or d not in axes)
+        self.ndim = len(self.shape)
+        self._method = method
+        self._value: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def value(self) -> np.ndarray:
+        with self._lock:
+            if self._value is None:
+                self._value = np.asarray(self._method(**self.kwargs)).reshape(self.shape)
+            return self._value
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return self.value()[key]
+
+    def __repr__(self) -> str:
+        return f"<{self.op}() of {self.inner.expression!r}>"
