@@ -24,7 +24,8 @@ import numpy as np
 
 from . import core as _core
 from . import lazytext
-from ._native import NativeNDArray, expr_compute, expr_evaluate, expr_names
+from ._native import NativeNDArray, auto_chunks_blocks, expr_compute, expr_evaluate, expr_names
+from .info import InfoTable
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
 
@@ -276,8 +277,49 @@ class LazyExpr(Operators):
             from .masks import masked
 
             return masked(self, key)
+        if any(isinstance(k, list | np.ndarray) for k in (key if isinstance(key, tuple) else (key,))):
+            return self._fancy(key)
         sel = _Selection(key, self._shape)
         return self._eval_box(sel)[sel.post]
+
+    def _fancy(self, key: Any) -> np.ndarray:
+        """NumPy's advanced indexing (integer arrays, 1-D boolean arrays per axis): the
+        box spanning the indexed items is evaluated, then indexed by NumPy with the same
+        key made relative to the box (integers stay integers, so NumPy's placement of the
+        advanced axes is unchanged)."""
+        box: list[Any] = []
+        rest: list[Any] = []
+        axis = 0
+        for k in _expand(key, self.ndim):
+            if k is None:
+                rest.append(None)
+                continue
+            n = self._shape[axis]
+            if isinstance(k, np.ndarray) and k.dtype == bool:
+                if k.ndim != 1 or len(k) != n:
+                    raise IndexError(f"boolean index of shape {k.shape} does not match axis {axis} of size {n}")
+                k = np.flatnonzero(k)
+            if isinstance(k, np.ndarray):
+                if k.dtype.kind not in "iu":
+                    raise IndexError(f"arrays used as indices must be of integer (or boolean) type, not {k.dtype}")
+                if k.size and (k.min() < -n or k.max() >= n):
+                    bad = k.min() if k.min() < -n else k.max()
+                    raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+                k = np.where(k < 0, k + n, k).astype(np.intp)
+                lo = int(k.min()) if k.size else 0
+                box.append(slice(lo, int(k.max()) + 1 if k.size else 0))
+                rest.append(k - lo)
+            elif isinstance(k, slice):
+                box.append(k)
+                rest.append(slice(None))
+            else:
+                i = int(k.__index__())
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                box.append(slice(i % n, i % n + 1))
+                rest.append(0)
+            axis += 1
+        return self[tuple(box)][tuple(rest)]
 
     def _eval_box(self, sel: _Selection) -> np.ndarray:
         if 0 in sel.shape:
@@ -301,7 +343,7 @@ class LazyExpr(Operators):
         """The result as a new ``NDArray``, written chunk by chunk (memory: a few chunks).
         ``kwargs`` as for :func:`oxblosc.empty` (``urlpath``, ``cparams``, ``chunks``...);
         ``item`` computes only that selection."""
-        if item not in ((), None) and item != Ellipsis:
+        if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
             return asarray(self[item], **kwargs)
         base = self._base()
         if base is not None and "chunks" not in kwargs and "blocks" not in kwargs:
@@ -309,11 +351,94 @@ class LazyExpr(Operators):
         out = empty(self._shape, self._dtype, **kwargs)
         return out if _compute_native(self, out) else _fill(out, self)
 
-    def where(self, value1: Any = None, value2: Any = None) -> LazyExpr:
-        """``where(self, value1, value2)`` (python-blosc2's method form)."""
+    def where(self, value1: Any = None, value2: Any = None) -> Any:
+        """``where(self, value1, value2)`` (python-blosc2's method form); with one argument,
+        the items of ``value1`` where this boolean expression holds (1-D, C order, as
+        ``value1[self]``), computed when read."""
+        if value1 is not None and value2 is None:
+            from .lazyfilter import Filtered
+
+            return Filtered(self, value1)
         from .masks import where
 
         return where(self, value1, value2)
+
+    # ------------------------------------------------------------------ python-blosc2's extras
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        """The block shape of computed results: the same-shaped NDArray operand's, else what
+        a new array with :attr:`chunks` gets."""
+        base = self._base()
+        if base is not None:
+            return base.blocks
+        if not self._shape:
+            return ()
+        return tuple(auto_chunks_blocks(list(self._shape), self._dtype.itemsize, list(self.chunks), None)[1])
+
+    device = property(lambda self: "cpu", doc="Where results live: always ``'cpu'``.")
+
+    def to_device(self, device: str) -> LazyExpr:
+        if device != "cpu":
+            raise ValueError(f"unsupported device {device!r}: only 'cpu'")
+        return self
+
+    @property
+    def info_items(self) -> list[tuple[str, Any]]:
+        """The ``(name, value)`` rows of :attr:`info`."""
+        ops = {n: f"<{type(o).__name__} shape={tuple(o.shape)} dtype={o.dtype}>" for n, o in self.operands.items()}
+        return [
+            ("type", "LazyExpr"),
+            ("expression", self.expression),
+            ("operands", ops),
+            ("shape", self._shape),
+            ("dtype", self._dtype),
+        ]
+
+    @property
+    def info(self) -> InfoTable:
+        """A readable summary: expression, operands, shape and dtype."""
+        return InfoTable(self.info_items)
+
+    def item(self) -> Any:
+        """The one item of a one-item result, as a Python scalar."""
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self[()].item()
+
+    def slice(self, item: Any, **kwargs: Any) -> NDArray:
+        """``self[item]`` as a new ``NDArray`` (``kwargs`` as for :func:`oxblosc.asarray`)."""
+        return asarray(np.asarray(self[item]), **kwargs)
+
+    def get_chunk(self, nchunk: int) -> bytes:
+        """Chunk ``nchunk`` (C order over :attr:`chunks`) of the result, compressed as an
+        ``NDArray`` of these chunks and :attr:`blocks` stores it (edge chunks padded with
+        zeros); only that chunk is evaluated."""
+        regions = list(self.regions()) if self.ndim else [()]
+        n = int(nchunk.__index__())
+        if not 0 <= n < len(regions):
+            raise ValueError(f"chunk {n} is out of range: the expression has {len(regions)} chunks")
+        region = regions[n]
+        one = empty(self.chunks, self._dtype, chunks=self.chunks or None, blocks=self.blocks or None)
+        one[tuple(slice(0, s.stop - s.start) for s in region)] = self[region]
+        return one.get_chunk(0)
+
+    def to_cframe(self) -> bytes:
+        """The saved form (see :meth:`save`) as a contiguous frame in memory; operands must be
+        NDArrays stored in files (referenced by absolute path)."""
+        from .saved import carrier
+
+        return carrier(self, None).to_cframe()
+
+    def cumulative_sum(self, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> NDArray:
+        from .functions import cumulative_sum
+
+        return cumulative_sum(self, axis, dtype, include_initial)
+
+    def cumulative_prod(self, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> NDArray:
+        from .functions import cumulative_prod
+
+        return cumulative_prod(self, axis, dtype, include_initial)
 
     def save(self, urlpath: str, **kwargs: Any) -> None:
         """Store the expression in ``urlpath`` in python-blosc2's layout (operands must be
@@ -351,8 +476,8 @@ def lazyexpr(
     of ``x`` where the (boolean) expression holds, else of ``y``."""
     if where is not None:
         where = tuple(where)
-        if len(where) != 2:
-            raise ValueError("where= takes (x, y): items of x where the expression holds, else of y")
+        if len(where) not in (1, 2):
+            raise ValueError("where= takes (x, y): items of x where the expression holds, else of y; or (x,)")
     if isinstance(expression, LazyExpr):
         e = expression if operands is None else lazyexpr(expression.expression, operands)
         return _store(e, out, where)

@@ -137,7 +137,7 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
             k = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", arg)
             if k is None:
                 if i or kwargs:
-                    raise ValueError(f"{op}() in the expression text takes one positional axis; pass the rest by keyword")
+                    raise ValueError(f"{op}() in expression text takes one positional axis; pass the rest by keyword")
                 kwargs["axis"] = _literal(op, "axis", arg)
                 continue
             name = k.group(1)

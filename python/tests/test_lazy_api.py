@@ -6,8 +6,6 @@ text."""
 
 from __future__ import annotations
 
-import warnings
-
 import blosc2
 import numpy as np
 import oxblosc
@@ -102,3 +100,110 @@ def test_text_reduction_errors(text, error, match):
     a, b = _pair(oxblosc)
     with pytest.raises(error, match=match):
         oxblosc.lazyexpr(text, {"a": a, "b": b})
+
+
+def test_where_with_one_argument_filters_like_blosc2():
+    a, b = _pair(oxblosc)
+    ta, tb = _pair(blosc2)
+    mask = X > 30
+    f = (a > 30).where(a)
+    assert f.shape == (29,) and f.dtype == X.dtype and len(f) == 29
+    # python-blosc2 returns the items in chunk order, NumPy (and we) in C order
+    np.testing.assert_array_equal(np.sort(f[:]), np.sort((ta > 30).where(ta)[:]))
+    np.testing.assert_array_equal(f[:], X[mask])
+    np.testing.assert_array_equal(f.compute()[:], X[mask])
+    np.testing.assert_array_equal(np.asarray(oxblosc.lazyexpr("a > 30", {"a": a}).where(b)), Y[mask])
+    np.testing.assert_array_equal(oxblosc.lazyexpr("a > 30", {"a": a}, where=(b,))[:], Y[mask])
+    for op in ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax"):
+        np.testing.assert_allclose(getattr(f, op)(), getattr(X[mask], op)(), err_msg=op)
+        if op not in ("argmin", "argmax"):  # python-blosc2 gives argmax of the unfiltered array there
+            np.testing.assert_allclose(getattr(f, op)(), getattr((ta > 30).where(ta), op)(), err_msg=op)
+    i = oxblosc.asarray(np.arange(-5, 55, dtype="i2").reshape(6, 10))
+    g = (i < 10).where(i)
+    assert (g.min(), g.max(), g.min().dtype) == (-5, 9, np.dtype("i2"))
+    assert g.sum(keepdims=True).shape == (1,)
+    empty = (a > 1000).where(a)
+    assert empty.shape == (0,) and empty.sum() == 0
+    with pytest.raises(ValueError, match="zero-size"):
+        empty.min()
+    with pytest.raises(np.exceptions.AxisError):
+        f.sum(axis=1)
+    with pytest.raises(TypeError, match="boolean"):
+        (a + 1).where(a)
+    # two arguments: the element-wise choice, same as python-blosc2
+    np.testing.assert_array_equal((a > 30).where(a, b)[:], (ta > 30).where(ta, tb)[:])
+
+
+def test_attributes_info_and_chunk_access_like_blosc2():
+    a, b = _pair(oxblosc)
+    ta, tb = _pair(blosc2)
+    for text in ("a + b", "sum(a) + a", "a * 2 + sin(b)"):
+        ours, theirs = oxblosc.lazyexpr(text, {"a": a, "b": b}), blosc2.lazyexpr(text, {"a": ta, "b": tb})
+        got = (ours.dtype, ours.shape, ours.ndim, ours.chunks, ours.blocks)
+        assert got == (theirs.dtype, theirs.shape, theirs.ndim, theirs.chunks, theirs.blocks), text
+    e, t = a * 2 + b, ta * 2 + tb
+    assert [k for k, _ in e.info_items] == [k for k, _ in t.info_items]
+    assert e.info_items[0] == ("type", "LazyExpr") and "shape" in str(e.info) and e.device == t.device == "cpu"
+    s = e.slice((slice(1, 3), slice(2, 9, 3)))
+    assert isinstance(s, oxblosc.NDArray)
+    np.testing.assert_array_equal(s[()], t.slice((slice(1, 3), slice(2, 9, 3)))[()])
+    for n in range(4):  # edge chunks padded as in python-blosc2
+        assert blosc2.decompress2(e.get_chunk(n)) == blosc2.decompress2(t.get_chunk(n)), n
+    with pytest.raises(ValueError):
+        e.get_chunk(4)
+    with pytest.raises(ValueError):
+        t.get_chunk(4)
+    np.testing.assert_array_equal(e.cumulative_sum(axis=1)[()], np.cumsum(X * 2 + Y, axis=1))
+    np.testing.assert_allclose(e.cumulative_sum(axis=1)[()], t.cumulative_sum(axis=1)[()], rtol=1e-15)
+    np.testing.assert_array_equal(e.cumulative_prod(axis=0)[()], np.cumprod(X * 2 + Y, axis=0))
+    assert oxblosc.lazyexpr("sum(a)", {"a": a}).item() == X.sum()
+    with pytest.raises(ValueError, match="size 1"):
+        e.item()
+
+
+def test_to_cframe_is_the_saved_form(tmp_path):
+    a, b = _pair(oxblosc, tmp_path)
+    cf = (a * b + 1).to_cframe()
+    carrier = blosc2.ndarray_from_cframe(cf)
+    stored = carrier.vlmeta["b2o"]
+    assert stored["kind"] == "lazyexpr" and stored["expression"] == "o0 * o1 + 1"
+    assert stored["operands"]["o0"]["urlpath"] == str(tmp_path / "a.b2nd")
+    assert carrier.shape == (6, 10)
+    with pytest.raises(ValueError, match="stored on disk"):
+        (a + oxblosc.asarray(Y)).to_cframe()
+    ta = blosc2.asarray(Y)
+    with pytest.raises(ValueError, match="stored on disk"):
+        (ta + 1).to_cframe()
+
+
+X3 = np.arange(210.0).reshape(6, 7, 5)
+FANCY_KEYS = [
+    [0, 2, 5],
+    np.array([-1, 0]),
+    (0, slice(None), [0, 1]),
+    ([0, 1], slice(None), 0),
+    (slice(None), [0, 1], 0),
+    ([[1, 2], [3, 0]], 1),
+    (np.array([True, False, True, False, False, True]),),
+    (slice(None), np.array([True, False] * 3 + [True])),
+    (Ellipsis, [4, 0]),
+    (None, [1], slice(1, 5, 2)),
+    ([], 0),
+    (slice(None, None, -1), [2, 2]),
+    (slice(1, None, 2), 3, slice(None, None, -2)),
+    X3 > 100,
+]
+
+
+def test_indexing_with_integer_and_boolean_arrays_like_numpy():
+    a = oxblosc.asarray(X3, chunks=(4, 5, 3), blocks=(2, 2, 3))
+    e, ref = a * 2 + 1, X3 * 2 + 1
+    for k in FANCY_KEYS:
+        got = e[k]
+        assert got.shape == ref[k].shape and np.array_equal(got, ref[k]), k
+        np.testing.assert_array_equal(e.compute(item=k)[()], ref[k])
+    np.testing.assert_array_equal(e[a > 100], ref[X3 > 100])
+    np.testing.assert_array_equal(a[(a > 100) & (a < 150)], X3[(X3 > 100) & (X3 < 150)])
+    for bad in ([6], (0, np.array([1.5])), (np.array([True, False]),)):
+        with pytest.raises(IndexError):
+            e[bad]
