@@ -34,12 +34,6 @@ _ALIASES = {
     "pow": "power",
     "bitwise_invert": "invert",
 }
-# Templates NumPy has as ufuncs but ``UFUNCS`` does not list (``np.square(a)`` on an NDArray
-# goes through NumPy's fallback; ``oxblosc.square(a)`` stays lazy).
-_EXTRA = {
-    "square": "{0} * {0}",
-    "sign": "where({0} > 0, 1, where({0} < 0, -1, {0} - {0}))",
-}
 # Module-level element-wise functions python-blosc2 offers that the engine evaluates.
 ELEMENTWISE = (
     "abs negative positive sqrt square sign exp expm1 log log10 log1p log2 "
@@ -54,7 +48,7 @@ REDUCTIONS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "
 
 
 def _template(name: str) -> str:
-    return _EXTRA.get(name) or UFUNCS[_ALIASES.get(name, name)]
+    return UFUNCS[_ALIASES.get(name, name)]
 
 
 def _elementwise(name: str) -> Any:

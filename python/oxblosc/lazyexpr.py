@@ -117,6 +117,8 @@ _PREC.update({"*": 7, "/": 7, "//": 7, "%": 7, "**": 9})
 _UNARY, _ATOM, _UNKNOWN = 8, 100, -1
 _BINARY = re.compile(r"\{0\} (\S+) \{1\}")
 _CALL = re.compile(r"\w+\((?:[^()]|\([^()]*\))*\)")
+# A placeholder that is not a whole argument of a call (``{0} - {0}`` inside ``where(..)``).
+_INNER = re.compile(r"(?<!\()(?<!, )\{\d\}|\{\d\}(?![,)])")
 
 
 def combine(template: str, *args: Any) -> Any:
@@ -132,7 +134,7 @@ def combine(template: str, *args: Any) -> Any:
             chains = p in (1, 9)
             left = b.text(args[0], lambda q: q > p or (q == p and not chains))
             parts = [left, b.text(args[1], lambda q: q > p)]
-        elif _CALL.fullmatch(template):  # arguments of a call need no parentheses
+        elif _CALL.fullmatch(template) and not _INNER.search(template):  # whole call arguments: bare
             parts = [b.text(a, lambda q: q != _UNKNOWN) for a in args]
         else:
             parts = [b.text(a) for a in args]
@@ -264,6 +266,12 @@ class LazyExpr(Operators):
 
     def __repr__(self) -> str:
         return f"<oxblosc.LazyExpr {self.expression!r} shape={self._shape} dtype={self._dtype}>"
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
 
     def __bool__(self) -> bool:
         if self.size != 1:
@@ -476,8 +484,8 @@ def lazyexpr(
     of ``x`` where the (boolean) expression holds, else of ``y``."""
     if where is not None:
         where = tuple(where)
-        if len(where) not in (1, 2):
-            raise ValueError("where= takes (x, y): items of x where the expression holds, else of y; or (x,)")
+        if len(where) != 2:
+            raise ValueError("where= takes (x, y): items of x where the expression holds, else of y")
     if isinstance(expression, LazyExpr):
         e = expression if operands is None else lazyexpr(expression.expression, operands)
         return _store(e, out, where)

@@ -100,8 +100,13 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
     ``avoid``, none already in the text), and per placeholder (name, reduction, argument
     text, keyword arguments). Text without reductions comes back unchanged."""
     masked = _masked(text)
-    if not (_CALL.search(masked) or _METHOD.search(masked)):
+    total = len(_CALL.findall(masked)) + len(_METHOD.findall(masked))
+    if not total:
         return text, []
+    # Nested reductions are split again from their argument text (a substring), so this
+    # bounds the nesting depth and the work too.
+    if total > MAX_REDUCTIONS:
+        raise ValueError(f"more than {MAX_REDUCTIONS} reductions in the expression {text[:80]!r}")
     taken = set(avoid) | set(re.findall(r"\w+", text))
     found: list[tuple[str, str, str, dict[str, Any]]] = []
     pos = 0
@@ -110,8 +115,6 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
         m = min((x for x in (mc, mm) if x is not None), key=lambda x: x.start(), default=None)
         if m is None:
             return text, found
-        if len(found) >= MAX_REDUCTIONS:
-            raise ValueError(f"more than {MAX_REDUCTIONS} reductions in the expression {text[:80]!r}")
         op, paren = m.group(1), m.end() - 1
         end = _close(masked, paren, text)
         args = _split_args(text[paren + 1 : end], masked[paren + 1 : end])

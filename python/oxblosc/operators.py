@@ -46,7 +46,23 @@ UFUNCS = {
         ).split()
     },
     **{f: f + "({0}, {1})" for f in ("arctan2", "fmod", "minimum", "maximum")},
+    "square": "{0} * {0}",
+    "sign": "where({0} > 0, 1, where({0} < 0, -1, {0} - {0}))",
 }
+
+
+# Templates whose type differs from NumPy's for some input types (``square`` of bool is
+# int8 in NumPy): those inputs take NumPy's path.
+_CHECKED = {"square", "sign"}
+
+
+def _numpy_type(ufunc: Any, x: Any) -> Any:
+    import numpy as np
+
+    try:
+        return ufunc.resolve_dtypes((np.dtype(x.dtype), None))[-1]
+    except (TypeError, AttributeError):
+        return None
 
 
 def _lazy(template: str, *args: Any) -> Any:
@@ -107,7 +123,7 @@ class Operators:
         template = UFUNCS.get(ufunc.__name__)
         if method == "__call__" and template is not None and not kwargs:
             e = _lazy(template, *inputs)
-            if e is not NotImplemented:
+            if e is not NotImplemented and (ufunc.__name__ not in _CHECKED or _numpy_type(ufunc, inputs[0]) == e.dtype):
                 return e
         from .lazyexpr import numpy_fallback
 
