@@ -29,7 +29,7 @@ from .info import InfoTable
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
 
-__all__ = ["LazyExpr", "lazyexpr", "combine", "numpy_fallback"]
+__all__ = ["LazyArray", "LazyExpr", "lazyexpr", "combine", "numpy_fallback"]
 
 # Names the engine reads as constants when no operand has that name.
 _CONSTANTS = {"inf", "nan", "pi"}
@@ -204,7 +204,13 @@ class _Selection:
         return tuple(slice(0, 1) if n == 1 else s for s, n in zip(self.box[lead:], op_shape, strict=True))
 
 
-class LazyExpr(Operators):
+class LazyArray:
+    """What python-blosc2 calls a lazy array: something computed on demand
+    (``isinstance(x, oxblosc.LazyArray)`` holds for lazy expressions and ``where(x)``
+    filters)."""
+
+
+class LazyExpr(Operators, LazyArray):
     """An expression over arrays, evaluated on demand: ``expr[sel]`` (NumPy result),
     ``expr.compute()`` (a new ``NDArray``), ``np.asarray(expr)``, reductions."""
 

@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from .lazyexpr import LazyArray
 from .ndarray import NDArray, asarray
 
 _MASKED_REDUCTIONS = ("sum", "prod", "mean", "std", "var", "any", "all")
 
 
-class Filtered:
+class Filtered(LazyArray):
     """Items of ``values`` where ``cond`` holds (1-D, C order), computed on demand."""
 
     def __init__(self, cond: Any, values: Any) -> None:

@@ -284,3 +284,28 @@ def test_numpy_promotion_ufuncs_and_scalar_conversion():
     assert float(e) == float(f4.sum()) and int(e) == int(f4.sum())
     with pytest.raises(ValueError, match="size 1"):
         float(a + 1)
+
+
+def test_module_helpers_like_blosc2():
+    text = "a + sin(b) - sum(c, axis=0) * 2"
+    assert oxblosc.get_expr_operands(text) == blosc2.get_expr_operands(text) == {"a", "b", "c"}
+    assert oxblosc.get_expr_operands("a * pi") == {"a"}  # python-blosc2 counts the constant pi too
+    assert oxblosc.validate_expr("sum(a, axis=0) - b") is None
+    for bad in ("a; b", "a.__class__", "foo(a)", "sum(foo(a))", "a +"):
+        with pytest.raises(ValueError):
+            oxblosc.validate_expr(bad)
+    with pytest.raises(ValueError):
+        blosc2.validate_expr("a; b")
+    a, ta = oxblosc.asarray(X.astype("f4")), blosc2.asarray(X.astype("f4"))
+    assert oxblosc.result_type(a, np.int64) == blosc2.result_type(ta, np.int64) == np.float64
+    assert oxblosc.result_type(a + 1, 1.5) == np.float32
+    assert oxblosc.can_cast(a, "f8") and not oxblosc.can_cast(a + 1, "i4")
+    assert oxblosc.isdtype(a.dtype, "real floating") and oxblosc.finfo(a.dtype).bits == 32
+    assert isinstance(a + 1, oxblosc.LazyArray) and isinstance((a > 3).where(a), oxblosc.LazyArray)
+    assert isinstance(ta + 1, blosc2.LazyArray)
+
+    @oxblosc.lazywhere(a, 0.0)
+    def big(x):
+        return x > 30
+
+    np.testing.assert_array_equal(big(a)[()], np.where(X > 30, X, 0).astype("f4"))
