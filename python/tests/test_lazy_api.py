@@ -297,7 +297,8 @@ def test_module_helpers_like_blosc2():
     with pytest.raises(ValueError):
         blosc2.validate_expr("a; b")
     a, ta = oxblosc.asarray(X.astype("f4")), blosc2.asarray(X.astype("f4"))
-    assert oxblosc.result_type(a, np.int64) == blosc2.result_type(ta, np.int64) == np.float64
+    assert oxblosc.result_type(a, np.dtype("i8")) == blosc2.result_type(ta, np.dtype("i8")) == np.float64
+    assert oxblosc.result_type(a, np.int64) == np.float64
     assert oxblosc.result_type(a + 1, 1.5) == np.float32
     assert oxblosc.can_cast(a, "f8") and not oxblosc.can_cast(a + 1, "i4")
     assert oxblosc.isdtype(a.dtype, "real floating") and oxblosc.finfo(a.dtype).bits == 32
