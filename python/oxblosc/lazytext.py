@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 REDUCERS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax")
+# Running sums/products keep the shape (their values come from a new NDArray, read per part).
+SCANS = ("cumulative_sum", "cumulative_prod")
 # A reduction as a function call (not an attribute) or as a method of the text before the dot.
-_CALL = re.compile(r"(?<![\w.])(" + "|".join(REDUCERS) + r")\s*\(")
-_METHOD = re.compile(r"\.\s*(" + "|".join(REDUCERS) + r")\s*\(")
+_CALL = re.compile(r"(?<![\w.])(" + "|".join(REDUCERS + SCANS) + r")\s*\(")
+_METHOD = re.compile(r"\.\s*(" + "|".join(REDUCERS + SCANS) + r")\s*\(")
 _STRING = re.compile(r"""b?'[^']*'|b?"[^"]*\"""")
 # Keyword values longer than this are not literals anyone writes by hand.
 _MAX_LITERAL = 200
@@ -95,10 +97,59 @@ def _literal(op: str, name: str, value: str) -> Any:
     return v
 
 
+# python-blosc2 functions the engine has no name for, spelled with ones it has (each
+# argument parenthesised; ``{n}`` is the n-th argument).
+_MACROS = {
+    "square": (1, "(({0}) * ({0}))"),
+    "sign": (1, "where(({0}) > 0, 1, where(({0}) < 0, -1, ({0}) - ({0})))"),
+    "clip": (3, "minimum(maximum({0}, {1}), {2})"),
+}
+_MACRO = re.compile(r"(?<![\w.])(" + "|".join(_MACROS) + r"|count_nonzero)\s*\(")
+# Longest text the engine parses (its own limit; checked here too as macros grow the text).
+MAX_TEXT = 100_000
+
+
+def expand(text: str) -> str:
+    """``text`` with ``square(x)``, ``sign(x)``, ``clip(x, lo, hi)`` and
+    ``count_nonzero(x, axis)`` written in the engine's functions and reductions."""
+    masked = _masked(text)
+    if not _MACRO.search(masked):
+        return text
+    pos = 0
+    for _ in range(MAX_REDUCTIONS + 1):
+        m = _MACRO.search(masked, pos)
+        if m is None:
+            return text
+        name, paren = m.group(1), m.end() - 1
+        end = _close(masked, paren, text)
+        args = _split_args(text[paren + 1 : end], masked[paren + 1 : end])
+        if name == "count_nonzero":
+            if not 1 <= len(args) <= 2:
+                raise ValueError(f"count_nonzero() in {text!r} takes an expression and an optional axis")
+            new = f"sum(({args[0]}) != 0, {args[1] if len(args) > 1 else 'axis=None'}, dtype='int64')"
+        else:
+            nargs, template = _MACROS[name]
+            if len(args) != nargs:
+                raise ValueError(f"{name}() in {text!r} takes {nargs} argument(s), got {len(args)}")
+            if name == "clip" and "None" in (args[1], args[2]):
+                if args[1] == args[2]:
+                    raise ValueError("clip(): one of the bounds must be given")
+                template = "minimum({0}, {2})" if args[1] == "None" else "maximum({0}, {1})"
+            new = template.format(*args)
+        text = text[: m.start()] + new + text[end + 1 :]
+        if len(text) > MAX_TEXT:
+            raise ValueError(f"the expression text grows beyond {MAX_TEXT} bytes when its functions are expanded")
+        masked = _masked(text)
+        pos = m.start()
+    raise ValueError(f"more than {MAX_REDUCTIONS} function calls to expand in the expression {text[:80]!r}")
+
+
 def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, dict[str, Any]]]]:
     """``text`` with its outermost reduction calls replaced by placeholder names (none of
     ``avoid``, none already in the text), and per placeholder (name, reduction, argument
-    text, keyword arguments). Text without reductions comes back unchanged."""
+    text, keyword arguments). Text without reductions comes back unchanged (``square``
+    & co expanded)."""
+    text = expand(text)
     masked = _masked(text)
     total = len(_CALL.findall(masked)) + len(_METHOD.findall(masked))
     if not total:
@@ -179,20 +230,24 @@ class Reduced:
         except TypeError as e:
             raise TypeError(f"{op}() in the expression text: {e}") from None
         self.dtype = np.asarray(probe).dtype
-        if op in ("argmin", "argmax") and axis is None:
-            axes = tuple(range(inner.ndim))
+        if op in SCANS:
+            (ax,) = _axes(0 if axis is None else axis, inner.ndim)
+            grow = bool(kwargs.get("include_initial", False))
+            self.shape = tuple(n + grow * (d == ax) for d, n in enumerate(inner.shape))
         else:
-            axes = _axes(axis, inner.ndim)
-        self.shape = tuple(1 if d in axes else n for d, n in enumerate(inner.shape) if keepdims or d not in axes)
+            axes = tuple(range(inner.ndim)) if op in ("argmin", "argmax") and axis is None else _axes(axis, inner.ndim)
+            self.shape = tuple(1 if d in axes else n for d, n in enumerate(inner.shape) if keepdims or d not in axes)
         self.ndim = len(self.shape)
         self._method = method
-        self._value: np.ndarray | None = None
+        self._value: Any = None
         self._lock = threading.Lock()
 
-    def value(self) -> np.ndarray:
+    def value(self) -> Any:
+        """The result: a NumPy array, or for scans the new NDArray (read part by part)."""
         with self._lock:
             if self._value is None:
-                self._value = np.asarray(self._method(**self.kwargs)).reshape(self.shape)
+                v = self._method(**self.kwargs)
+                self._value = v if self.op in SCANS else np.asarray(v).reshape(self.shape)
             return self._value
 
     def __getitem__(self, key: Any) -> np.ndarray:

@@ -310,3 +310,50 @@ def test_module_helpers_like_blosc2():
         return x > 30
 
     np.testing.assert_array_equal(big(a)[()], np.where(X > 30, X, 0).astype("f4"))
+
+
+# python-blosc2 functions spelled in the engine's terms, and scans, inside the text:
+# (text, NumPy's answer, python-blosc2 accepts it too)
+TEXT_FUNCTIONS = [
+    ("square(a - 3) + b", np.square(X - 3) + Y, True),
+    ("sign(a - 5)", np.sign(X - 5), True),
+    ("clip(a, 2, 5)", np.clip(X, 2, 5), True),
+    ("clip(b, None, 0.5) + clip(a, 50, None)", np.clip(Y, None, 0.5) + np.clip(X, 50, None), False),
+    ("square(square(b))", Y**4, True),
+    ("count_nonzero(a > 30)", np.count_nonzero(X > 30), True),
+    ("count_nonzero(a > 30, axis=1) * 2", np.count_nonzero(X > 30, axis=1) * 2, False),
+    ("cumulative_sum(a, axis=0)", np.cumulative_sum(X, axis=0), True),
+    ("a.cumulative_sum(axis=1) - a", np.cumulative_sum(X, axis=1) - X, False),
+    (
+        "cumulative_prod(b + 1, axis=1, include_initial=True)",
+        np.cumulative_prod(Y + 1, axis=1, include_initial=True),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "blosc2_too"), TEXT_FUNCTIONS, ids=[t for t, *_ in TEXT_FUNCTIONS])
+def test_more_functions_in_expression_text(text, expected, blosc2_too):
+    a, b = _pair(oxblosc)
+    e = oxblosc.lazyexpr(text, {"a": a, "b": b})
+    assert e.shape == np.shape(expected)
+    np.testing.assert_allclose(e[()], expected, rtol=1e-12)
+    np.testing.assert_allclose(e[1:3, ::4] if e.ndim == 2 else e[()], expected[1:3, ::4] if e.ndim == 2 else expected)
+    if blosc2_too:
+        ta, tb = _pair(blosc2)
+        np.testing.assert_allclose(e[()], blosc2.lazyexpr(text, {"a": ta, "b": tb})[()], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("square(a, b)", "takes 1"),
+        ("clip(a, None, None)", "bounds"),
+        ("count_nonzero()", "optional axis"),
+        ("square(" * 40 + "a" + ")" * 40, "grows beyond|more than"),
+        ("cumulative_sum(a)", "axis"),
+    ],
+)
+def test_text_function_errors(text, match):
+    with pytest.raises(ValueError, match=match):
+        oxblosc.lazyexpr(text, {"a": oxblosc.asarray(X)})
