@@ -353,10 +353,18 @@ class LazyExpr(Operators, LazyArray):
         a = np.asarray(self[()])
         return a if dtype is None else a.astype(dtype, copy=False)
 
-    def compute(self, item: Any = (), **kwargs: Any) -> NDArray:
+    def compute(self, item: Any = (), out: NDArray | None = None, **kwargs: Any) -> NDArray:
         """The result as a new ``NDArray``, written chunk by chunk (memory: a few chunks).
         ``kwargs`` as for :func:`oxblosc.empty` (``urlpath``, ``cparams``, ``chunks``...);
-        ``item`` computes only that selection."""
+        ``item`` computes only that selection; ``out`` (an array of the result's shape)
+        receives it instead."""
+        if out is not None:
+            if kwargs:
+                raise TypeError(f"compute(out=...) takes no storage keywords, got {sorted(kwargs)}")
+            if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
+                out[...] = self[item]
+                return out
+            return _fill(out, self)
         if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
             return asarray(self[item], **kwargs)
         base = self._base()

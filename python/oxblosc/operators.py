@@ -141,8 +141,9 @@ class Operators:
         keepdims: bool = False,
         where: Any = None,
         initial: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "sum", axis, dtype, out, keepdims, where, initial=initial)
+        return _reduce(self, "sum", axis, dtype, out, keepdims, where, initial=initial, **kwargs)
 
     def prod(
         self,
@@ -152,13 +153,20 @@ class Operators:
         keepdims: bool = False,
         where: Any = None,
         initial: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "prod", axis, dtype, out, keepdims, where, initial=initial)
+        return _reduce(self, "prod", axis, dtype, out, keepdims, where, initial=initial, **kwargs)
 
     def mean(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "mean", axis, dtype, out, keepdims, where)
+        return _reduce(self, "mean", axis, dtype, out, keepdims, where, **kwargs)
 
     def std(
         self,
@@ -168,8 +176,9 @@ class Operators:
         ddof: int = 0,
         keepdims: bool = False,
         where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "std", axis, dtype, out, keepdims, where, ddof=ddof)
+        return _reduce(self, "std", axis, dtype, out, keepdims, where, ddof=ddof, **kwargs)
 
     def var(
         self,
@@ -179,30 +188,43 @@ class Operators:
         ddof: int = 0,
         keepdims: bool = False,
         where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "var", axis, dtype, out, keepdims, where, ddof=ddof)
+        return _reduce(self, "var", axis, dtype, out, keepdims, where, ddof=ddof, **kwargs)
 
     def min(
-        self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "min", axis, None, out, keepdims, where, initial=initial)
+        return _reduce(self, "min", axis, None, out, keepdims, where, initial=initial, **kwargs)
 
     def max(
-        self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "max", axis, None, out, keepdims, where, initial=initial)
+        return _reduce(self, "max", axis, None, out, keepdims, where, initial=initial, **kwargs)
 
-    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None) -> Any:
-        return _reduce(self, "any", axis, None, out, keepdims, where)
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None, **kwargs: Any) -> Any:
+        return _reduce(self, "any", axis, None, out, keepdims, where, **kwargs)
 
-    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None) -> Any:
-        return _reduce(self, "all", axis, None, out, keepdims, where)
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None, **kwargs: Any) -> Any:
+        return _reduce(self, "all", axis, None, out, keepdims, where, **kwargs)
 
-    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-        return _reduce(self, "argmin", axis, None, out, keepdims, None)
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+        return _reduce(self, "argmin", axis, None, out, keepdims, None, **kwargs)
 
-    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-        return _reduce(self, "argmax", axis, None, out, keepdims, None)
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+        return _reduce(self, "argmax", axis, None, out, keepdims, None, **kwargs)
 
     def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """``np.clip(a, lo, hi)``: a lazy expression (``out=`` writes it there)."""

@@ -357,3 +357,27 @@ def test_more_functions_in_expression_text(text, expected, blosc2_too):
 def test_text_function_errors(text, match):
     with pytest.raises(ValueError, match=match):
         oxblosc.lazyexpr(text, {"a": oxblosc.asarray(X)})
+
+
+def test_reductions_and_compute_store_where_asked(tmp_path):
+    a = oxblosc.asarray(X, chunks=(4, 5))
+    r = (a + 1).sum(axis=0, urlpath=str(tmp_path / "s.b2nd"), mode="w")
+    assert isinstance(r, oxblosc.NDArray) and r.urlpath == str(tmp_path / "s.b2nd")
+    np.testing.assert_array_equal(oxblosc.open(str(tmp_path / "s.b2nd"))[()], (X + 1).sum(axis=0))
+    ta = blosc2.asarray(X, chunks=(4, 5))
+    theirs = blosc2.mean(ta, axis=1, cparams=blosc2.CParams(clevel=1))
+    ours = oxblosc.mean(a, axis=1, cparams=oxblosc.CParams(clevel=1))
+    assert isinstance(ours, oxblosc.NDArray) and isinstance(theirs, blosc2.NDArray)
+    np.testing.assert_array_equal(ours[()], theirs[()])
+    assert isinstance((a > 3).where(a).max(urlpath=str(tmp_path / "m.b2nd"), mode="w"), oxblosc.NDArray)
+    with pytest.raises(ValueError, match="bogus"):
+        (a + 1).sum(bogus=1)
+    out, tout = oxblosc.zeros((6, 10)), blosc2.zeros((6, 10))
+    assert (a * 2).compute(out=out) is out and (ta * 2).compute(out=tout) is tout
+    np.testing.assert_array_equal(out[()], tout[()])
+    z = oxblosc.zeros(())
+    assert oxblosc.lazyexpr("sum(a)", {"a": a}).compute(out=z) is z and z[()] == X.sum()
+    part = oxblosc.zeros((2, 10))
+    np.testing.assert_array_equal((a * 2).compute(item=slice(1, 3), out=part)[()], X[1:3] * 2)
+    with pytest.raises(ValueError, match="shape"):
+        (a * 2).compute(out=oxblosc.zeros((3, 10)))
