@@ -400,6 +400,16 @@ class LazyExpr(Operators, LazyArray):
 
     device = property(lambda self: "cpu", doc="Where results live: always ``'cpu'``.")
 
+    @property
+    def vlmeta(self) -> VLMeta:
+        """User metadata (name -> msgpack-able value), stored by :meth:`save` and read back
+        by ``oxblosc.open`` (python-blosc2's place for it, both ways)."""
+        if getattr(self, "_vlmeta", None) is None:
+            self._vlmeta = VLMeta()
+        return self._vlmeta
+
+    attrs = vlmeta
+
     def to_device(self, device: str) -> LazyExpr:
         if device != "cpu":
             raise ValueError(f"unsupported device {device!r}: only 'cpu'")
@@ -468,6 +478,17 @@ class LazyExpr(Operators, LazyArray):
         from .saved import save
 
         save(self, urlpath, **kwargs)
+
+
+class VLMeta(dict):
+    """A lazy expression's user metadata: a dict; ``vlmeta[:]`` is all of it, as for
+    arrays."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict(self) if key == slice(None) else super().__getitem__(key)
+
+    def getall(self) -> dict:
+        return dict(self)
 
 
 def _grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[tuple[slice, ...]]:

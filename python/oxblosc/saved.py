@@ -51,7 +51,7 @@ def carrier(expr: LazyExpr, urlpath: str | None, **kwargs: Any) -> NDArray:
     kwargs.setdefault("chunks", expr.chunks or None)
     out = empty(expr.shape, expr.dtype, meta=meta, **kwargs)
     out.vlmeta[_KEY] = {"kind": "lazyexpr", "version": _VERSION, "expression": expr.expression, "operands": refs}
-    out.vlmeta[_USER] = {}
+    out.vlmeta[_USER] = dict(expr.vlmeta)
     return out
 
 
@@ -110,4 +110,7 @@ def open_saved(arr: NDArray) -> LazyExpr:
     operands = {str(k): _open_operand(v, parent, where) for k, v in refs.items()}
     e = lazyexpr(text, operands)
     e.array = arr
+    user = arr.vlmeta[_USER] if _USER in arr.vlmeta else None
+    if isinstance(user, dict):
+        e.vlmeta.update(user)
     return e

@@ -381,3 +381,19 @@ def test_reductions_and_compute_store_where_asked(tmp_path):
     np.testing.assert_array_equal((a * 2).compute(item=slice(1, 3), out=part)[()], X[1:3] * 2)
     with pytest.raises(ValueError, match="shape"):
         (a * 2).compute(out=oxblosc.zeros((3, 10)))
+
+
+def test_user_vlmeta_of_saved_expressions_both_ways(tmp_path):
+    ta, tb = _pair(blosc2, tmp_path)
+    a, b = oxblosc.open(str(tmp_path / "a.b2nd")), oxblosc.open(str(tmp_path / "b.b2nd"))
+    t = ta * 2 + tb
+    t.vlmeta["unit"], t.vlmeta["n"] = "m", 3
+    t.save(str(tmp_path / "theirs.b2nd"))
+    e = oxblosc.open(str(tmp_path / "theirs.b2nd"))
+    assert dict(e.vlmeta) == {"unit": "m", "n": 3} and e.attrs["unit"] == "m" and e.vlmeta[:] == dict(e.vlmeta)
+    ours = a * 3 - b
+    assert dict(ours.vlmeta) == {}
+    ours.vlmeta["unit"] = "s"
+    ours.save(str(tmp_path / "ours.b2nd"))
+    assert dict(blosc2.open(str(tmp_path / "ours.b2nd"), deserialize="full").vlmeta) == {"unit": "s"}
+    assert dict(oxblosc.open(str(tmp_path / "ours.b2nd")).vlmeta) == {"unit": "s"}
