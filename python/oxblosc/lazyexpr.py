@@ -217,8 +217,8 @@ class LazyExpr(Operators, LazyArray):
     def __init__(self, expression: str, operands: dict[str, Any]) -> None:
         # Reductions in the text (``"a - mean(a, axis=0)"``) become operands of the body.
         body, found = lazytext.split(expression, set(operands))
-        reduced = {ph: lazytext.Reduced(op, LazyExpr(inner, operands), kw) for ph, op, inner, kw in found}
-        names = expr_names(body)  # syntax errors name the position
+        reduced = {ph: lazytext.operand(op, LazyExpr(inner, operands), kw) for ph, op, inner, kw in found}
+        names = _body_names(body, expression, found)
         missing = [n for n in names if n not in operands and n not in reduced and n not in _CONSTANTS]
         if missing:
             raise NameError(f"name {missing[0]!r} in the expression {expression!r} is not among the operands")
@@ -550,10 +550,21 @@ def lazyexpr(
     return _store(LazyExpr(_rename(expression, mapping), b.operands), out, where)
 
 
+def _body_names(body: str, text: str, found: list) -> list[str]:
+    """The names in ``body`` (``text`` split by ``lazytext.split``); parse errors name the
+    whole text too, as the body shows placeholders."""
+    try:
+        return expr_names(body)  # syntax errors name the position
+    except (ValueError, NameError) as e:
+        if not found:
+            raise
+        raise type(e)(f"{e}\nin {text!r} (reductions and indexing shown as _r0, _r1...)") from None
+
+
 def _text_names(text: str) -> list[str]:
     """The names in ``text``, reductions' arguments included, in order of appearance."""
     body, found = lazytext.split(text, set())
-    names = [n for n in expr_names(body) if n not in {ph for ph, *_ in found}]
+    names = [n for n in _body_names(body, text, found) if n not in {ph for ph, *_ in found}]
     for _, _, inner, _ in found:
         names += _text_names(inner)
     return list(dict.fromkeys(names))

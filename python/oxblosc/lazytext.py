@@ -26,6 +26,9 @@ SCANS = ("cumulative_sum", "cumulative_prod")
 # A reduction as a function call (not an attribute) or as a method of the text before the dot.
 _CALL = re.compile(r"(?<![\w.])(" + "|".join(REDUCERS + SCANS) + r")\s*\(")
 _METHOD = re.compile(r"\.\s*(" + "|".join(REDUCERS + SCANS) + r")\s*\(")
+# ``x[...]`` after a name or a closing bracket, and ``x.T``.
+_INDEX = re.compile(r"(?<=[\w)\]])\s*\[")
+_TRANSPOSE = re.compile(r"\.\s*T\b(?!\s*\()")
 _STRING = re.compile(r"""b?'[^']*'|b?"[^"]*\"""")
 # Keyword values longer than this are not literals anyone writes by hand.
 _MAX_LITERAL = 200
@@ -144,69 +147,121 @@ def expand(text: str) -> str:
     raise ValueError(f"more than {MAX_REDUCTIONS} function calls to expand in the expression {text[:80]!r}")
 
 
+def _receiver(masked: str, j: int, text: str, what: str) -> int:
+    """Start of the operand ending at ``j`` that ``what`` (``.sum(``, ``[``, ``.T``) applies
+    to: a name, or a bracketed group with the call name or name before it."""
+    while j >= 0 and masked[j].isspace():
+        j -= 1
+    if j >= 0 and masked[j] in ")]":
+        start = _open(masked, j, text)
+        while start > 0 and (masked[start - 1].isalnum() or masked[start - 1] == "_"):
+            start -= 1
+    else:
+        word = re.search(r"\w+$", masked[: j + 1])
+        if word is None:
+            raise ValueError(f"{what!r} without an array before it in {text!r} (at byte {j + 1})")
+        start = word.start()
+    # a chain (``b.sum(axis=0)[1:4]``) belongs to the receiver too
+    k = start - 1
+    while k >= 0 and masked[k].isspace():
+        k -= 1
+    return _receiver(masked, k - 1, text, what) if k >= 0 and masked[k] == "." else start
+
+
+def _index_key(text: str, where: str) -> tuple:
+    """A literal basic index (``1:3, ::2, 0, None, ...``) as a Python key."""
+    key: list[Any] = []
+    for part in (p.strip() for p in text.split(",")):
+        if part == "...":
+            key.append(Ellipsis)
+        elif part == "None":
+            key.append(None)
+        elif re.fullmatch(r"(-?\d+)?(:(-?\d+)?){1,2}", part.replace(" ", "")):
+            bits = part.replace(" ", "").split(":")
+            key.append(slice(*(int(b) if b else None for b in bits)))
+        elif re.fullmatch(r"-?\d+", part):
+            key.append(int(part))
+        else:
+            raise ValueError(
+                f"index [{text}] in {where!r}: only integers, slices (with literal bounds), None and ... are allowed"
+            )
+    return tuple(key)
+
+
 def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, dict[str, Any]]]]:
-    """``text`` with its outermost reduction calls replaced by placeholder names (none of
-    ``avoid``, none already in the text), and per placeholder (name, reduction, argument
-    text, keyword arguments). Text without reductions comes back unchanged (``square``
-    & co expanded)."""
+    """``text`` with its outermost reduction calls, ``name[index]`` and ``name.T`` replaced
+    by placeholder names (none of ``avoid``, none already in the text), and per placeholder
+    (name, reduction or ``"[]"``/``"T"``, argument text, keyword arguments or ``{"key":
+    index}``). Text without any of them comes back unchanged (``square`` & co expanded)."""
     text = expand(text)
     masked = _masked(text)
-    total = len(_CALL.findall(masked)) + len(_METHOD.findall(masked))
+    total = sum(len(r.findall(masked)) for r in (_CALL, _METHOD, _INDEX, _TRANSPOSE))
     if not total:
         return text, []
-    # Nested reductions are split again from their argument text (a substring), so this
-    # bounds the nesting depth and the work too.
+    # Nested ones are split again from their argument text (a substring), so this bounds
+    # the nesting depth and the work too.
     if total > MAX_REDUCTIONS:
-        raise ValueError(f"more than {MAX_REDUCTIONS} reductions in the expression {text[:80]!r}")
+        raise ValueError(f"more than {MAX_REDUCTIONS} reductions or indexings in the expression {text[:80]!r}")
     taken = set(avoid) | set(re.findall(r"\w+", text))
     found: list[tuple[str, str, str, dict[str, Any]]] = []
     pos = 0
     while True:
-        mc, mm = _CALL.search(masked, pos), _METHOD.search(masked, pos)
-        m = min((x for x in (mc, mm) if x is not None), key=lambda x: x.start(), default=None)
-        if m is None:
-            return text, found
-        op, paren = m.group(1), m.end() - 1
-        end = _close(masked, paren, text)
-        args = _split_args(text[paren + 1 : end], masked[paren + 1 : end])
-        start = m.start()
-        if m is mm:  # receiver.op(...): the receiver is the first argument
-            j = len(masked[:start].rstrip()) - 1
-            if j >= 0 and masked[j] in ")]":
-                rstart = _open(masked, j, text)
-                # a call's name or an indexed name belongs to the receiver
-                while rstart > 0 and (masked[rstart - 1].isalnum() or masked[rstart - 1] == "_"):
-                    rstart -= 1
-            else:
-                word = re.search(r"\w+$", masked[: j + 1])
-                if word is None:
-                    raise ValueError(f"'.{op}(' without an array before it in {text!r} (at byte {start})")
-                rstart = word.start()
-            args.insert(0, text[rstart : j + 1])
-            start = rstart
-        if not args or re.match(r"\s*[A-Za-z_]\w*\s*=(?!=)", args[0]):
-            raise ValueError(f"{op}() in the expression {text!r} needs an expression to reduce as its first argument")
-        kwargs: dict[str, Any] = {}
-        for i, arg in enumerate(args[1:]):
-            k = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", arg)
-            if k is None:
-                if i or kwargs:
-                    raise ValueError(f"{op}() in expression text takes one positional axis; pass the rest by keyword")
-                kwargs["axis"] = _literal(op, "axis", arg)
+        spans = []  # (start, -end, kind, match)
+        for kind, rx in (("call", _CALL), ("method", _METHOD), ("index", _INDEX), ("T", _TRANSPOSE)):
+            m = rx.search(masked, pos)
+            if m is None:
                 continue
-            name = k.group(1)
-            if name in kwargs:
-                raise ValueError(f"{op}() in the expression text got {name}= twice")
-            kwargs[name] = _literal(op, name, arg[k.end() :].strip())
+            if kind == "T":
+                end = m.end() - 1
+            else:
+                end = _close(masked, m.end() - 1, text)
+            start = m.start() if kind == "call" else _receiver(masked, m.start() - 1, text, m.group(0).strip())
+            spans.append((start, -end, kind, m))
+        if not spans:
+            return text, found
+        # The leftmost, then the longest: ``sum(a)[0]`` indexes the sum, ``sum(a.sum())``
+        # reduces the inner reduction.
+        start, neg_end, kind, m = min(spans, key=lambda t: (t[0], t[1]))
+        end = -neg_end
+        if kind == "T":
+            op, inner, kwargs = "T", text[start : m.start()], {}
+        elif kind == "index":
+            op, inner = "[]", text[start : m.start()]
+            kwargs = {"key": _index_key(text[m.end() : end], text)}
+        else:
+            op, paren = m.group(1), m.end() - 1
+            args = _split_args(text[paren + 1 : end], masked[paren + 1 : end])
+            if kind == "method":
+                args.insert(0, text[start : m.start()])
+            inner, kwargs = _call_args(op, args, text)
         n = 0
         while f"_r{n}" in taken:
             n += 1
         ph = f"_r{n}"
         taken.add(ph)
-        found.append((ph, op, args[0], kwargs))
+        found.append((ph, op, inner, kwargs))
         text = text[:start] + ph + text[end + 1 :]
         masked = masked[:start] + ph + masked[end + 1 :]
         pos = start + len(ph)
+
+
+def _call_args(op: str, args: list[str], text: str) -> tuple[str, dict[str, Any]]:
+    """The expression to reduce and the keyword arguments of a reduction call."""
+    if not args or re.match(r"\s*[A-Za-z_]\w*\s*=(?!=)", args[0]):
+        raise ValueError(f"{op}() in the expression {text!r} needs an expression to reduce as its first argument")
+    kwargs: dict[str, Any] = {}
+    for i, arg in enumerate(args[1:]):
+        k = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", arg)
+        if k is None:
+            if i or kwargs:
+                raise ValueError(f"{op}() in expression text takes one positional axis; pass the rest by keyword")
+            kwargs["axis"] = _literal(op, "axis", arg)
+            continue
+        name = k.group(1)
+        if name in kwargs:
+            raise ValueError(f"{op}() in the expression text got {name}= twice")
+        kwargs[name] = _literal(op, name, arg[k.end() :].strip())
+    return args[0], kwargs
 
 
 def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
@@ -215,11 +270,74 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return axes(axis, ndim)
 
 
-class Reduced:
+class _Once:
+    """An operand whose values are computed on first read (``_compute``), then kept."""
+
+    shape: tuple[int, ...]
+
+    def __init__(self) -> None:
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def value(self) -> Any:
+        with self._lock:
+            if self._value is None:
+                self._value = self._compute()
+            return self._value
+
+    def _compute(self) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.asarray(self.value()[key])
+
+
+def operand(op: str, inner: Any, kwargs: dict[str, Any]) -> Any:
+    """The operand a placeholder of :func:`split` stands for, over the expression
+    ``inner`` (a ``LazyExpr``)."""
+    if op == "[]":
+        return Indexed(inner, kwargs["key"])
+    if op == "T":
+        return Transposed(inner)
+    return Reduced(op, inner, kwargs)
+
+
+class Indexed(_Once):
+    """``x[1:3, 0]`` in the text: that part of ``x``, read once when first needed."""
+
+    def __init__(self, inner: Any, key: tuple) -> None:
+        super().__init__()
+        self.inner, self.key, self.dtype = inner, key, np.dtype(inner.dtype)
+        # NumPy's shape and errors for the key, on a stand-in without memory
+        self.shape = np.broadcast_to(np.empty((), self.dtype), inner.shape)[key].shape
+        self.ndim = len(self.shape)
+
+    def _compute(self) -> np.ndarray:
+        return np.asarray(self.inner[self.key]).reshape(self.shape)
+
+
+class Transposed:
+    """``x.T`` in the text: axes reversed; a part is read as the mirrored part of ``x``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.dtype = inner, np.dtype(inner.dtype)
+        self.shape = tuple(reversed(inner.shape))
+        self.ndim = len(self.shape)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if key == ():
+            return np.asarray(self.inner[()]).T
+        if not (isinstance(key, tuple) and len(key) == self.ndim and all(isinstance(k, slice) for k in key)):
+            raise IndexError("a transposed operand is read by one slice per axis")
+        return np.asarray(self.inner[tuple(reversed(key))]).T
+
+
+class Reduced(_Once):
     """The result of one reduction in expression text, as an operand: shape and dtype at
     once (NumPy's, from a stand-in of ones), values on first read, then kept."""
 
     def __init__(self, op: str, inner: Any, kwargs: dict[str, Any]) -> None:
+        super().__init__()
         self.op, self.inner, self.kwargs = op, inner, kwargs
         method = getattr(inner, op)
         axis, keepdims = kwargs.get("axis"), bool(kwargs.get("keepdims", False))
@@ -239,19 +357,11 @@ class Reduced:
             self.shape = tuple(1 if d in axes else n for d, n in enumerate(inner.shape) if keepdims or d not in axes)
         self.ndim = len(self.shape)
         self._method = method
-        self._value: Any = None
-        self._lock = threading.Lock()
 
-    def value(self) -> Any:
+    def _compute(self) -> Any:
         """The result: a NumPy array, or for scans the new NDArray (read part by part)."""
-        with self._lock:
-            if self._value is None:
-                v = self._method(**self.kwargs)
-                self._value = v if self.op in SCANS else np.asarray(v).reshape(self.shape)
-            return self._value
-
-    def __getitem__(self, key: Any) -> np.ndarray:
-        return self.value()[key]
+        v = self._method(**self.kwargs)
+        return v if self.op in SCANS else np.asarray(v).reshape(self.shape)
 
     def __repr__(self) -> str:
         return f"<{self.op}() of {self.inner.expression!r}>"

@@ -397,3 +397,51 @@ def test_user_vlmeta_of_saved_expressions_both_ways(tmp_path):
     ours.save(str(tmp_path / "ours.b2nd"))
     assert dict(blosc2.open(str(tmp_path / "ours.b2nd"), deserialize="full").vlmeta) == {"unit": "s"}
     assert dict(oxblosc.open(str(tmp_path / "ours.b2nd")).vlmeta) == {"unit": "s"}
+
+
+# Indexing and transposing operands inside the text: (text, NumPy's answer, python-blosc2 too)
+TEXT_INDEXING = [
+    ("a[0]", X[0], True),
+    ("a.T", X.T, True),
+    ("a.T * 2 + 1", X.T * 2 + 1, True),
+    ("sum(a[1:3])", X[1:3].sum(), True),
+    ("a[1:3] * 2 - b[4:6]", X[1:3] * 2 - Y[4:6], True),
+    ("b[:, ::2] + a[0, ::2]", Y[:, ::2] + X[0, ::2], False),  # python-blosc2 4.14.1 fails (IndexError)
+    ("a[-1, None, ...] + 1", X[-1, None, ...] + 1, False),
+    ("mean(a, axis=0)[0]", X.mean(axis=0)[0], False),
+    ("(a + b)[2] * 3", (X + Y)[2] * 3, False),
+    ("sin(a)[::-2, 3]", np.sin(X)[::-2, 3], False),
+    ("b.sum(axis=0)[1:4]", Y.sum(axis=0)[1:4], False),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "blosc2_too"), TEXT_INDEXING, ids=[t for t, *_ in TEXT_INDEXING])
+def test_indexing_inside_expression_text(text, expected, blosc2_too):
+    a, b = _pair(oxblosc)
+    e = oxblosc.lazyexpr(text, {"a": a, "b": b})
+    assert e.shape == np.shape(expected)
+    np.testing.assert_allclose(e[()], expected, rtol=1e-12)
+    if e.ndim:
+        np.testing.assert_allclose(e[1:], np.asarray(expected)[1:], rtol=1e-12)
+    if blosc2_too:
+        ta, tb = _pair(blosc2)
+        np.testing.assert_allclose(e[()], blosc2.lazyexpr(text, {"a": ta, "b": tb})[()], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "match"),
+    [
+        ("a[b]", ValueError, "literal bounds"),
+        ("a[0][__import__('os')]", ValueError, "literal bounds"),
+        ("a[9]", IndexError, "out of bounds"),
+        ("a[0, 1, 2]", IndexError, "too many"),
+        ("a[:, 0] + a", ValueError, "broadcast"),
+        ("a @ b.T", ValueError, "in 'a @ b.T'"),
+        ("[0]", ValueError, "unexpected character"),
+        (".T", ValueError, "without an array"),
+    ],
+)
+def test_indexing_inside_text_errors(text, error, match):
+    a, b = _pair(oxblosc)
+    with pytest.raises(error, match=match):
+        oxblosc.lazyexpr(text, {"a": a, "b": b})
