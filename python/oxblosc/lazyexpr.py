@@ -11,6 +11,7 @@ chunks whatever the size.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import math
 import re
@@ -204,6 +205,24 @@ class _Selection:
         return tuple(slice(0, 1) if n == 1 else s for s, n in zip(self.box[lead:], op_shape, strict=True))
 
 
+class FPAccuracy(enum.Enum):
+    """python-blosc2's floating-point accuracy choice for evaluation. Accepted for
+    compatibility (``compute(fp_accuracy=...)``, reductions): oxblosc's engine has one
+    accuracy, NumPy's operations with libm's functions (see ``oxblosc-expr``)."""
+
+    HIGH = 1
+    MEDIUM = 2
+
+
+# python-blosc2's evaluation tuning keywords: accepted, nothing to tune here.
+_EVAL_TUNING = ("fp_accuracy", "jit", "jit_backend")
+
+
+def drop_tuning(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` without python-blosc2's evaluation tuning keywords."""
+    return {k: v for k, v in kwargs.items() if k not in _EVAL_TUNING}
+
+
 class LazyArray:
     """What python-blosc2 calls a lazy array: something computed on demand
     (``isinstance(x, oxblosc.LazyArray)`` holds for lazy expressions and ``where(x)``
@@ -358,6 +377,7 @@ class LazyExpr(Operators, LazyArray):
         ``kwargs`` as for :func:`oxblosc.empty` (``urlpath``, ``cparams``, ``chunks``...);
         ``item`` computes only that selection; ``out`` (an array of the result's shape)
         receives it instead."""
+        kwargs = drop_tuning(kwargs)
         if out is not None:
             if kwargs:
                 raise TypeError(f"compute(out=...) takes no storage keywords, got {sorted(kwargs)}")

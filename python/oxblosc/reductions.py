@@ -225,6 +225,9 @@ def reduce(
     """``op`` of ``obj`` (an NDArray or LazyExpr) along ``axis`` as NumPy computes it;
     with ``storage`` keywords (``urlpath``, ``cparams``, ``chunks``...) the result is a new
     NDArray stored so (python-blosc2's ``**kwargs``)."""
+    from .lazyexpr import drop_tuning
+
+    storage = drop_tuning(storage)
     if storage:
         from .ndarray import _storage_kwargs, asarray
 

@@ -445,3 +445,13 @@ def test_indexing_inside_text_errors(text, error, match):
     a, b = _pair(oxblosc)
     with pytest.raises(error, match=match):
         oxblosc.lazyexpr(text, {"a": a, "b": b})
+
+
+def test_blosc2_evaluation_tuning_keywords_are_accepted():
+    a, ta = oxblosc.asarray(X), blosc2.asarray(X)
+    for acc in ("HIGH", "MEDIUM"):
+        ours, theirs = getattr(oxblosc.FPAccuracy, acc), getattr(blosc2.FPAccuracy, acc)
+        assert ours.value == theirs.value
+        np.testing.assert_allclose((a * 2).compute(fp_accuracy=ours)[()], (ta * 2).compute(fp_accuracy=theirs)[()])
+        assert (a + 1).sum(fp_accuracy=ours) == (ta + 1).sum(fp_accuracy=theirs)
+    assert isinstance((a + 1).compute(jit=False), oxblosc.NDArray)
