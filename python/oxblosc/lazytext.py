@@ -29,6 +29,8 @@ _METHOD = re.compile(r"\.\s*(" + "|".join(REDUCERS + SCANS) + r")\s*\(")
 # ``x[...]`` after a name or a closing bracket, and ``x.T``.
 _INDEX = re.compile(r"(?<=[\w)\]])\s*\[")
 _TRANSPOSE = re.compile(r"\.\s*T\b(?!\s*\()")
+# python-blosc2 stores ``a[1:3]`` as ``a.slice((slice(1, 3, None),))``.
+_SLICE = re.compile(r"\.\s*slice\s*\(")
 _STRING = re.compile(r"""b?'[^']*'|b?"[^"]*\"""")
 # Keyword values longer than this are not literals anyone writes by hand.
 _MAX_LITERAL = 200
@@ -188,6 +190,28 @@ def _index_key(text: str, where: str) -> tuple:
     return tuple(key)
 
 
+def _slice_call_key(text: str, where: str) -> tuple:
+    """The key of python-blosc2's ``x.slice(KEY)``: a tuple of ``slice(a, b, c)``,
+    integers, ``None`` and ``Ellipsis`` written as literals."""
+    inner = text.strip()
+    if inner.startswith("(") and _close(inner, 0, where) == len(inner) - 1:
+        inner = inner[1:-1]
+    parts = [p for p in _split_args(inner, _masked(inner)) if p]
+    key: list[Any] = []
+    for part in parts:
+        m = re.fullmatch(r"slice\s*\(([^()]*)\)", part)
+        if m:
+            bits = [b.strip() for b in m.group(1).split(",")]
+            if len(bits) > 3 or not all(re.fullmatch(r"-?\d+|None", b) for b in bits):
+                raise ValueError(f"{part} in {where!r}: slice bounds must be integer literals or None")
+            key.append(slice(*(None if b == "None" else int(b) for b in bits)))
+        elif part in ("Ellipsis", "..."):
+            key.append(Ellipsis)
+        else:
+            key.extend(_index_key(part, where))
+    return tuple(key)
+
+
 def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, dict[str, Any]]]]:
     """``text`` with its outermost reduction calls, ``name[index]`` and ``name.T`` replaced
     by placeholder names (none of ``avoid``, none already in the text), and per placeholder
@@ -195,7 +219,7 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
     index}``). Text without any of them comes back unchanged (``square`` & co expanded)."""
     text = expand(text)
     masked = _masked(text)
-    total = sum(len(r.findall(masked)) for r in (_CALL, _METHOD, _INDEX, _TRANSPOSE))
+    total = sum(len(r.findall(masked)) for r in (_CALL, _METHOD, _INDEX, _TRANSPOSE, _SLICE))
     if not total:
         return text, []
     # Nested ones are split again from their argument text (a substring), so this bounds
@@ -207,7 +231,7 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
     pos = 0
     while True:
         spans = []  # (start, -end, kind, match)
-        for kind, rx in (("call", _CALL), ("method", _METHOD), ("index", _INDEX), ("T", _TRANSPOSE)):
+        for kind, rx in (("call", _CALL), ("method", _METHOD), ("index", _INDEX), ("T", _TRANSPOSE), ("slice", _SLICE)):
             m = rx.search(masked, pos)
             if m is None:
                 continue
@@ -228,6 +252,9 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
         elif kind == "index":
             op, inner = "[]", text[start : m.start()]
             kwargs = {"key": _index_key(text[m.end() : end], text)}
+        elif kind == "slice":
+            op, inner = "[]", text[start : m.start()]
+            kwargs = {"key": _slice_call_key(text[m.end() : end], text)}
         else:
             op, paren = m.group(1), m.end() - 1
             args = _split_args(text[paren + 1 : end], masked[paren + 1 : end])
