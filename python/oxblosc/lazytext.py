@@ -247,6 +247,10 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
         # reduces the inner reduction.
         start, neg_end, kind, m = min(spans, key=lambda t: (t[0], t[1]))
         end = -neg_end
+        # a chain (``a.T.T``, ``a.sum(axis=0)[1]``): the last link takes the whole receiver
+        while (nxt := _postfix_at(masked, end + 1)) is not None:
+            kind, m = nxt
+            end = m.end() - 1 if kind == "T" else _close(masked, m.end() - 1, text)
         if kind == "T":
             op, inner, kwargs = "T", text[start : m.start()], {}
         elif kind == "index":
@@ -270,6 +274,15 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
         text = text[:start] + ph + text[end + 1 :]
         masked = masked[:start] + ph + masked[end + 1 :]
         pos = start + len(ph)
+
+
+def _postfix_at(masked: str, pos: int) -> tuple[str, re.Match] | None:
+    """The method call, index, ``.T`` or ``.slice(`` starting at ``pos``, if any."""
+    for kind, rx in (("method", _METHOD), ("index", _INDEX), ("T", _TRANSPOSE), ("slice", _SLICE)):
+        m = rx.match(masked, pos)
+        if m is not None:
+            return kind, m
+    return None
 
 
 def _call_args(op: str, args: list[str], text: str) -> tuple[str, dict[str, Any]]:

@@ -421,6 +421,9 @@ TEXT_INDEXING = [
     ("(a + b)[2] * 3", (X + Y)[2] * 3, False),
     ("sin(a)[::-2, 3]", np.sin(X)[::-2, 3], False),
     ("b.sum(axis=0)[1:4]", Y.sum(axis=0)[1:4], False),
+    ("a.T.T - b", X - Y, False),
+    ("a[1:4][0] + a.T[0].max()", X[1:4][0] + X.T[0].max(), False),
+    ("(a + 1).T[2, 1:3]", (X + 1).T[2, 1:3], False),
 ]
 
 
