@@ -151,23 +151,27 @@ def expand(text: str) -> str:
 
 def _receiver(masked: str, j: int, text: str, what: str) -> int:
     """Start of the operand ending at ``j`` that ``what`` (``.sum(``, ``[``, ``.T``) applies
-    to: a name, or a bracketed group with the call name or name before it."""
-    while j >= 0 and masked[j].isspace():
-        j -= 1
-    if j >= 0 and masked[j] in ")]":
-        start = _open(masked, j, text)
-        while start > 0 and (masked[start - 1].isalnum() or masked[start - 1] == "_"):
-            start -= 1
-    else:
-        word = re.search(r"\w+$", masked[: j + 1])
-        if word is None:
-            raise ValueError(f"{what!r} without an array before it in {text!r} (at byte {j + 1})")
-        start = word.start()
-    # a chain (``b.sum(axis=0)[1:4]``) belongs to the receiver too
-    k = start - 1
-    while k >= 0 and masked[k].isspace():
-        k -= 1
-    return _receiver(masked, k - 1, text, what) if k >= 0 and masked[k] == "." else start
+    to: a name, or a bracketed group with the call name or name before it; a chain
+    (``b.sum(axis=0)[1:4]``) belongs to it too."""
+    while True:
+        while j >= 0 and masked[j].isspace():
+            j -= 1
+        if j >= 0 and masked[j] in ")]":
+            start = _open(masked, j, text)
+            while start > 0 and (masked[start - 1].isalnum() or masked[start - 1] == "_"):
+                start -= 1
+        else:
+            start = j + 1
+            while start > 0 and (masked[start - 1].isalnum() or masked[start - 1] == "_"):
+                start -= 1
+            if start == j + 1:
+                raise ValueError(f"{what!r} without an array before it in {text[:200]!r} (at byte {j + 1})")
+        k = start - 1
+        while k >= 0 and masked[k].isspace():
+            k -= 1
+        if k < 0 or masked[k] != ".":
+            return start
+        j = k - 1
 
 
 def _index_key(text: str, where: str) -> tuple:
@@ -217,8 +221,11 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
     by placeholder names (none of ``avoid``, none already in the text), and per placeholder
     (name, reduction or ``"[]"``/``"T"``, argument text, keyword arguments or ``{"key":
     index}``). Text without any of them comes back unchanged (``square`` & co expanded)."""
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"expression text of {len(text)} bytes (at most {MAX_TEXT})")
     text = expand(text)
     masked = _masked(text)
+    _check_depth(masked)
     total = sum(len(r.findall(masked)) for r in (_CALL, _METHOD, _INDEX, _TRANSPOSE, _SLICE))
     if not total:
         return text, []
@@ -274,6 +281,22 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
         text = text[:start] + ph + text[end + 1 :]
         masked = masked[:start] + ph + masked[end + 1 :]
         pos = start + len(ph)
+
+
+# The engine's nesting limit (``oxblosc_expr::MAX_DEPTH``): deeper brackets fail there
+# anyway, so they fail here first, before any work on the text.
+MAX_DEPTH = 100
+
+
+def _check_depth(masked: str) -> None:
+    depth = 0
+    for i, c in enumerate(masked):
+        if c in "([":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ValueError(f"expression nested deeper than {MAX_DEPTH} levels (at byte {i})")
+        elif c in ")]":
+            depth -= 1
 
 
 def _postfix_at(masked: str, pos: int) -> tuple[str, re.Match] | None:

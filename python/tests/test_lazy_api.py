@@ -224,6 +224,11 @@ def test_indexing_with_integer_and_boolean_arrays_like_numpy():
         ("sum(a) + 1" + "0" * 400, ValueError, "numeric literal"),
         ("mean(unknown_name) + a", NameError, "unknown_name"),
         ("sum(a, axis='0')", TypeError, "integer"),
+        ("a" + ".y" * 30000 + ".T", ValueError, "not supported"),  # linear-time receiver scan
+        ("(" * 30000 + "a" + ")" * 30000 + ".T" * 60, ValueError, "nested deeper"),
+        ("a" + "[0]" * 100, ValueError, "more than 64"),
+        ("a" * 200_000, ValueError, "at most 100000"),
+        ("a[" + "(" * 50 + "0", ValueError, "unbalanced"),
     ],
 )
 def test_hostile_text_with_reductions_fails_clearly(text, error, match):
