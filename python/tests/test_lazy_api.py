@@ -211,10 +211,12 @@ def test_indexing_with_integer_and_boolean_arrays_like_numpy():
 @pytest.mark.parametrize(
     ("text", "error", "match"),
     [
-        ("sum(" * 5000 + "a" + ")" * 5000, ValueError, "reductions"),
+        ("sum(" * 5000 + "a" + ")" * 5000, ValueError, "nested deeper"),
+        ("+".join(["sum(sum(a))"] * 40), ValueError, "more than 64"),
         ("a.sum()" + ".sum()" * 100, ValueError, "reductions"),
         ("sum(a, axis=" + "9" * 5000 + ")", ValueError, "too long"),
-        ("sum(a, axis=" + "(" * 150 + "0" + ")" * 150 + ")", ValueError, "too long"),
+        ("sum(a, axis=" + "(" * 150 + "0" + ")" * 150 + ")", ValueError, "nested deeper"),
+        ("sum(a, axis=" + "(" * 90 + "0" + ",)" * 90 + ")", ValueError, "too long"),
         ("sum(a, axis=(lambda: 0)())", ValueError, "literal"),
         ("__import__('os').sum()", NameError, "__import__"),
         ("a.__class__.sum()", ValueError, "not supported"),
