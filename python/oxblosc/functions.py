@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .lazyexpr import FPAccuracy, LazyArray, LazyExpr, _operand, combine
+from .lazyudf import LazyUDF, lazyudf
 from .ndarray import NDArray, empty
 from .operators import UFUNCS
 from .reductions import reduce
@@ -214,7 +215,7 @@ def namespace() -> dict[str, Any]:
     ns.update(count_nonzero=count_nonzero, cumulative_sum=cumulative_sum, cumulative_prod=cumulative_prod)
     ns.update(get_expr_operands=get_expr_operands, validate_expr=validate_expr, lazywhere=lazywhere)
     ns.update(result_type=result_type, can_cast=can_cast, isdtype=np.isdtype, finfo=np.finfo, iinfo=np.iinfo)
-    ns.update(LazyArray=LazyArray, FPAccuracy=FPAccuracy)
+    ns.update(LazyArray=LazyArray, FPAccuracy=FPAccuracy, lazyudf=lazyudf, LazyUDF=LazyUDF)
     ns.update(
         {
             n: getattr(np, n)

@@ -50,6 +50,9 @@ def _operand(x: Any) -> tuple[str, Any]:
     """What ``x`` is in an expression: ("lit", text), ("op", array) or ("expr", LazyExpr)."""
     if isinstance(x, LazyExpr):
         return "expr", x
+    if isinstance(x, LazyArray):  # a lazyudf or where(x) filter: read part by part like an array
+        _check_dtype(x.dtype, "a lazy array operand")
+        return "op", x
     if isinstance(x, NDArray):
         _check_dtype(x.dtype, "an NDArray operand")
         return "op", x

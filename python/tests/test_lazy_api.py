@@ -474,3 +474,40 @@ def test_blosc2_evaluation_tuning_keywords_are_accepted():
         np.testing.assert_allclose((a * 2).compute(fp_accuracy=ours)[()], (ta * 2).compute(fp_accuracy=theirs)[()])
         assert (a + 1).sum(fp_accuracy=ours) == (ta + 1).sum(fp_accuracy=theirs)
     assert isinstance((a + 1).compute(jit=False), oxblosc.NDArray)
+
+
+def _udf(inputs, out, offset):
+    """x * k + y + the row number: uses ``offset`` as the global start of ``out``."""
+    x, y, k = inputs
+    rows = offset[0] + np.arange(out.shape[0])
+    out[:] = x * k + y + rows[:, None]
+
+
+def test_lazyudf_runs_the_callers_function_per_chunk(tmp_path):
+    want = X * 3 + Y + np.arange(6)[:, None]
+    a, b = _pair(oxblosc)
+    ta, tb = _pair(blosc2)
+    u, t = oxblosc.lazyudf(_udf, (a, b, 3), np.float64), blosc2.lazyudf(_udf, (ta, tb, 3), np.float64)
+    assert isinstance(u, oxblosc.LazyArray) and (u.shape, u.dtype, u.chunks, u.blocks) == (
+        t.shape,
+        t.dtype,
+        t.chunks,
+        t.blocks,
+    )
+    np.testing.assert_allclose(u[()], t[()])
+    np.testing.assert_allclose(u.compute()[()], t.compute()[()])
+    for key in [(slice(1, 5, 2), slice(None, None, -3)), 3, (Ellipsis, 7), (None, slice(4, 6)), (slice(2, 2),)]:
+        np.testing.assert_allclose(u[key], want[key], err_msg=str(key))
+    np.testing.assert_allclose(u.sum(axis=0), want.sum(axis=0))
+    np.testing.assert_allclose((u * 2 + a)[1:3], (want * 2 + X)[1:3])  # an operand of expressions
+    r = u.compute(urlpath=str(tmp_path / "u.b2nd"), mode="w")
+    np.testing.assert_allclose(oxblosc.open(str(tmp_path / "u.b2nd"))[()], want)
+    assert r.chunks == a.chunks
+    n = oxblosc.lazyudf(lambda inp, out, off: out.__setitem__(..., off[0]), (), np.int64, shape=(5,), chunks=(2,))
+    np.testing.assert_array_equal(n[()], [0, 0, 2, 2, 4])
+    with pytest.raises(ValueError, match="never|neither"):
+        u.save(str(tmp_path / "udf.b2nd"))
+    with pytest.raises(TypeError, match="dtype"):
+        oxblosc.lazyudf(_udf, (a, b, 3))
+    with pytest.raises(ValueError, match="shape"):
+        oxblosc.lazyudf(_udf, (3,), np.float64)
