@@ -533,13 +533,15 @@ def lazyexpr(
     where: Any = None,
     local_dict: dict | None = None,
     global_dict: dict | None = None,
+    ne_args: dict | None = None,
 ) -> LazyExpr:
     """A lazy expression from text (``"a * b + sin(c)"``) and its operands (name ->
     ``NDArray``, NumPy array or scalar; nested ``LazyExpr`` operands are inlined). Without
     ``operands`` the names are looked up (never evaluated) in ``local_dict``/``global_dict``,
     else in the caller's variables. The text is parsed by oxblosc's engine: only arithmetic,
     comparisons and the engine's functions, never Python code. ``where=(x, y)``: the items
-    of ``x`` where the (boolean) expression holds, else of ``y``."""
+    of ``x`` where the (boolean) expression holds, else of ``y``. ``ne_args`` (numexpr's
+    options in python-blosc2) is accepted and has nothing to tune here."""
     if where is not None:
         where = tuple(where)
         if len(where) != 2:
@@ -547,6 +549,10 @@ def lazyexpr(
     if isinstance(expression, LazyExpr):
         e = expression if operands is None else lazyexpr(expression.expression, operands)
         return _store(e, out, where)
+    if isinstance(expression, NDArray):  # an array as the expression of itself
+        return _store(LazyExpr("o0", {"o0": expression}), out, where)
+    if isinstance(expression, bytes):
+        expression = expression.decode("utf-8")
     if not isinstance(expression, str):
         raise TypeError(f"expression must be a string or LazyExpr, got {type(expression).__name__}")
     names = _text_names(expression)

@@ -511,3 +511,14 @@ def test_lazyudf_runs_the_callers_function_per_chunk(tmp_path):
         oxblosc.lazyudf(_udf, (a, b, 3))
     with pytest.raises(ValueError, match="shape"):
         oxblosc.lazyudf(_udf, (3,), np.float64)
+
+
+def test_lazyexpr_inputs_and_module_where_like_blosc2():
+    a, ta = oxblosc.asarray(X), blosc2.asarray(X)
+    np.testing.assert_array_equal(oxblosc.where(a > 30, a)[:], X[X > 30])
+    np.testing.assert_array_equal(np.sort(oxblosc.where(a > 30, a)[:]), np.sort(blosc2.where(ta > 30, ta)[:]))
+    e = oxblosc.lazyexpr(a)
+    assert isinstance(e, oxblosc.LazyExpr) and e.shape == X.shape
+    np.testing.assert_array_equal(e[1:3], blosc2.lazyexpr(ta)[1:3])
+    np.testing.assert_array_equal(oxblosc.lazyexpr(b"a + 1", {"a": a})[:], X + 1)  # python-blosc2 4.14.1 fails here
+    np.testing.assert_array_equal(oxblosc.lazyexpr("a * 2", {"a": a}, ne_args={"optimization": "aggressive"})[:], X * 2)
