@@ -19,7 +19,7 @@ import numpy as np
 from .lazyexpr import FPAccuracy, LazyArray, LazyExpr, _operand, combine
 from .lazyudf import LazyUDF, lazyudf
 from .ndarray import NDArray, empty
-from .operators import UFUNCS
+from .operators import UFUNCS, lazy_ufunc
 from .reductions import reduce
 
 # Array API / python-blosc2 name -> NumPy ufunc name (a key of ``UFUNCS``).
@@ -61,7 +61,7 @@ def _elementwise(name: str) -> Any:
             raise TypeError(f"{name}() takes {nargs} positional argument{'s' * (nargs > 1)} but {len(args)} were given")
         for a in args:
             _operand(a)  # raises naming an operand the engine cannot take, and why
-        return combine(template, *args)
+        return lazy_ufunc(_ALIASES.get(name, name), *args)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Element-wise ``{template.format('x1', 'x2')}`` as a lazy expression (NumPy's types and broadcasting)."

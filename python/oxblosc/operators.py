@@ -51,18 +51,15 @@ UFUNCS = {
 }
 
 
-# Templates whose type differs from NumPy's for some input types (``square`` of bool is
-# int8 in NumPy): those inputs take NumPy's path.
-_CHECKED = {"square", "sign"}
+def lazy_ufunc(name: str, *args: Any) -> Any:
+    """The lazy expression of the ufunc ``name`` (a key of ``UFUNCS``) over ``args``, or
+    NotImplemented for operand types the engine does not take."""
+    if name == "square" and len(args) == 1 and str(getattr(args[0], "dtype", "")) == "bool":
+        import numpy as np
 
-
-def _numpy_type(ufunc: Any, x: Any) -> Any:
-    import numpy as np
-
-    try:
-        return ufunc.resolve_dtypes((np.dtype(x.dtype), None))[-1]
-    except (TypeError, AttributeError):
-        return None
+        # NumPy squares booleans into int8 (x * x would stay bool)
+        return _lazy("where({0}, {1}, {2})", args[0], np.int8(1), np.int8(0))
+    return _lazy(UFUNCS[name], *args)
 
 
 def _lazy(template: str, *args: Any) -> Any:
@@ -122,8 +119,8 @@ class Operators:
         (``out=``, ``reduce``, ufuncs the engine lacks) run NumPy on the arrays' values."""
         template = UFUNCS.get(ufunc.__name__)
         if method == "__call__" and template is not None and not kwargs:
-            e = _lazy(template, *inputs)
-            if e is not NotImplemented and (ufunc.__name__ not in _CHECKED or _numpy_type(ufunc, inputs[0]) == e.dtype):
+            e = lazy_ufunc(ufunc.__name__, *inputs)
+            if e is not NotImplemented:
                 return e
         from .lazyexpr import numpy_fallback
 

@@ -293,7 +293,9 @@ def test_numpy_promotion_ufuncs_and_scalar_conversion():
         assert ours.dtype == ref.dtype
         np.testing.assert_array_equal(ours[()], ref)
     bools = oxblosc.asarray(X > 3)
-    assert np.square(bools).dtype == np.square(X > 3).dtype  # int8, as NumPy says
+    for sq in (np.square(bools), oxblosc.square(bools)):  # int8, as NumPy says, and lazy
+        assert isinstance(sq, oxblosc.LazyExpr) and sq.dtype == np.square(X > 3).dtype
+        np.testing.assert_array_equal(sq[()], np.square(X > 3))
     s = np.sum(a + 1, axis=0)
     assert s.dtype == np.float32 and np.allclose(s, (f4 + 1).sum(axis=0))
     e = oxblosc.lazyexpr("sum(a)", {"a": a})
