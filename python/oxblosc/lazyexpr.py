@@ -239,14 +239,17 @@ class LazyExpr(Operators, LazyArray):
     def __init__(self, expression: str, operands: dict[str, Any]) -> None:
         # Reductions in the text (``"a - mean(a, axis=0)"``) become operands of the body.
         body, found = lazytext.split(expression, set(operands))
-        reduced = {ph: lazytext.operand(op, LazyExpr(inner, operands), kw) for ph, op, inner, kw in found}
+        reduced = {
+            ph: lazytext.operand(op, LazyExpr(inner, operands) if inner else None, kw) for ph, op, inner, kw in found
+        }
         names = _body_names(body, expression, found)
         missing = [n for n in names if n not in operands and n not in reduced and n not in _CONSTANTS]
         if missing:
             raise NameError(f"name {missing[0]!r} in the expression {expression!r} is not among the operands")
         self.expression = expression
         self._prec = _UNKNOWN  # precedence of the top-level operator (set by `combine`)
-        used = set(names).union(*(r.inner.operands for r in reduced.values()))
+        inners = [r.inner for r in reduced.values() if isinstance(getattr(r, "inner", None), LazyExpr)]
+        used = set(names).union(*(i.operands for i in inners))
         self.operands = {n: o for n, o in operands.items() if n in used}
         # What the engine evaluates: the body over the operands and the reductions' results.
         self._body = body
@@ -595,7 +598,7 @@ def _text_names(text: str) -> list[str]:
     body, found = lazytext.split(text, set())
     names = [n for n in _body_names(body, text, found) if n not in {ph for ph, *_ in found}]
     for _, _, inner, _ in found:
-        names += _text_names(inner)
+        names += _text_names(inner) if inner else []
     return list(dict.fromkeys(names))
 
 

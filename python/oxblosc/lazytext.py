@@ -13,6 +13,7 @@ strings), read with ``ast.literal_eval``: never code.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import threading
 import warnings
@@ -31,6 +32,11 @@ _INDEX = re.compile(r"(?<=[\w)\]])\s*\[")
 _TRANSPOSE = re.compile(r"\.\s*T\b(?!\s*\()")
 # python-blosc2 stores ``a[1:3]`` as ``a.slice((slice(1, 3, None),))``.
 _SLICE = re.compile(r"\.\s*slice\s*\(")
+# Array constructors with literal arguments (``arange(10)``, ``zeros((6, 10))``), optionally
+# ``.reshape(...)``: new compressed arrays as operands.
+CONSTRUCTORS = ("arange", "linspace", "zeros", "ones", "full")
+_CTOR = re.compile(r"(?<![\w.])(" + "|".join(CONSTRUCTORS) + r")\s*\(")
+_RESHAPE = re.compile(r"\.\s*reshape\s*\(")
 _STRING = re.compile(r"""b?'[^']*'|b?"[^"]*\"""")
 # Keyword values longer than this are not literals anyone writes by hand.
 _MAX_LITERAL = 200
@@ -226,7 +232,7 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
     text = expand(text)
     masked = _masked(text)
     _check_depth(masked)
-    total = sum(len(r.findall(masked)) for r in (_CALL, _METHOD, _INDEX, _TRANSPOSE, _SLICE))
+    total = sum(len(r.findall(masked)) for r in (_CALL, _METHOD, _INDEX, _TRANSPOSE, _SLICE, _CTOR, _RESHAPE))
     if not total:
         return text, []
     # Nested ones are split again from their argument text (a substring), so this bounds
@@ -238,7 +244,15 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
     pos = 0
     while True:
         spans = []  # (start, -end, kind, match)
-        for kind, rx in (("call", _CALL), ("method", _METHOD), ("index", _INDEX), ("T", _TRANSPOSE), ("slice", _SLICE)):
+        for kind, rx in (
+            ("call", _CALL),
+            ("method", _METHOD),
+            ("index", _INDEX),
+            ("T", _TRANSPOSE),
+            ("slice", _SLICE),
+            ("ctor", _CTOR),
+            ("reshape", _RESHAPE),
+        ):
             m = rx.search(masked, pos)
             if m is None:
                 continue
@@ -246,7 +260,9 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
                 end = m.end() - 1
             else:
                 end = _close(masked, m.end() - 1, text)
-            start = m.start() if kind == "call" else _receiver(masked, m.start() - 1, text, m.group(0).strip())
+            start = (
+                m.start() if kind in ("call", "ctor") else _receiver(masked, m.start() - 1, text, m.group(0).strip())
+            )
             spans.append((start, -end, kind, m))
         if not spans:
             return text, found
@@ -266,6 +282,8 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
         elif kind == "slice":
             op, inner = "[]", text[start : m.start()]
             kwargs = {"key": _slice_call_key(text[m.end() : end], text)}
+        elif kind in ("ctor", "reshape"):
+            op, inner, kwargs = "ctor", "", _constructor(text[start : end + 1], text)
         else:
             op, paren = m.group(1), m.end() - 1
             args = _split_args(text[paren + 1 : end], masked[paren + 1 : end])
@@ -299,9 +317,68 @@ def _check_depth(masked: str) -> None:
             depth -= 1
 
 
+def _constructor(call: str, where: str) -> dict[str, Any]:
+    """``{"name", "args", "kwargs"}`` of ``arange(...)``-style text with literal arguments,
+    ``.reshape(...)`` after it folded in as ``shape=``."""
+    masked = _masked(call)
+    m = _CTOR.match(masked)
+    end = _close(masked, m.end() - 1, where) if m else -1
+    reshape = _RESHAPE.match(masked, end + 1) if m else None
+    if m is None or (
+        end != len(call) - 1 and (reshape is None or _close(masked, reshape.end() - 1, where) != len(call) - 1)
+    ):
+        raise ValueError(f"reshape() in {where!r}: only arrays made by {'/'.join(CONSTRUCTORS)}() can be reshaped")
+    name = m.group(1)
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for arg in _split_args(call[m.end() : end], masked[m.end() : end]):
+        k = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", arg)
+        if k is None:
+            if kwargs:
+                raise ValueError(f"{name}() in {where!r}: positional argument after a keyword")
+            args.append(_literal(name, "positional", arg))
+        else:
+            kwargs[k.group(1)] = _literal(name, k.group(1), arg[k.end() :].strip())
+    if reshape is not None:
+        dims = [
+            _literal("reshape", "shape", a) for a in _split_args(call[reshape.end() : -1], masked[reshape.end() : -1])
+        ]
+        kwargs["shape"] = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], tuple | list) else tuple(dims)
+    return {"name": name, "args": args, "kwargs": kwargs}
+
+
+# Items an array constructor in expression text may make (hostile text must not fill disks).
+MAX_CONSTRUCTED = 1 << 32
+
+
+def _ctor_items(name: str, args: list, kwargs: dict) -> int:
+    """How many items ``name(*args, **kwargs)`` would make (0 when the arguments are bad:
+    the constructor then raises its own error)."""
+    try:
+        if "shape" in kwargs:
+            shape = kwargs["shape"]
+        elif name == "arange":
+            a = list(args) + [None] * 3
+            start, stop, step = (0, a[0], 1) if a[1] is None else (a[0], a[1], 1 if a[2] is None else a[2])
+            return max(0, math.ceil((stop - start) / step))
+        elif name == "linspace":
+            return int(args[2] if len(args) > 2 else kwargs.get("num", 50))
+        else:
+            shape = args[0] if args else 0
+        return math.prod(shape) if isinstance(shape, tuple | list) else int(shape)
+    except (TypeError, ValueError, ZeroDivisionError, IndexError, OverflowError):
+        return 0
+
+
 def _postfix_at(masked: str, pos: int) -> tuple[str, re.Match] | None:
-    """The method call, index, ``.T`` or ``.slice(`` starting at ``pos``, if any."""
-    for kind, rx in (("method", _METHOD), ("index", _INDEX), ("T", _TRANSPOSE), ("slice", _SLICE)):
+    """The method call, index, ``.T``, ``.slice(`` or ``.reshape(`` starting at ``pos``."""
+    for kind, rx in (
+        ("method", _METHOD),
+        ("index", _INDEX),
+        ("T", _TRANSPOSE),
+        ("slice", _SLICE),
+        ("reshape", _RESHAPE),
+    ):
         m = rx.match(masked, pos)
         if m is not None:
             return kind, m
@@ -362,6 +439,20 @@ def operand(op: str, inner: Any, kwargs: dict[str, Any]) -> Any:
         return Indexed(inner, kwargs["key"])
     if op == "T":
         return Transposed(inner)
+    if op == "ctor":
+        from . import construct, ndarray
+
+        items = _ctor_items(kwargs["name"], kwargs["args"], kwargs["kwargs"])
+        if items > MAX_CONSTRUCTED:
+            raise ValueError(
+                f"{kwargs['name']}() in the expression text makes {items} items (at most {MAX_CONSTRUCTED})"
+            )
+
+        make = getattr(construct if kwargs["name"] in ("arange", "linspace") else ndarray, kwargs["name"])
+        try:
+            return make(*kwargs["args"], **kwargs["kwargs"])
+        except TypeError as e:
+            raise TypeError(f"{kwargs['name']}() in the expression text: {e}") from None
     return Reduced(op, inner, kwargs)
 
 

@@ -524,3 +524,43 @@ def test_lazyexpr_inputs_and_module_where_like_blosc2():
     np.testing.assert_array_equal(e[1:3], blosc2.lazyexpr(ta)[1:3])
     np.testing.assert_array_equal(oxblosc.lazyexpr(b"a + 1", {"a": a})[:], X + 1)  # python-blosc2 4.14.1 fails here
     np.testing.assert_array_equal(oxblosc.lazyexpr("a * 2", {"a": a}, ne_args={"optimization": "aggressive"})[:], X * 2)
+
+
+# Array constructors with literal arguments inside the text: (text, NumPy's answer, python-blosc2 too)
+TEXT_CONSTRUCTORS = [
+    ("a + arange(10)", X + np.arange(10), True),
+    ("a + linspace(0, 1, 10)", X + np.linspace(0, 1, 10), True),
+    ("a * zeros((6, 10)) + ones(10, dtype='i2')", X * 0 + np.ones(10, "i2"), True),
+    ("a + full((10,), 2.5)", X + 2.5, True),
+    ("arange(0, 60, 1, shape=(6, 10)) - a", np.arange(60).reshape(6, 10) - X, True),
+    ("arange(60).reshape(6, 10) + a", np.arange(60).reshape(6, 10) + X, False),  # python-blosc2 4.14.1 fails
+    ("arange(60).reshape((6, 10)).sum(axis=0)", np.arange(60).reshape(6, 10).sum(axis=0), False),
+    ("sum(arange(5)) + arange(5)[1:3]", 10 + np.arange(5)[1:3], False),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "blosc2_too"), TEXT_CONSTRUCTORS, ids=[t for t, *_ in TEXT_CONSTRUCTORS])
+def test_constructors_inside_expression_text(text, expected, blosc2_too):
+    a = oxblosc.asarray(X)
+    e = oxblosc.lazyexpr(text, {"a": a})
+    assert e.shape == np.shape(expected) and e.dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(e[()], expected)
+    if blosc2_too:
+        np.testing.assert_allclose(e[()], blosc2.lazyexpr(text, {"a": blosc2.asarray(X)})[()])
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "match"),
+    [
+        ("a.reshape(10, 6)", ValueError, "only arrays made by"),
+        ("arange(__import__('os'))", ValueError, "literal"),
+        ("zeros(10, bogus=1)", ValueError, "bogus"),
+        ("arange(10 ** 13)", ValueError, "literal"),
+        ("arange(10000000000000)", ValueError, "at most"),
+        ("zeros((100000, 100000, 100000))", ValueError, "at most"),
+        ("ones(10, 'f8', 3)", TypeError, "ones"),
+    ],
+)
+def test_constructor_text_errors(text, error, match):
+    with pytest.raises(error, match=match):
+        oxblosc.lazyexpr(text, {"a": oxblosc.asarray(X)})
