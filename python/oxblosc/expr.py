@@ -35,7 +35,7 @@ def evaluate(
     a lazy expression; ``out=`` receives the result.
     """
     from .lazyexpr import LazyExpr, _text_names, lazyexpr
-    from .lazytext import split
+    from .lazytext import has_extras
     from .ndarray import NDArray
 
     if operands is None:
@@ -48,7 +48,7 @@ def evaluate(
                 operands[n] = found
     if not isinstance(operands, dict):
         operands = dict(operands)
-    if split(expression, set())[1] or any(isinstance(v, NDArray | LazyExpr) for v in operands.values()):
+    if has_extras(expression) or any(isinstance(v, NDArray | LazyExpr) for v in operands.values()):
         res = lazyexpr(expression, operands)[()]
         res = res[()] if res.ndim == 0 else res
     else:

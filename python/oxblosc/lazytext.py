@@ -222,6 +222,13 @@ def _slice_call_key(text: str, where: str) -> tuple:
     return tuple(key)
 
 
+def has_extras(text: str) -> bool:
+    """Whether ``text`` uses anything :func:`split` or :func:`expand` rewrites."""
+    masked = _masked(text)
+    rxs = (_CALL, _METHOD, _INDEX, _TRANSPOSE, _SLICE, _CTOR, _RESHAPE, _MACRO)
+    return any(r.search(masked) for r in rxs)
+
+
 def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, dict[str, Any]]]]:
     """``text`` with its outermost reduction calls, ``name[index]`` and ``name.T`` replaced
     by placeholder names (none of ``avoid``, none already in the text), and per placeholder
