@@ -222,11 +222,14 @@ def _slice_call_key(text: str, where: str) -> tuple:
     return tuple(key)
 
 
+# Any of the above, in one scan (most texts have none: one search and done).
+_ANY = re.compile("|".join(r.pattern for r in (_CALL, _METHOD, _INDEX, _TRANSPOSE, _SLICE, _CTOR, _RESHAPE, _MACRO)))
+
+
 def has_extras(text: str) -> bool:
     """Whether ``text`` uses anything :func:`split` or :func:`expand` rewrites."""
-    masked = _masked(text)
-    rxs = (_CALL, _METHOD, _INDEX, _TRANSPOSE, _SLICE, _CTOR, _RESHAPE, _MACRO)
-    return any(r.search(masked) for r in rxs)
+    masked = _masked(text) if "'" in text or '"' in text else text
+    return _ANY.search(masked) is not None
 
 
 def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, dict[str, Any]]]]:
@@ -236,6 +239,8 @@ def split(text: str, avoid: set[str]) -> tuple[str, list[tuple[str, str, str, di
     index}``). Text without any of them comes back unchanged (``square`` & co expanded)."""
     if len(text) > MAX_TEXT:
         raise ValueError(f"expression text of {len(text)} bytes (at most {MAX_TEXT})")
+    if not has_extras(text):
+        return text, []
     text = expand(text)
     masked = _masked(text)
     _check_depth(masked)
