@@ -295,6 +295,10 @@ class LazyExpr(Operators, LazyArray):
             raise TypeError("len() of unsized object")
         return self._shape[0]
 
+    def __reduce__(self) -> tuple:
+        # Rebuilt from its text and operands (reductions in the text are computed again).
+        return _rebuild, (self.expression, self.operands, dict(self.vlmeta))
+
     def __repr__(self) -> str:
         return f"<oxblosc.LazyExpr {self.expression!r} shape={self._shape} dtype={self._dtype}>"
 
@@ -504,6 +508,12 @@ class LazyExpr(Operators, LazyArray):
         from .saved import save
 
         save(self, urlpath, **kwargs)
+
+
+def _rebuild(expression: str, operands: dict[str, Any], vlmeta: dict) -> LazyExpr:
+    e = LazyExpr(expression, operands)
+    e.vlmeta.update(vlmeta)
+    return e
 
 
 class VLMeta(dict):

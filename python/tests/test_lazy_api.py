@@ -564,3 +564,15 @@ def test_constructors_inside_expression_text(text, expected, blosc2_too):
 def test_constructor_text_errors(text, error, match):
     with pytest.raises(error, match=match):
         oxblosc.lazyexpr(text, {"a": oxblosc.asarray(X)})
+
+
+def test_expressions_with_text_reductions_pickle():
+    import pickle
+
+    a = oxblosc.asarray(X, chunks=(4, 5))
+    texts = ("a - mean(a, axis=0)", "a[1] + a.T[0].sum()")
+    for e in (a * 2, *(oxblosc.lazyexpr(t, {"a": a}) for t in texts)):
+        e.vlmeta["k"] = 1
+        back = pickle.loads(pickle.dumps(e))
+        assert back.expression == e.expression and dict(back.vlmeta) == {"k": 1}
+        np.testing.assert_array_equal(back[()], e[()])
