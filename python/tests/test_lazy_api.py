@@ -576,3 +576,14 @@ def test_expressions_with_text_reductions_pickle():
         back = pickle.loads(pickle.dumps(e))
         assert back.expression == e.expression and dict(back.vlmeta) == {"k": 1}
         np.testing.assert_array_equal(back[()], e[()])
+
+
+def test_out_of_range_int_literal_is_numpys_overflow_error():
+    i8 = np.ones(3, "i1")
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        i8 + 300  # NumPy 2
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        oxblosc.asarray(i8) + 300
+    with pytest.raises(OverflowError):
+        oxblosc.lazyexpr("a * 1000", {"a": oxblosc.asarray(i8)})
+    np.testing.assert_array_equal((oxblosc.asarray(i8) < 300)[()], i8 < 300)  # comparisons are exact
