@@ -445,6 +445,19 @@ class LazyExpr(Operators, LazyArray):
             raise ValueError(f"unsupported device {device!r}: only 'cpu'")
         return self
 
+    def will_use_index(self) -> bool:
+        """Always False: oxblosc has no indexes (python-blosc2's index planner)."""
+        return False
+
+    def explain(self) -> dict[str, Any]:
+        """How the expression is evaluated, in python-blosc2's keys: never through an
+        index; every chunk a selection touches is evaluated."""
+        nchunks = math.prod(-(-n // c) for n, c in zip(self._shape, self.chunks, strict=True)) if self.size else 0
+        plan: dict[str, Any] = dict.fromkeys(("target", "field", "kind", "level", "order", "exact_rows"))
+        plan.update(will_use_index=False, reason="oxblosc has no indexes: every chunk needed is evaluated")
+        plan.update(ordered_access=False, candidate_chunks=nchunks, total_chunks=nchunks)
+        return plan
+
     @property
     def info_items(self) -> list[tuple[str, Any]]:
         """The ``(name, value)`` rows of :attr:`info`."""

@@ -589,3 +589,12 @@ def test_out_of_range_int_literal_is_numpys_overflow_error():
     with pytest.raises(OverflowError):
         oxblosc.lazyexpr("a * 1000", {"a": oxblosc.asarray(i8)})
     np.testing.assert_array_equal((oxblosc.asarray(i8) < 300)[()], i8 < 300)  # comparisons are exact
+
+
+def test_index_planner_questions_answer_no_index():
+    a, ta = oxblosc.asarray(X, chunks=(4, 5)), blosc2.asarray(X, chunks=(4, 5))
+    ours, theirs = (a + 1).explain(), (ta + 1).explain()
+    assert ours["will_use_index"] is theirs["will_use_index"] is False
+    assert set(ours) <= set(theirs) and ours["total_chunks"] == 4
+    assert (a + 1).will_use_index() is (ta + 1).will_use_index() is False
+    assert oxblosc.lazyexpr("sum(a)", {"a": a}).explain()["total_chunks"] == 1
