@@ -87,7 +87,8 @@ def bench_zarr(shape, chunks, rounds) -> list[str]:
         "MB/s (median), ratio = peer time / oxblosc time; CPU ratio = the same for the CPU seconds of the "
         "whole process (every thread, median).",
         "",
-        "| case | op | peer MB/s | oxblosc MB/s | ratio | CPU ratio | peer cratio | oxblosc cratio | identical chunks |",
+        "| case | op | peer MB/s | oxblosc MB/s | ratio | CPU ratio | peer cratio | oxblosc cratio "
+        "| identical chunks |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, (fmt, theirs, ours) in peers.items():
