@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -164,7 +165,6 @@ def dir_size(p: Path) -> int:
 
 def run(tmp: Path, shape, rounds: int, log) -> list[str]:
     x = source(shape)
-    mb = x.nbytes / 1e6
     paths = {
         "ox": tmp / "x.b2nd",
         "zarr": tmp / "x.zarr",
@@ -253,16 +253,26 @@ def run(tmp: Path, shape, rounds: int, log) -> list[str]:
                 client.close()
                 cluster.close()
     sizes = {k: dir_size(p) / 1e6 for k, p in paths.items() if p.exists()}
-    names = {
-        "ox": "oxblosc b2nd",
-        "zarr": "Zarr v2, numcodecs.Blosc",
-        "zarr+ox": "Zarr v2, oxblosc.numcodecs.Blosc",
-        "h5": "HDF5, h5py + hdf5plugin Blosc2",
-        "h5+ox": "HDF5 via oxblosc.hdf5.Dataset",
-    }
+    return tables(results, sizes, shape)
+
+
+NAMES = {
+    "ox": "oxblosc b2nd",
+    "zarr": "Zarr v2, numcodecs.Blosc",
+    "zarr+ox": "Zarr v2, oxblosc.numcodecs.Blosc",
+    "h5": "HDF5, h5py + hdf5plugin Blosc2",
+    "h5+ox": "HDF5 via oxblosc.hdf5.Dataset",
+}
+
+
+def tables(results: dict, sizes: dict, shape) -> list[str]:
+    """The markdown tables (and the plot, with ``--plot``) of a run's medians."""
+    names = NAMES
+    mb = np.prod(shape) * 4 / 1e6
+    sized = ("file sizes (MB): " + ", ".join(f"{names[k]} {v:.0f}" for k, v in sizes.items())) if sizes else (
+        "file sizes: not recorded (tables rebuilt from a run's log)")  # fmt: skip
     rows = [
-        f"Array {shape} float32 ({mb:.0f} MB), chunks {CHUNKS}, LZ4 clevel 5 + shuffle everywhere; "
-        "file sizes (MB): " + ", ".join(f"{names[k]} {v:.0f}" for k, v in sizes.items()) + ". "
+        f"Array {shape} float32 ({mb:.0f} MB), chunks {CHUNKS}, LZ4 clevel 5 + shuffle everywhere; " + sized + ". "
         "Seconds (median of the rounds) and ratio = that source's time / oxblosc b2nd time (> 1: oxblosc faster). "
         "`threads`: Dask's threaded scheduler, 2 threads; `processes`: `distributed.LocalCluster(n_workers=2, "
         "threads_per_worker=1)`. Slab = `x[n/2-12 : n/2+18]` (30 planes, three chunk layers), "
@@ -296,6 +306,35 @@ def run(tmp: Path, shape, rounds: int, log) -> list[str]:
     if PLOT is not None:
         plot(results, names, shape, PLOT)
     return rows
+
+
+def from_log(text: str) -> dict:
+    """The medians of a run from its log (the ``round r source: s, process CPU c, d MB``
+    lines, in the order ``run`` makes them: per scheduler, write then each read op), for
+    ``--from-log``; fills ``EXTRA`` for the threaded reads like ``interleaved``."""
+    ops = ["write", "sum", "slab", "strided"]
+    results, blocks, sched = {}, [], None
+    for line in text.splitlines():
+        if line.startswith("scheduler: "):
+            sched = line.split()[1]
+            continue
+        m = re.match(r"\s+round (\d+) (\S+): ([\d.]+) s, process CPU ([\d.]+) s, (\d+) MB", line)
+        if not m:
+            continue
+        r, k = int(m[1]), m[2]
+        if not blocks or blocks[-1][0] != sched or (r == 0 and k in blocks[-1][1] and len(blocks[-1][1][k]) > 0
+                                                        and blocks[-1][2] > 0):  # fmt: skip
+            blocks.append((sched, {}, 0))
+        sc, got, _ = blocks[-1]
+        got.setdefault(k, []).append(tuple(float(m[i]) for i in (3, 4, 5)))
+        blocks[-1] = (sc, got, r)
+    for n, (sc, got, _) in enumerate(blocks):
+        op = ops[sum(1 for b in blocks[:n] if b[0] == sc)]
+        results[(sc, op)] = {k: statistics.median(x[0] for x in v) for k, v in got.items()}
+        if sc == "threads" and op != "write":
+            for k, v in got.items():
+                EXTRA[(op, k)] = (statistics.median(x[1] for x in v), statistics.median(x[2] for x in v))
+    return results
 
 
 PLOT: Path | None = None
@@ -338,24 +377,32 @@ def main() -> None:
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"))
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--plot", default=None, help="write a PNG of the seconds here (needs matplotlib)")
+    p.add_argument("--from-log", default=None, help="rebuild the tables from this log of a run instead of running")
     args = p.parse_args()
     global PLOT
     PLOT = Path(args.plot) if args.plot else None
+    if PLOT is not None:
+        import matplotlib  # noqa: F401  (fail now, not after the run)
     shape = tuple(int(s) for s in args.shape.split(","))
-    tmp = Path(tempfile.mkdtemp(prefix="oxblosc-daskbig-", dir=args.tmp))
-    w0, c0 = cpu_busy()
-    try:
-        rows = run(tmp, shape, args.rounds, log)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    w1, c1 = cpu_busy()
     m = machine_info()
+    if args.from_log:
+        rows = tables(from_log(Path(args.from_log).read_text()), {}, shape)
+        busy = "(load: see the text)"
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="oxblosc-daskbig-", dir=args.tmp))
+        w0, c0 = cpu_busy()
+        try:
+            rows = run(tmp, shape, args.rounds, log)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        w1, c1 = cpu_busy()
+        busy = (f"{100 * (c1 - c0) / (w1 - w0) / m['cores']:.0f}% busy on average during the run (ours included); "
+                f"{(w1 - w0) / 60:.0f} min in all.")  # fmt: skip
     head = [
         f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, dask {dask.__version__}, zarr "
         f"{zarr.__version__}, numcodecs {numcodecs.__version__}, h5py {h5py.__version__}, hdf5plugin "
         f"{hdf5plugin.version}; oxblosc release build; {args.rounds} interleaved rounds, medians. The machine was "
-        f"shared with other jobs: {100 * (c1 - c0) / (w1 - w0) / m['cores']:.0f}% busy on average during the run "
-        f"(ours included); {(w1 - w0) / 60:.0f} min in all.",
+        f"shared with other jobs: {busy}",
         "",
     ]
     text = "\n".join(head + rows)

@@ -142,6 +142,51 @@ def test_other_codecs_decode_both_ways(cname, single_threaded_numcodecs):
         assert np.array_equal(np.frombuffer(ours.decode(theirs.encode(a)), "f4"), a)
 
 
+def _raw_streams(chunk: bytes) -> list[bool]:
+    """Per stream of a Blosc1 chunk, whether it was stored raw (csize == stream size);
+    [] for a chunk stored whole (memcpyed)."""
+    flags, nbytes, blocksize = chunk[2], *np.frombuffer(chunk[4:12], "<i4")
+    if flags & 0x02:
+        return []
+    nblocks = -(-nbytes // blocksize)
+    split = not flags & 0x10
+    out = []
+    for b, start in enumerate(np.frombuffer(chunk[16 : 16 + 4 * nblocks], "<i4")):
+        bsize = min(blocksize, nbytes - b * blocksize)
+        nstreams = chunk[3] if split and bsize == blocksize else 1
+        pos = int(start)
+        for _ in range(nstreams):
+            csize = int(np.frombuffer(chunk[pos : pos + 4], "<i4")[0])
+            out.append(csize == bsize // nstreams)
+            pos += 4 + csize
+    return out
+
+
+@pytest.mark.parametrize("clevel", [1, 3, 5, 9])
+def test_blosclz_gives_up_on_the_same_streams_as_numcodecs(clevel, single_threaded_numcodecs):
+    """BloscLZ in Blosc1 chunks probes where c-blosc 1.x does (4 KiB at three quarters of each
+    stream) and so stores raw exactly the streams numcodecs.Blosc stores raw; incompressible
+    chunks come out byte-identical (stored whole). Random 64 KiB streams, each with 4 KiB of
+    zeros at one of several offsets: inside c-blosc 1.x's probe window or C-Blosc2's."""
+    rng = np.random.default_rng(3)
+    B, nb = 65536, 8
+    a = rng.integers(0, 256, B * nb, dtype="u1")
+    for b, s in enumerate([0, 16384, 32768, 40960, 47104, 49152, 51200, 61440]):
+        a[b * B + s : b * B + s + 4096] = 0
+    ours = bytes(Blosc("blosclz", clevel, Blosc.NOSHUFFLE, blocksize=B, nthreads=1).encode(a))
+    theirs = bytes(numcodecs.Blosc("blosclz", clevel, Blosc.NOSHUFFLE, blocksize=B).encode(a))
+    assert _raw_streams(ours) == _raw_streams(theirs)
+    assert any(_raw_streams(ours)) and not all(_raw_streams(ours))
+    # Incompressible (no shuffle): every stream fails the probe, the chunk is stored whole,
+    # identical bytes. (With shuffle, normal floats' exponent streams pass the probe and the
+    # two BloscLZ versions' main passes then differ: c-blosc 1.x's older one compresses some
+    # that ours stores raw.)
+    for x in (rng.integers(0, 256, 2**21, dtype="u1"), rng.normal(size=2**19).astype("f4")):
+        ours = bytes(Blosc("blosclz", clevel, Blosc.NOSHUFFLE, nthreads=1).encode(x))
+        assert ours == bytes(numcodecs.Blosc("blosclz", clevel, Blosc.NOSHUFFLE).encode(x))
+        assert ours[2] & 0x02  # stored whole
+
+
 def test_typesize_argument_and_autoshuffle():
     a = np.arange(10_000, dtype="u1")
     # AUTOSHUFFLE picks bitshuffle for 1-byte items and byte shuffle otherwise, per buffer.

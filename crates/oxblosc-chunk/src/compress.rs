@@ -437,6 +437,7 @@ impl Encoder {
             block: i,
             dict,
             blockshape: &self.blockshape,
+            blosc1: self.format == Format::Blosc1,
         };
         for stream in filtered.chunks_exact(neblock) {
             if runs {

@@ -656,6 +656,7 @@ impl<'a> Decoder<'a> {
             block: i,
             dict: self.dict.as_ref(),
             blockshape: &self.blockshape,
+            blosc1: false,
         };
         // Built-in codecs (IDs below 32) decode into `out` directly; others get it zeroed.
         let r = match crate::codec::builtin::decode_out(codec.id, &p, payload, out) {

@@ -50,6 +50,8 @@ pub struct CodecParams<'a> {
     pub dict: Option<&'a Dict<'a>>,
     /// The b2nd block shape ([`ChunkContext`]), empty outside arrays.
     pub blockshape: &'a [usize],
+    /// Encoding a Blosc1 (version 2) chunk: BloscLZ then follows c-blosc 1.x's entropy probe.
+    pub blosc1: bool,
 }
 
 /// A codec: turns one stream of a block into a payload and back.

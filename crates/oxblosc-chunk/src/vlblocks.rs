@@ -51,6 +51,7 @@ pub fn compress_vlblocks(blocks: &[&[u8]], cp: &CParams) -> Result<Vec<u8>> {
                 block: i,
                 dict: None,
                 blockshape: &[],
+                blosc1: false,
             };
             let n = if cp.clevel == 0 {
                 0

@@ -59,7 +59,8 @@ impl Codec for BloscLz {
         BlockTuning { high_ratio: false, split_max_clevel: Some(9), blosc1_split: true }
     }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
-        Ok(blosclz::compress(p.clevel, src, dst))
+        let probe = if p.blosc1 { blosclz::Probe::Blosc1 } else { blosclz::Probe::Blosc2 };
+        Ok(blosclz::compress_for(probe, p.clevel, src, dst))
     }
     fn decode(&self, _: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         blosclz::decompress(src, dst).map_err(|e| e.to_string())

@@ -25,12 +25,12 @@ mod tests {
     use crate::registry::{self, CodecParams};
 
     fn encode(codec: u8, clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
-        let p = CodecParams { clevel, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[] };
+        let p = CodecParams { clevel, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[], blosc1: false };
         registry::codec(codec).unwrap().codec.encode(&p, src, dst).unwrap()
     }
 
     fn decode(codec: u8, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
-        let p = CodecParams { clevel: 0, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[] };
+        let p = CodecParams { clevel: 0, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[], blosc1: false };
         registry::codec(codec).unwrap().codec.decode(&p, src, dst)
     }
 
@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn decode_out_matches_decode() {
         use crate::uninit::Out;
-        let p = CodecParams { clevel: 0, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[] };
+        let p = CodecParams { clevel: 0, meta: 0, typesize: 1, block: 0, dict: None, blockshape: &[], blosc1: false };
         let data: Vec<u8> = (0..50_001u32).flat_map(|i| ((i / 5) ^ (i % 11)).to_le_bytes()).collect();
         let other: Vec<u8> = (0..7_777u32).map(|i| (i * 7 / 3) as u8).collect();
         for codec in [codec_id::BLOSCLZ, codec_id::LZ4, codec_id::LZ4HC, codec_id::ZLIB, codec_id::ZSTD] {

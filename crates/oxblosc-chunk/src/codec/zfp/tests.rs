@@ -118,6 +118,7 @@ fn unsupported_parameters_are_clear_errors() {
         block: 0,
         dict: None,
         blockshape,
+        blosc1: false,
     };
     let mut dst = vec![0u8; 4096];
     let e = |r: Result<usize, String>| r.unwrap_err();
