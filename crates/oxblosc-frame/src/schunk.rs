@@ -1280,7 +1280,7 @@ impl SChunk {
             t.staged.extend(placed.iter().map(|p| p.1));
         }
         for (i, pos, _) in placed {
-            self.slots.set(i, Slot::Stored(pos));
+            self.slots.set_staged(i, Slot::Stored(pos));
         }
         Ok(())
     }

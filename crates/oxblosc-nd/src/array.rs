@@ -70,7 +70,14 @@ impl NdArray {
     /// A new array over `schunk` (empty, typesize set; in memory or a new file) with every
     /// chunk initialised to `fill` without compressing anything. The super-chunk's block size
     /// is forced to the geometry's.
-    pub fn create(mut schunk: SChunk, geom: Geometry, dtype: Option<&str>, fill: Fill) -> Result<NdArray> {
+    pub fn create(schunk: SChunk, geom: Geometry, dtype: Option<&str>, fill: Fill) -> Result<NdArray> {
+        let mut a = NdArray::without_chunks(schunk, geom, dtype)?;
+        a.fill_chunks(a.geom.nchunks, &fill)?;
+        Ok(a)
+    }
+
+    /// The array's metalayer and parameters on an empty `schunk`, no chunks yet.
+    fn without_chunks(mut schunk: SChunk, geom: Geometry, dtype: Option<&str>) -> Result<NdArray> {
         if schunk.nchunks() != 0 || schunk.meta(NAME).is_some() {
             return Err(Error::param("schunk", "must be empty and without a b2nd metalayer"));
         }
@@ -96,7 +103,7 @@ impl NdArray {
         schunk.add_meta(NAME, &meta.encode())?;
         schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
-        let mut a = NdArray {
+        Ok(NdArray {
             schunk,
             geom,
             dtype: dtype.map(str::to_owned),
@@ -104,9 +111,7 @@ impl NdArray {
             nthreads,
             decoded_blocks: AtomicU64::new(0),
             decoded_in_place: AtomicU64::new(0),
-        };
-        a.fill_chunks(a.geom.nchunks, &fill)?;
-        Ok(a)
+        })
     }
 
     /// A new array holding `data` (C order, `nitems * typesize` bytes).
@@ -114,6 +119,17 @@ impl NdArray {
         let mut a = NdArray::create(schunk, geom, dtype, Fill::Uninit)?;
         let full: Vec<DimSlice> = a.geom.shape.iter().map(|&s| DimSlice::full(s)).collect();
         a.set_slice(&full, data)?;
+        Ok(a)
+    }
+
+    /// A new array holding `data` (C order), its chunks compressed and appended in order as
+    /// one commit. On a file-backed `schunk` each chunk goes to the file as soon as it is
+    /// built (memory stays a few chunks whatever the array's size), and the frame's index is
+    /// written once at the end; on an error no chunk becomes part of the frame.
+    pub fn from_buffer_appending(schunk: SChunk, geom: Geometry, dtype: Option<&str>, data: &[u8]) -> Result<NdArray> {
+        let mut a = NdArray::without_chunks(schunk, geom, dtype)?;
+        let full = a.full_selection();
+        a.atomically(|a| a.set_slice_inner(&full, data))?;
         Ok(a)
     }
 
@@ -646,8 +662,16 @@ impl NdArray {
                 })
             };
             for r in built {
-                if let Some((n, c)) = r? {
-                    self.schunk.update_chunk_shared(n as usize, c)?;
+                match r? {
+                    // A chunk past the last one (only while `from_buffer_appending` builds
+                    // the array, in chunk order) is appended: a file stores it right away.
+                    Some((n, c)) if n as usize == self.schunk.nchunks() => {
+                        self.schunk.append_chunk(&c)?;
+                    }
+                    Some((n, c)) => {
+                        self.schunk.update_chunk_shared(n as usize, c)?;
+                    }
+                    None => {}
                 }
             }
         }
