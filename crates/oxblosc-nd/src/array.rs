@@ -652,8 +652,19 @@ impl NdArray {
         let nt = self.nthreads;
         // Batches bound the compressed chunks held before they are stored. A per-chunk tuner
         // sees the chunks one at a time, in order (its picks then do not depend on timing).
-        let sequential = nt <= 1 || self.schunk.tuner().is_some();
-        for batch in chunks.chunks((nt * 4).max(1)) {
+        // A file stores each batch as it comes, so there batches stay near WRITE_BATCH bytes:
+        // chunks too large for one per thread are built one at a time (each with every
+        // thread), then stored. (In memory every chunk is kept anyway.)
+        let file = self.schunk.reads_from_files();
+        let cb = self.geom.chunk_bytes().max(1);
+        let one_by_one = file && cb.saturating_mul(nt) > WRITE_BATCH;
+        let sequential = nt <= 1 || self.schunk.tuner().is_some() || one_by_one;
+        let per_batch = match (file, sequential) {
+            (true, true) => 1,
+            (true, false) => (WRITE_BATCH / cb).clamp(nt, nt * 4),
+            (false, _) => (nt * 4).max(1),
+        };
+        for batch in chunks.chunks(per_batch) {
             let built: Vec<Result<Option<NewChunk>>> = if sequential || batch.len() <= 1 {
                 batch.iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt)).collect()
             } else {
@@ -962,6 +973,9 @@ impl NdArray {
         Ok(self.schunk.save(path, contiguous)?)
     }
 }
+
+/// Uncompressed bytes of the chunks one write batch builds before storing them in a file.
+const WRITE_BATCH: usize = 8 << 20;
 
 thread_local! {
     /// Per-thread buffer for decoded chunks of reads (taken out while in use).
