@@ -982,6 +982,12 @@ impl SChunk {
         self.change(|s| s.append_view(chunk))
     }
 
+    /// [`SChunk::append_chunk`] with the chunk in an `Arc`, kept as is until stored (no copy;
+    /// a file-backed batch writes it out at once).
+    pub fn append_chunk_shared(&mut self, chunk: Arc<[u8]>) -> Result<usize> {
+        self.change(|s| s.append_shared_view(&chunk, Some(&chunk)))
+    }
+
     /// Insert a compressed chunk at position `i`.
     pub fn insert_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
         self.change(|s| s.insert_view(i, chunk))
@@ -1004,7 +1010,11 @@ impl SChunk {
     }
 
     fn append_view(&mut self, chunk: &[u8]) -> Result<usize> {
-        let (nb, vl, slot) = self.accept_chunk(chunk, None)?;
+        self.append_shared_view(chunk, None)
+    }
+
+    fn append_shared_view(&mut self, chunk: &[u8], shared: Option<&Arc<[u8]>>) -> Result<usize> {
+        let (nb, vl, slot) = self.accept_chunk(chunk, shared)?;
         let n = self.slots.len();
         if self.chunksize < 0 {
             self.chunksize = nb as i64;

@@ -677,7 +677,7 @@ impl NdArray {
                     // A chunk past the last one (only while `from_buffer_appending` builds
                     // the array, in chunk order) is appended: a file stores it right away.
                     Some((n, c)) if n as usize == self.schunk.nchunks() => {
-                        self.schunk.append_chunk(&c)?;
+                        self.schunk.append_chunk_shared(c)?;
                     }
                     Some((n, c)) => {
                         self.schunk.update_chunk_shared(n as usize, c)?;

@@ -47,7 +47,7 @@ fn appended_chunks_go_to_the_file() {
 }
 
 #[test]
-fn a_failed_build_stores_no_chunk() {
+fn a_rejected_buffer_leaves_an_empty_frame() {
     let p = temp("short.b2nd");
     let cp = CParams { typesize: 8, nthreads: 2, ..CParams::default() };
     let s = SChunk::create(&p, true, cp, DParams { nthreads: 2 }).unwrap();
@@ -57,5 +57,31 @@ fn a_failed_build_stores_no_chunk() {
     let s = open(&p, Mode::Read).unwrap();
     assert_eq!(s.nchunks(), 0);
     drop(s);
+    std::fs::remove_file(&p).unwrap();
+}
+
+/// Chunks over 4 MiB on a file (two threads) are built and stored one at a time, each with
+/// both threads: whole chunks (the build) and partly covered ones (a slice write).
+#[test]
+fn large_chunks_one_at_a_time() {
+    let p = temp("large.b2nd");
+    let nthreads = 2;
+    let cp = CParams { typesize: 8, nthreads, clevel: 1, ..CParams::default() };
+    let s = SChunk::create(&p, true, cp, DParams { nthreads }).unwrap();
+    let (rows, cols) = (1100u64, 1024u64);
+    let geom = Geometry::new(&[rows, cols], &[640, 1024], &[64, 1024], 8).unwrap();
+    let mut d = data((rows * cols) as usize);
+    let mut a = NdArray::from_buffer_appending(s, geom, Some("<i8"), &d).unwrap();
+    assert_eq!(a.to_vec().unwrap(), d);
+    // Rows 500..1050 of columns 3..9: every chunk partly.
+    let new: Vec<u8> = (0..550 * 6u64).flat_map(|i| (!i).to_le_bytes()).collect();
+    a.set_slice(&[DimSlice::new(500, 1050, 1), DimSlice::new(3, 9, 1)], &new).unwrap();
+    for (k, row) in (500..1050usize).enumerate() {
+        let at = (row * cols as usize + 3) * 8;
+        d[at..at + 48].copy_from_slice(&new[k * 48..(k + 1) * 48]);
+    }
+    assert_eq!(a.to_vec().unwrap(), d);
+    drop(a);
+    assert_eq!(NdArray::from_schunk(open(&p, Mode::Read).unwrap()).unwrap().to_vec().unwrap(), d);
     std::fs::remove_file(&p).unwrap();
 }

@@ -6,7 +6,8 @@
 //! x split modes x block sizes. The guided search measures a few dozen of those points:
 //! 1. every (codec, pipeline) at a middle clevel, automatic split and blocks;
 //! 2. clevels 1, 3, 5, 7, 9 for the best three, then the neighbours of the best clevel;
-//! 3. split always/never x block sizes for the best one (blocks from 64 KiB for `Ratio`);
+//! 3. split always/never x block sizes for the best one (`Ratio`: blocks from 64 KiB) or,
+//!    for the speed objectives, the best three;
 //! 4. for the speed objectives, the four best points timed five more times (their best
 //!    speeds kept), so the pick among near-equal finalists is not one run's noise.
 //!
@@ -450,8 +451,11 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
     // two, so it is not measured again).
     // For the ratio, blocks under 64 KiB are skipped: they cost ratio almost always, and at
     // the high clevels this objective ends on they are the slowest points to measure.
+    // The speed objectives try the layouts on the best three: their speeds often differ by a
+    // few percent only, and these points are quick to measure.
     let min_block = if obj == Objective::Ratio { 64 << 10 } else { 0 };
-    for m in top(&b.measured, obj, 1) {
+    let leaders = if obj == Objective::Ratio { 1 } else { 3 };
+    for m in top(&b.measured, obj, leaders) {
         plan.extend(layouts(&b).filter(|&(_, bs)| bs >= min_block).map(|(split, bs)| Candidate {
             splitmode: split,
             blocksize: bs,
