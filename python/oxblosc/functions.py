@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .lazyexpr import LazyExpr, _operand, combine
+from .lazyexpr import FPAccuracy, LazyArray, LazyExpr, _operand, combine
+from .lazyudf import LazyUDF, lazyudf
 from .ndarray import NDArray, empty
-from .operators import UFUNCS
+from .operators import UFUNCS, lazy_ufunc
 from .reductions import reduce
 
 # Array API / python-blosc2 name -> NumPy ufunc name (a key of ``UFUNCS``).
@@ -34,12 +35,6 @@ _ALIASES = {
     "pow": "power",
     "bitwise_invert": "invert",
 }
-# Templates NumPy has as ufuncs but ``UFUNCS`` does not list (``np.square(a)`` on an NDArray
-# goes through NumPy's fallback; ``oxblosc.square(a)`` stays lazy).
-_EXTRA = {
-    "square": "{0} * {0}",
-    "sign": "where({0} > 0, 1, where({0} < 0, -1, {0} - {0}))",
-}
 # Module-level element-wise functions python-blosc2 offers that the engine evaluates.
 ELEMENTWISE = (
     "abs negative positive sqrt square sign exp expm1 log log10 log1p log2 "
@@ -54,7 +49,7 @@ REDUCTIONS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "
 
 
 def _template(name: str) -> str:
-    return _EXTRA.get(name) or UFUNCS[_ALIASES.get(name, name)]
+    return UFUNCS[_ALIASES.get(name, name)]
 
 
 def _elementwise(name: str) -> Any:
@@ -66,7 +61,7 @@ def _elementwise(name: str) -> Any:
             raise TypeError(f"{name}() takes {nargs} positional argument{'s' * (nargs > 1)} but {len(args)} were given")
         for a in args:
             _operand(a)  # raises naming an operand the engine cannot take, and why
-        return combine(template, *args)
+        return lazy_ufunc(_ALIASES.get(name, name), *args)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Element-wise ``{template.format('x1', 'x2')}`` as a lazy expression (NumPy's types and broadcasting)."
@@ -157,11 +152,70 @@ def _chunk_grid(a: Any) -> list[tuple[slice, ...]]:
     return list(itertools.product(*ranges))
 
 
+def get_expr_operands(expression: str) -> set[str]:
+    """The operand names in expression text (reductions' arguments included; function
+    names and the constants ``inf nan pi`` are not operands)."""
+    from .lazyexpr import _CONSTANTS, _text_names
+
+    return {n for n in _text_names(expression) if n not in _CONSTANTS}
+
+
+def validate_expr(expr: str) -> None:
+    """Raise ``ValueError`` (naming the position) if oxblosc's parser refuses ``expr``:
+    bad syntax, attribute access, unknown functions, hostile sizes."""
+    from ._native import expr_evaluate, expr_names
+    from .lazyexpr import _CONSTANTS
+    from .lazytext import split
+
+    body, found = split(expr, set())
+    names = [n for n in expr_names(body) if n not in _CONSTANTS]
+    try:  # unknown functions show when compiled; types depend on the real operands
+        expr_evaluate(body, {n: np.ones((), "f8") for n in names}, 1)
+    except NameError as e:
+        raise ValueError(str(e)) from None
+    except TypeError:
+        pass
+    for _, _, inner, _ in found:
+        validate_expr(inner)
+
+
+def _dtype_of(x: Any) -> Any:
+    """Arrays and expressions by their dtype (never their values), the rest as given."""
+    return x.dtype if isinstance(x, NDArray | LazyExpr) else x
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """NumPy's ``result_type``; NDArrays and expressions count by their dtype."""
+    return np.result_type(*map(_dtype_of, arrays_and_dtypes))
+
+
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    """NumPy's ``can_cast``; an NDArray or expression counts by its dtype."""
+    return np.can_cast(_dtype_of(from_), to, casting=casting)
+
+
+def lazywhere(value1: Any = None, value2: Any = None) -> Any:
+    """Decorator: the function's (boolean) lazy expression ``e`` becomes ``e.where(value1,
+    value2)`` (one value: the filter form)."""
+
+    def wrap(func: Any) -> Any:
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, **kwargs).where(value1, value2)
+
+        inner.__name__, inner.__doc__ = getattr(func, "__name__", "lazywhere"), func.__doc__
+        return inner
+
+    return wrap
+
+
 def namespace() -> dict[str, Any]:
     """Everything this module adds to ``oxblosc``'s namespace."""
     ns: dict[str, Any] = {n: _elementwise(n) for n in ELEMENTWISE}
     ns.update({op: _reduction(op) for op in REDUCTIONS})
     ns.update(count_nonzero=count_nonzero, cumulative_sum=cumulative_sum, cumulative_prod=cumulative_prod)
+    ns.update(get_expr_operands=get_expr_operands, validate_expr=validate_expr, lazywhere=lazywhere)
+    ns.update(result_type=result_type, can_cast=can_cast, isdtype=np.isdtype, finfo=np.finfo, iinfo=np.iinfo)
+    ns.update(LazyArray=LazyArray, FPAccuracy=FPAccuracy, lazyudf=lazyudf, LazyUDF=LazyUDF)
     ns.update(
         {
             n: getattr(np, n)

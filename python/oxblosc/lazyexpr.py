@@ -11,6 +11,7 @@ chunks whatever the size.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import math
 import re
@@ -23,11 +24,13 @@ from typing import Any
 import numpy as np
 
 from . import core as _core
-from ._native import NativeNDArray, expr_compute, expr_evaluate, expr_names
+from . import lazytext
+from ._native import NativeNDArray, auto_chunks_blocks, expr_compute, expr_evaluate, expr_names
+from .info import InfoTable
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
 
-__all__ = ["LazyExpr", "lazyexpr", "combine", "numpy_fallback"]
+__all__ = ["LazyArray", "LazyExpr", "lazyexpr", "combine", "numpy_fallback"]
 
 # Names the engine reads as constants when no operand has that name.
 _CONSTANTS = {"inf", "nan", "pi"}
@@ -47,6 +50,9 @@ def _operand(x: Any) -> tuple[str, Any]:
     """What ``x`` is in an expression: ("lit", text), ("op", array) or ("expr", LazyExpr)."""
     if isinstance(x, LazyExpr):
         return "expr", x
+    if isinstance(x, LazyArray):  # a lazyudf or where(x) filter: read part by part like an array
+        _check_dtype(x.dtype, "a lazy array operand")
+        return "op", x
     if isinstance(x, NDArray):
         _check_dtype(x.dtype, "an NDArray operand")
         return "op", x
@@ -115,6 +121,8 @@ _PREC.update({"*": 7, "/": 7, "//": 7, "%": 7, "**": 9})
 _UNARY, _ATOM, _UNKNOWN = 8, 100, -1
 _BINARY = re.compile(r"\{0\} (\S+) \{1\}")
 _CALL = re.compile(r"\w+\((?:[^()]|\([^()]*\))*\)")
+# A placeholder that is not a whole argument of a call (``{0} - {0}`` inside ``where(..)``).
+_INNER = re.compile(r"(?<!\()(?<!, )\{\d\}|\{\d\}(?![,)])")
 
 
 def combine(template: str, *args: Any) -> Any:
@@ -130,7 +138,7 @@ def combine(template: str, *args: Any) -> Any:
             chains = p in (1, 9)
             left = b.text(args[0], lambda q: q > p or (q == p and not chains))
             parts = [left, b.text(args[1], lambda q: q > p)]
-        elif _CALL.fullmatch(template):  # arguments of a call need no parentheses
+        elif _CALL.fullmatch(template) and not _INNER.search(template):  # whole call arguments: bare
             parts = [b.text(a, lambda q: q != _UNKNOWN) for a in args]
         else:
             parts = [b.text(a) for a in args]
@@ -200,21 +208,55 @@ class _Selection:
         return tuple(slice(0, 1) if n == 1 else s for s, n in zip(self.box[lead:], op_shape, strict=True))
 
 
-class LazyExpr(Operators):
+class FPAccuracy(enum.Enum):
+    """python-blosc2's floating-point accuracy choice for evaluation. Accepted for
+    compatibility (``compute(fp_accuracy=...)``, reductions): oxblosc's engine has one
+    accuracy, NumPy's operations with libm's functions (see ``oxblosc-expr``)."""
+
+    HIGH = 1
+    MEDIUM = 2
+
+
+# python-blosc2's evaluation tuning keywords: accepted, nothing to tune here.
+_EVAL_TUNING = ("fp_accuracy", "jit", "jit_backend")
+
+
+def drop_tuning(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` without python-blosc2's evaluation tuning keywords."""
+    return {k: v for k, v in kwargs.items() if k not in _EVAL_TUNING}
+
+
+class LazyArray:
+    """What python-blosc2 calls a lazy array: something computed on demand
+    (``isinstance(x, oxblosc.LazyArray)`` holds for lazy expressions and ``where(x)``
+    filters)."""
+
+
+class LazyExpr(Operators, LazyArray):
     """An expression over arrays, evaluated on demand: ``expr[sel]`` (NumPy result),
     ``expr.compute()`` (a new ``NDArray``), ``np.asarray(expr)``, reductions."""
 
     def __init__(self, expression: str, operands: dict[str, Any]) -> None:
-        names = expr_names(expression)  # syntax errors name the position
-        missing = [n for n in names if n not in operands and n not in _CONSTANTS]
+        # Reductions in the text (``"a - mean(a, axis=0)"``) become operands of the body.
+        body, found = lazytext.split(expression, set(operands))
+        reduced = {
+            ph: lazytext.operand(op, LazyExpr(inner, operands) if inner else None, kw) for ph, op, inner, kw in found
+        }
+        names = _body_names(body, expression, found)
+        missing = [n for n in names if n not in operands and n not in reduced and n not in _CONSTANTS]
         if missing:
             raise NameError(f"name {missing[0]!r} in the expression {expression!r} is not among the operands")
         self.expression = expression
         self._prec = _UNKNOWN  # precedence of the top-level operator (set by `combine`)
-        self.operands = {n: o for n, o in operands.items() if n in names}
-        for n, o in self.operands.items():
+        inners = [r.inner for r in reduced.values() if isinstance(getattr(r, "inner", None), LazyExpr)]
+        used = set(names).union(*(i.operands for i in inners))
+        self.operands = {n: o for n, o in operands.items() if n in used}
+        # What the engine evaluates: the body over the operands and the reductions' results.
+        self._body = body
+        self._ops = {n: reduced[n] if n in reduced else operands[n] for n in names if n not in _CONSTANTS}
+        for n, o in self._ops.items():
             _check_dtype(o.dtype, f"operand {n!r}")
-        shapes = [tuple(o.shape) for o in self.operands.values()]
+        shapes = [tuple(o.shape) for o in self._ops.values()]
         try:
             self._shape = tuple(np.broadcast_shapes(*shapes))
         except ValueError:
@@ -222,8 +264,8 @@ class LazyExpr(Operators):
                 f"operands of {expression!r} have shapes {shapes} that do not broadcast together"
             ) from None
         # The result type, from one item of each operand's type (type errors surface now).
-        sample = {n: np.ones((), o.dtype) for n, o in self.operands.items()}
-        self._dtype = expr_evaluate(expression, sample, 1).dtype
+        sample = {n: np.ones((), o.dtype) for n, o in self._ops.items()}
+        self._dtype = expr_evaluate(body, sample, 1).dtype
 
     # ------------------------------------------------------------------ properties
 
@@ -244,7 +286,7 @@ class LazyExpr(Operators):
 
     def _base(self) -> NDArray | None:
         return next(
-            (o for o in self.operands.values() if isinstance(o, NDArray) and o.shape == self._shape and o.ndim),
+            (o for o in self._ops.values() if isinstance(o, NDArray) and o.shape == self._shape and o.ndim),
             None,
         )
 
@@ -253,8 +295,18 @@ class LazyExpr(Operators):
             raise TypeError("len() of unsized object")
         return self._shape[0]
 
+    def __reduce__(self) -> tuple:
+        # Rebuilt from its text and operands (reductions in the text are computed again).
+        return _rebuild, (self.expression, self.operands, dict(self.vlmeta))
+
     def __repr__(self) -> str:
         return f"<oxblosc.LazyExpr {self.expression!r} shape={self._shape} dtype={self._dtype}>"
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
 
     def __bool__(self) -> bool:
         if self.size != 1:
@@ -268,17 +320,58 @@ class LazyExpr(Operators):
             from .masks import masked
 
             return masked(self, key)
+        if any(isinstance(k, list | np.ndarray) for k in (key if isinstance(key, tuple) else (key,))):
+            return self._fancy(key)
         sel = _Selection(key, self._shape)
         return self._eval_box(sel)[sel.post]
+
+    def _fancy(self, key: Any) -> np.ndarray:
+        """NumPy's advanced indexing (integer arrays, 1-D boolean arrays per axis): the
+        box spanning the indexed items is evaluated, then indexed by NumPy with the same
+        key made relative to the box (integers stay integers, so NumPy's placement of the
+        advanced axes is unchanged)."""
+        box: list[Any] = []
+        rest: list[Any] = []
+        axis = 0
+        for k in _expand(key, self.ndim):
+            if k is None:
+                rest.append(None)
+                continue
+            n = self._shape[axis]
+            if isinstance(k, np.ndarray) and k.dtype == bool:
+                if k.ndim != 1 or len(k) != n:
+                    raise IndexError(f"boolean index of shape {k.shape} does not match axis {axis} of size {n}")
+                k = np.flatnonzero(k)
+            if isinstance(k, np.ndarray):
+                if k.dtype.kind not in "iu":
+                    raise IndexError(f"arrays used as indices must be of integer (or boolean) type, not {k.dtype}")
+                if k.size and (k.min() < -n or k.max() >= n):
+                    bad = k.min() if k.min() < -n else k.max()
+                    raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+                k = np.where(k < 0, k + n, k).astype(np.intp)
+                lo = int(k.min()) if k.size else 0
+                box.append(slice(lo, int(k.max()) + 1 if k.size else 0))
+                rest.append(k - lo)
+            elif isinstance(k, slice):
+                box.append(k)
+                rest.append(slice(None))
+            else:
+                i = int(k.__index__())
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                box.append(slice(i % n, i % n + 1))
+                rest.append(0)
+            axis += 1
+        return self[tuple(box)][tuple(rest)]
 
     def _eval_box(self, sel: _Selection) -> np.ndarray:
         if 0 in sel.shape:
             return np.empty(sel.shape, self._dtype)
         parts = {}
-        for n, o in self.operands.items():
+        for n, o in self._ops.items():
             v = o[sel.operand_key(tuple(o.shape))] if o.ndim else np.asarray(o[()])
             parts[n] = np.broadcast_to(v, sel.shape) if v.ndim and v.shape != sel.shape else v
-        out = expr_evaluate(self.expression, parts, None)
+        out = expr_evaluate(self._body, parts, None)
         return out if out.shape == sel.shape else np.broadcast_to(out, sel.shape).copy()
 
     def regions(self) -> Iterator[tuple[slice, ...]]:
@@ -289,11 +382,20 @@ class LazyExpr(Operators):
         a = np.asarray(self[()])
         return a if dtype is None else a.astype(dtype, copy=False)
 
-    def compute(self, item: Any = (), **kwargs: Any) -> NDArray:
+    def compute(self, item: Any = (), out: NDArray | None = None, **kwargs: Any) -> NDArray:
         """The result as a new ``NDArray``, written chunk by chunk (memory: a few chunks).
         ``kwargs`` as for :func:`oxblosc.empty` (``urlpath``, ``cparams``, ``chunks``...);
-        ``item`` computes only that selection."""
-        if item not in ((), None) and item != Ellipsis:
+        ``item`` computes only that selection; ``out`` (an array of the result's shape)
+        receives it instead."""
+        kwargs = drop_tuning(kwargs)
+        if out is not None:
+            if kwargs:
+                raise TypeError(f"compute(out=...) takes no storage keywords, got {sorted(kwargs)}")
+            if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
+                out[...] = self[item]
+                return out
+            return _fill(out, self)
+        if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
             return asarray(self[item], **kwargs)
         base = self._base()
         if base is not None and "chunks" not in kwargs and "blocks" not in kwargs:
@@ -301,11 +403,117 @@ class LazyExpr(Operators):
         out = empty(self._shape, self._dtype, **kwargs)
         return out if _compute_native(self, out) else _fill(out, self)
 
-    def where(self, value1: Any = None, value2: Any = None) -> LazyExpr:
-        """``where(self, value1, value2)`` (python-blosc2's method form)."""
+    def where(self, value1: Any = None, value2: Any = None) -> Any:
+        """``where(self, value1, value2)`` (python-blosc2's method form); with one argument,
+        the items of ``value1`` where this boolean expression holds (1-D, C order, as
+        ``value1[self]``), computed when read."""
+        if value1 is not None and value2 is None:
+            from .lazyfilter import Filtered
+
+            return Filtered(self, value1)
         from .masks import where
 
         return where(self, value1, value2)
+
+    # ------------------------------------------------------------------ python-blosc2's extras
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        """The block shape of computed results: the same-shaped NDArray operand's, else what
+        a new array with :attr:`chunks` gets."""
+        base = self._base()
+        if base is not None:
+            return base.blocks
+        if not self._shape:
+            return ()
+        return tuple(auto_chunks_blocks(list(self._shape), self._dtype.itemsize, list(self.chunks), None)[1])
+
+    device = property(lambda self: "cpu", doc="Where results live: always ``'cpu'``.")
+
+    @property
+    def vlmeta(self) -> VLMeta:
+        """User metadata (name -> msgpack-able value), stored by :meth:`save` and read back
+        by ``oxblosc.open`` (python-blosc2's place for it, both ways)."""
+        if getattr(self, "_vlmeta", None) is None:
+            self._vlmeta = VLMeta()
+        return self._vlmeta
+
+    attrs = vlmeta
+
+    def to_device(self, device: str) -> LazyExpr:
+        if device != "cpu":
+            raise ValueError(f"unsupported device {device!r}: only 'cpu'")
+        return self
+
+    def will_use_index(self) -> bool:
+        """Always False: oxblosc has no indexes (python-blosc2's index planner)."""
+        return False
+
+    def explain(self) -> dict[str, Any]:
+        """How the expression is evaluated, in python-blosc2's keys: never through an
+        index; every chunk a selection touches is evaluated."""
+        nchunks = math.prod(-(-n // c) for n, c in zip(self._shape, self.chunks, strict=True)) if self.size else 0
+        plan: dict[str, Any] = dict.fromkeys(("target", "field", "kind", "level", "order", "exact_rows"))
+        plan.update(will_use_index=False, reason="oxblosc has no indexes: every chunk needed is evaluated")
+        plan.update(ordered_access=False, candidate_chunks=nchunks, total_chunks=nchunks)
+        return plan
+
+    @property
+    def info_items(self) -> list[tuple[str, Any]]:
+        """The ``(name, value)`` rows of :attr:`info`."""
+        ops = {n: f"<{type(o).__name__} shape={tuple(o.shape)} dtype={o.dtype}>" for n, o in self.operands.items()}
+        return [
+            ("type", "LazyExpr"),
+            ("expression", self.expression),
+            ("operands", ops),
+            ("shape", self._shape),
+            ("dtype", self._dtype),
+        ]
+
+    @property
+    def info(self) -> InfoTable:
+        """A readable summary: expression, operands, shape and dtype."""
+        return InfoTable(self.info_items)
+
+    def item(self) -> Any:
+        """The one item of a one-item result, as a Python scalar."""
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self[()].item()
+
+    def slice(self, item: Any, **kwargs: Any) -> NDArray:
+        """``self[item]`` as a new ``NDArray`` (``kwargs`` as for :func:`oxblosc.asarray`)."""
+        return asarray(np.asarray(self[item]), **kwargs)
+
+    def get_chunk(self, nchunk: int) -> bytes:
+        """Chunk ``nchunk`` (C order over :attr:`chunks`) of the result, compressed as an
+        ``NDArray`` of these chunks and :attr:`blocks` stores it (edge chunks padded with
+        zeros); only that chunk is evaluated."""
+        regions = list(self.regions()) if self.ndim else [()]
+        n = int(nchunk.__index__())
+        if not 0 <= n < len(regions):
+            raise ValueError(f"chunk {n} is out of range: the expression has {len(regions)} chunks")
+        region = regions[n]
+        one = empty(self.chunks, self._dtype, chunks=self.chunks or None, blocks=self.blocks or None)
+        one[tuple(slice(0, s.stop - s.start) for s in region)] = self[region]
+        return one.get_chunk(0)
+
+    def to_cframe(self) -> bytes:
+        """The saved form (see :meth:`save`) as a contiguous frame in memory; operands must be
+        NDArrays stored in files (referenced by absolute path)."""
+        from .saved import carrier
+
+        return carrier(self, None).to_cframe()
+
+    def cumulative_sum(self, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> NDArray:
+        from .functions import cumulative_sum
+
+        return cumulative_sum(self, axis, dtype, include_initial)
+
+    def cumulative_prod(self, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> NDArray:
+        from .functions import cumulative_prod
+
+        return cumulative_prod(self, axis, dtype, include_initial)
 
     def save(self, urlpath: str, **kwargs: Any) -> None:
         """Store the expression in ``urlpath`` in python-blosc2's layout (operands must be
@@ -313,6 +521,23 @@ class LazyExpr(Operators):
         from .saved import save
 
         save(self, urlpath, **kwargs)
+
+
+def _rebuild(expression: str, operands: dict[str, Any], vlmeta: dict) -> LazyExpr:
+    e = LazyExpr(expression, operands)
+    e.vlmeta.update(vlmeta)
+    return e
+
+
+class VLMeta(dict):
+    """A lazy expression's user metadata: a dict; ``vlmeta[:]`` is all of it, as for
+    arrays."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict(self) if key == slice(None) else super().__getitem__(key)
+
+    def getall(self) -> dict:
+        return dict(self)
 
 
 def _grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[tuple[slice, ...]]:
@@ -334,13 +559,15 @@ def lazyexpr(
     where: Any = None,
     local_dict: dict | None = None,
     global_dict: dict | None = None,
+    ne_args: dict | None = None,
 ) -> LazyExpr:
     """A lazy expression from text (``"a * b + sin(c)"``) and its operands (name ->
     ``NDArray``, NumPy array or scalar; nested ``LazyExpr`` operands are inlined). Without
     ``operands`` the names are looked up (never evaluated) in ``local_dict``/``global_dict``,
     else in the caller's variables. The text is parsed by oxblosc's engine: only arithmetic,
     comparisons and the engine's functions, never Python code. ``where=(x, y)``: the items
-    of ``x`` where the (boolean) expression holds, else of ``y``."""
+    of ``x`` where the (boolean) expression holds, else of ``y``. ``ne_args`` (numexpr's
+    options in python-blosc2) is accepted and has nothing to tune here."""
     if where is not None:
         where = tuple(where)
         if len(where) != 2:
@@ -348,9 +575,13 @@ def lazyexpr(
     if isinstance(expression, LazyExpr):
         e = expression if operands is None else lazyexpr(expression.expression, operands)
         return _store(e, out, where)
+    if isinstance(expression, NDArray):  # an array as the expression of itself
+        return _store(LazyExpr("o0", {"o0": expression}), out, where)
+    if isinstance(expression, bytes):
+        expression = expression.decode("utf-8")
     if not isinstance(expression, str):
         raise TypeError(f"expression must be a string or LazyExpr, got {type(expression).__name__}")
-    names = expr_names(expression)
+    names = _text_names(expression)
     if operands is None:
         frame = sys._getframe(1)
         scopes = [d for d in (local_dict, global_dict) if d is not None] or [frame.f_locals, frame.f_globals]
@@ -374,6 +605,26 @@ def lazyexpr(
     return _store(LazyExpr(_rename(expression, mapping), b.operands), out, where)
 
 
+def _body_names(body: str, text: str, found: list) -> list[str]:
+    """The names in ``body`` (``text`` split by ``lazytext.split``); parse errors name the
+    whole text too, as the body shows placeholders."""
+    try:
+        return expr_names(body)  # syntax errors name the position
+    except (ValueError, NameError) as e:
+        if not found:
+            raise
+        raise type(e)(f"{e}\nin {text!r} (reductions and indexing shown as _r0, _r1...)") from None
+
+
+def _text_names(text: str) -> list[str]:
+    """The names in ``text``, reductions' arguments included, in order of appearance."""
+    body, found = lazytext.split(text, set())
+    names = [n for n in _body_names(body, text, found) if n not in {ph for ph, *_ in found}]
+    for _, _, inner, _ in found:
+        names += _text_names(inner) if inner else []
+    return list(dict.fromkeys(names))
+
+
 def _store(e: LazyExpr, out: NDArray | None, where: tuple | None = None) -> Any:
     """``e`` (``where(e, *where)`` when given), or ``out`` with it written into it chunk by
     chunk."""
@@ -394,7 +645,7 @@ def _compute_native(e: LazyExpr, out: NDArray) -> bool:
     if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
         return False
     arrays, scalars = [], []
-    for name, o in e.operands.items():
+    for name, o in e._ops.items():
         if not _native_order(o.dtype):
             return False
         if isinstance(o, NDArray) and o.ndim:
@@ -406,7 +657,7 @@ def _compute_native(e: LazyExpr, out: NDArray) -> bool:
             scalars.append((name, v.dtype.str, v.tobytes()))
         else:
             return False
-    expr_compute(e.expression, arrays, scalars, out._n, _core.call_nthreads(None))
+    expr_compute(e._body, arrays, scalars, out._n, _core.call_nthreads(None))
     return True
 
 

@@ -21,9 +21,14 @@ def _lazy(template: str, *args: Any) -> LazyExpr:
     return e
 
 
-def where(condition: Any, x: Any = None, y: Any = None) -> LazyExpr:
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     """Items of ``x`` where ``condition`` holds, else of ``y`` (broadcast, NumPy's types),
-    as a lazy expression."""
+    as a lazy expression; without ``y``, python-blosc2's filter: the items of ``x`` where
+    ``condition`` holds (1-D, C order)."""
+    if x is not None and y is None:
+        from .lazyfilter import Filtered
+
+        return Filtered(condition, x)
     if x is None or y is None:
         raise TypeError("where(condition, x, y) needs both x and y (np.nonzero gives positions)")
     return _lazy("where({0}, {1}, {2})", condition, x, y)

@@ -597,18 +597,23 @@ class NDArray(Operators):
         with self._schunk._wlock:
             self._n.resize(list(newshape))
 
-    def append(self, values: Any) -> tuple[int, ...]:
-        """Append along axis 0: ``values`` with shape ``(k, *shape[1:])`` (or one such row)."""
+    def append(self, values: Any) -> int:
+        """Append along axis 0 and return the new length (``shape[0]``), as python-blosc2's
+        ``append`` on 1-D arrays: there a scalar appends one item and any array-like is
+        flattened. Beyond python-blosc2 (1-D only), an n-d array takes rows: ``values`` of
+        shape ``(k, *shape[1:])``, or one such row."""
         self._writable()
         if self.ndim == 0:
             raise ValueError("cannot append to a 0-d array")
         v = np.asarray(values[...] if isinstance(values, NDArray) else values, dtype=self._dtype)
-        if v.shape == self.shape[1:]:
+        if self.ndim == 1:
+            v = v.reshape(-1)
+        elif v.shape == self.shape[1:]:
             v = v[np.newaxis]
         if v.shape[1:] != self.shape[1:]:
             raise ValueError(f"appended values have shape {v.shape}, rows of this array are {self.shape[1:]}")
         with self._schunk._wlock:
-            return tuple(self._n.append(np.ascontiguousarray(v)))
+            return int(self._n.append(np.ascontiguousarray(v))[0])
 
     # ------------------------------------------------------------------ new shapes
     # New arrays written chunk by chunk (``chunkwise``). python-blosc2 returns views for

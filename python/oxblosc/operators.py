@@ -46,7 +46,20 @@ UFUNCS = {
         ).split()
     },
     **{f: f + "({0}, {1})" for f in ("arctan2", "fmod", "minimum", "maximum")},
+    "square": "{0} * {0}",
+    "sign": "where({0} > 0, 1, where({0} < 0, -1, {0} - {0}))",
 }
+
+
+def lazy_ufunc(name: str, *args: Any) -> Any:
+    """The lazy expression of the ufunc ``name`` (a key of ``UFUNCS``) over ``args``, or
+    NotImplemented for operand types the engine does not take."""
+    if name == "square" and len(args) == 1 and str(getattr(args[0], "dtype", "")) == "bool":
+        import numpy as np
+
+        # NumPy squares booleans into int8 (x * x would stay bool)
+        return _lazy("where({0}, {1}, {2})", args[0], np.int8(1), np.int8(0))
+    return _lazy(UFUNCS[name], *args)
 
 
 def _lazy(template: str, *args: Any) -> Any:
@@ -106,7 +119,7 @@ class Operators:
         (``out=``, ``reduce``, ufuncs the engine lacks) run NumPy on the arrays' values."""
         template = UFUNCS.get(ufunc.__name__)
         if method == "__call__" and template is not None and not kwargs:
-            e = _lazy(template, *inputs)
+            e = lazy_ufunc(ufunc.__name__, *inputs)
             if e is not NotImplemented:
                 return e
         from .lazyexpr import numpy_fallback
@@ -125,8 +138,9 @@ class Operators:
         keepdims: bool = False,
         where: Any = None,
         initial: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "sum", axis, dtype, out, keepdims, where, initial=initial)
+        return _reduce(self, "sum", axis, dtype, out, keepdims, where, initial=initial, **kwargs)
 
     def prod(
         self,
@@ -136,13 +150,20 @@ class Operators:
         keepdims: bool = False,
         where: Any = None,
         initial: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "prod", axis, dtype, out, keepdims, where, initial=initial)
+        return _reduce(self, "prod", axis, dtype, out, keepdims, where, initial=initial, **kwargs)
 
     def mean(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "mean", axis, dtype, out, keepdims, where)
+        return _reduce(self, "mean", axis, dtype, out, keepdims, where, **kwargs)
 
     def std(
         self,
@@ -152,8 +173,9 @@ class Operators:
         ddof: int = 0,
         keepdims: bool = False,
         where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "std", axis, dtype, out, keepdims, where, ddof=ddof)
+        return _reduce(self, "std", axis, dtype, out, keepdims, where, ddof=ddof, **kwargs)
 
     def var(
         self,
@@ -163,30 +185,43 @@ class Operators:
         ddof: int = 0,
         keepdims: bool = False,
         where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "var", axis, dtype, out, keepdims, where, ddof=ddof)
+        return _reduce(self, "var", axis, dtype, out, keepdims, where, ddof=ddof, **kwargs)
 
     def min(
-        self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "min", axis, None, out, keepdims, where, initial=initial)
+        return _reduce(self, "min", axis, None, out, keepdims, where, initial=initial, **kwargs)
 
     def max(
-        self, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = None,
+        where: Any = None,
+        **kwargs: Any,
     ) -> Any:  # noqa: E501
-        return _reduce(self, "max", axis, None, out, keepdims, where, initial=initial)
+        return _reduce(self, "max", axis, None, out, keepdims, where, initial=initial, **kwargs)
 
-    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None) -> Any:
-        return _reduce(self, "any", axis, None, out, keepdims, where)
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None, **kwargs: Any) -> Any:
+        return _reduce(self, "any", axis, None, out, keepdims, where, **kwargs)
 
-    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None) -> Any:
-        return _reduce(self, "all", axis, None, out, keepdims, where)
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, where: Any = None, **kwargs: Any) -> Any:
+        return _reduce(self, "all", axis, None, out, keepdims, where, **kwargs)
 
-    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-        return _reduce(self, "argmin", axis, None, out, keepdims, None)
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+        return _reduce(self, "argmin", axis, None, out, keepdims, None, **kwargs)
 
-    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-        return _reduce(self, "argmax", axis, None, out, keepdims, None)
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+        return _reduce(self, "argmax", axis, None, out, keepdims, None, **kwargs)
 
     def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """``np.clip(a, lo, hi)``: a lazy expression (``out=`` writes it there)."""

@@ -220,8 +220,20 @@ def reduce(
     where: Any = None,
     ddof: int = 0,
     initial: Any = None,
+    **storage: Any,
 ) -> Any:
-    """``op`` of ``obj`` (an NDArray or LazyExpr) along ``axis`` as NumPy computes it."""
+    """``op`` of ``obj`` (an NDArray or LazyExpr) along ``axis`` as NumPy computes it;
+    with ``storage`` keywords (``urlpath``, ``cparams``, ``chunks``...) the result is a new
+    NDArray stored so (python-blosc2's ``**kwargs``)."""
+    from .lazyexpr import drop_tuning
+
+    storage = drop_tuning(storage)
+    if storage:
+        from .ndarray import _storage_kwargs, asarray
+
+        _storage_kwargs(dict(storage))  # unknown keywords fail before the work
+        res = reduce(obj, op, axis, dtype, None, keepdims, where, ddof, initial)
+        return _finish(asarray(np.asarray(res), **storage), out)
     shape = tuple(obj.shape)
     if op in ("argmin", "argmax"):
         if where is not None:

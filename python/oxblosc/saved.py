@@ -27,8 +27,13 @@ _VERSION = 1
 
 def save(expr: LazyExpr, urlpath: str, **kwargs: Any) -> None:
     """Write ``expr`` to ``urlpath`` (replaced) as python-blosc2 does."""
-    urlpath = os.fspath(urlpath)
-    parent = os.path.dirname(os.path.abspath(urlpath))
+    carrier(expr, os.fspath(urlpath), **kwargs)
+
+
+def carrier(expr: LazyExpr, urlpath: str | None, **kwargs: Any) -> NDArray:
+    """The array that stores ``expr``: in ``urlpath``, or in memory (``None``: operand
+    paths absolute)."""
+    parent = os.path.dirname(os.path.abspath(urlpath)) if urlpath is not None else None
     refs = {}
     for name, op in expr.operands.items():
         if not isinstance(op, NDArray) or op.urlpath is None:
@@ -37,15 +42,17 @@ def save(expr: LazyExpr, urlpath: str, **kwargs: Any) -> None:
                 + ("in memory" if isinstance(op, NDArray) else f"a {type(op).__name__}")
             )
         path = os.path.abspath(op.urlpath)
-        rel = os.path.relpath(path, parent)
+        rel = os.path.relpath(path, parent) if parent is not None else ".."
         refs[name] = {"kind": "urlpath", "version": _VERSION, "urlpath": path if rel.startswith("..") else rel}
-    kwargs.update(urlpath=urlpath, mode="w")
+    if urlpath is not None:
+        kwargs.update(urlpath=urlpath, mode="w")
     meta = dict(kwargs.pop("meta", None) or {})
     meta[_KEY] = {"kind": "lazyexpr", "version": _VERSION}
     kwargs.setdefault("chunks", expr.chunks or None)
-    carrier = empty(expr.shape, expr.dtype, meta=meta, **kwargs)
-    carrier.vlmeta[_KEY] = {"kind": "lazyexpr", "version": _VERSION, "expression": expr.expression, "operands": refs}
-    carrier.vlmeta[_USER] = {}
+    out = empty(expr.shape, expr.dtype, meta=meta, **kwargs)
+    out.vlmeta[_KEY] = {"kind": "lazyexpr", "version": _VERSION, "expression": expr.expression, "operands": refs}
+    out.vlmeta[_USER] = dict(expr.vlmeta)
+    return out
 
 
 def is_saved(arr: NDArray) -> bool:
@@ -103,4 +110,7 @@ def open_saved(arr: NDArray) -> LazyExpr:
     operands = {str(k): _open_operand(v, parent, where) for k, v in refs.items()}
     e = lazyexpr(text, operands)
     e.array = arr
+    user = arr.vlmeta[_USER] if _USER in arr.vlmeta else None
+    if isinstance(user, dict):
+        e.vlmeta.update(user)
     return e

@@ -208,3 +208,15 @@ def test_vectors_open(vectors):
     same(x[3, 7:20:3, ::-50].view("<f4"), prices[3, 7:20:3, ::-50])
     y = oxblosc.open(str(base / "example_day_month_temp.b2nd"))
     assert y.shape == (400, 3) and y[...].shape == (400, 3)
+
+
+def test_append_on_1d_matches_blosc2(tmp_path):
+    """python-blosc2's 1-D ``append``: a scalar adds one item, any array-like is flattened, the
+    new length is returned; the same calls on both libraries give the same values and files
+    each library reads."""
+    ours = oxblosc.asarray(np.arange(5, dtype="i8"), urlpath=str(tmp_path / "o.b2nd"), mode="w", chunks=(4,))
+    theirs = blosc2.asarray(np.arange(5, dtype="i8"), urlpath=str(tmp_path / "t.b2nd"), mode="w", chunks=(4,))
+    for values in (7, [8, 9], np.array([[1, 2], [3, 4]]), np.int16(-1), []):
+        assert ours.append(values) == theirs.append(values)
+    np.testing.assert_array_equal(ours[:], theirs[:])
+    np.testing.assert_array_equal(blosc2.open(str(tmp_path / "o.b2nd"))[:], theirs[:])

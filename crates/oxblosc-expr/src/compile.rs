@@ -356,7 +356,7 @@ impl Builder<'_> {
                 if v < lo || v > hi {
                     return Err(self.err(
                         node,
-                        ErrorKind::Type,
+                        ErrorKind::Overflow,
                         format!("Python integer {v} out of bounds for {dt} (as NumPy 2 refuses it)"),
                     ));
                 }

@@ -12,6 +12,9 @@ pub enum ErrorKind {
     UnknownName,
     /// An operation NumPy refuses for these types, or a literal that does not fit.
     Type,
+    /// A Python int literal out of the range of the integer type it meets (NumPy 2's
+    /// `OverflowError`).
+    Overflow,
     /// The text exceeds a limit (length, nesting depth, number of nodes, literal size).
     Limit,
     /// Inputs do not match the compiled program (count, dtype, length).

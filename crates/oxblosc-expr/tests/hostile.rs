@@ -54,6 +54,7 @@ fn huge_literals() {
     assert!(e.to_string().contains("does not fit in 64 bits") && e.offset() == Some(7), "{e}");
     let e = compile_err("time + 3000000000");
     assert!(e.to_string().contains("out of bounds for int32"), "{e}");
+    assert!(matches!(e.kind(), ErrorKind::Overflow), "NumPy 2 raises OverflowError: {e}");
     // Comparisons with out-of-range ints are exact, not errors (NumPy 2).
     parse("time < 3000000000").unwrap().compile_columns(&COLS).unwrap();
     // Python's float('1e999') is inf: accepted.

@@ -119,7 +119,9 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView
     match mode {
         Mode::Read => s.read_only = true,
         Mode::Append => {
-            if base + frame_len < len {
+            // (Not while another writer of this file is open in this process: the bytes may
+            // be its spare index slot; see `live`.)
+            if base + frame_len < len && !crate::live::has_writer(&file) {
                 // Recovery: bytes past frame_len are an interrupted (never committed) write or
                 // the spare index slot of the last session; nothing references them.
                 file.set_len(base + frame_len).map_err(io_at(path, None))?;
@@ -134,12 +136,17 @@ fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView
             s.slots.set_tracking(true);
             // Free space between the last stored chunk and the index (the unused reserve and
             // spare index slot of an earlier session) is reused for new chunks.
+            // The committed index starts at header + cbytes, except in a frame without chunks:
+            // C-Blosc2 then writes the trailer right after the header and may keep the cbytes
+            // of chunks it deleted (a 132-byte frame claiming 308), so nothing there is free.
+            let index_at = hlen + p_cbytes;
             let recover = match s.last_stored() {
+                _ if index_at > frame_len || s.nchunks() == 0 => None,
                 Some((i, pos)) => {
                     let end = pos + s.stored_len(i, pos).map_err(|e| e.in_file(path))?;
-                    (end <= hlen + p_cbytes).then_some((end, hlen + p_cbytes))
+                    (end <= index_at).then_some((end, index_at))
                 }
-                None => Some((hlen, hlen + p_cbytes)),
+                None => Some((hlen, index_at)),
             };
             let live = s.estimate_live().map_err(|e| e.in_file(path))?;
             let w = Writer::contiguous(
@@ -242,7 +249,8 @@ impl SChunk {
     /// any error, a stale locked view included: the file then stays as committed and the
     /// writer's own close moves its tail after the last chunk.
     fn compact_on_close(&mut self) {
-        let bloated = self.writer.as_ref().is_some_and(|w| w.bloated_on_close(self.stored_cbytes));
+        let bloated =
+            self.writer.as_ref().is_some_and(|w| !w.has_other_writers() && w.bloated_on_close(self.stored_cbytes));
         if bloated && self.txn.is_none() {
             let _ = self.compact();
         }

@@ -20,6 +20,7 @@ pub mod checksum;
 pub mod error;
 pub mod file;
 pub mod header;
+mod live;
 pub mod lock;
 #[allow(unsafe_code)]
 mod mmap;

@@ -125,6 +125,8 @@ pub(crate) struct Txn {
     stage_from: usize,
     /// Locked writers hold the exclusive lock for the whole change.
     held: Option<Arc<crate::lock::LockView>>,
+    /// End of the committed chunks section (staging widens it for the change's reads).
+    section_end: u64,
 }
 
 impl Clone for SChunk {
@@ -1238,6 +1240,7 @@ impl SChunk {
             staged: Vec::new(),
             stage_from: self.slots.len(),
             held,
+            section_end: self.section_end,
         }));
         Ok(())
     }
@@ -1256,6 +1259,7 @@ impl SChunk {
             self.vlblocks = t.vlblocks;
             self.meta = t.meta;
             self.vlmeta = t.vlmeta;
+            self.section_end = t.section_end;
             for &(c, h) in t.sums_undo.iter().rev() {
                 self.checksums.apply(c, h);
             }
@@ -1289,8 +1293,13 @@ impl SChunk {
         if sparse {
             t.staged.extend(placed.iter().map(|p| p.1));
         }
-        for (i, pos, _) in placed {
+        for (i, pos, len) in placed {
             self.slots.set_staged(i, Slot::Stored(pos));
+            // The rest of the change reads staged chunks back (an n-d resize zeroes parts of
+            // chunks it just placed): they lie past the committed section, so widen it.
+            if !sparse {
+                self.section_end = self.section_end.max(pos + len);
+            }
         }
         Ok(())
     }
@@ -1333,6 +1342,9 @@ impl SChunk {
                 self.stored_cbytes += len;
             }
             self.slots.set(i, Slot::Stored(pos));
+        }
+        for (i, id) in done.renumbered {
+            self.slots.set(i, Slot::Stored(id));
         }
         self.slots.take_dirty(); // the commit encoded those entries already
         self.section_end = done.section_end;

@@ -74,6 +74,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::header::{self, FrameHeader, FIXED_LEN, FRAME_CONTIGUOUS, FRAME_SPARSE};
+use crate::live::LiveWriter;
 use crate::lock::{LockGuard, LockView};
 use crate::offsets;
 use crate::slots::{Dirty, BLOCK_ENTRIES};
@@ -148,6 +149,8 @@ pub(crate) struct Committed {
     pub section_end: u64,
     /// Set when the frame was rewritten compactly afterwards.
     pub rewritten: Option<Rewritten>,
+    /// Sparse frames: chunks whose file id changed after the commit ([`Writer::compact_ids`]).
+    pub renumbered: Vec<(usize, u64)>,
 }
 
 /// A contiguous frame rewritten compactly: the new file and every stored chunk's position.
@@ -177,6 +180,8 @@ pub(crate) struct Writer {
     /// Sparse frames: the version of `chunks.b2frame` this writer committed last (or read at
     /// opening).
     sparse_stamp: Option<IndexStamp>,
+    /// Contiguous files: counts this writer among the file's writers in this process.
+    live: Option<LiveWriter>,
 }
 
 /// One committed version of a sparse frame's `chunks.b2frame`. Every commit writes a new
@@ -393,6 +398,7 @@ impl Writer {
         lock: Option<Arc<LockView>>,
     ) -> Writer {
         let header_len = header.len() as u64;
+        let registered = Some(LiveWriter::new(&file));
         let mut c = Contig::new(header, frame_len, index_at);
         c.recover = recover;
         c.live_base = live;
@@ -408,6 +414,7 @@ impl Writer {
             lock,
             sparse_index: SparseIndex::default(),
             sparse_stamp: None,
+            live: registered,
         }
     }
 
@@ -431,12 +438,18 @@ impl Writer {
             lock,
             sparse_index: SparseIndex::default(),
             sparse_stamp: Some(stamp),
+            live: None,
         }
     }
 
     /// Whether closing should rewrite the file compactly: this writer committed into a
     /// contiguous file, and the chunks section its close leaves (up to the end of the last
     /// chunk) holds dead bytes ([`CLOSE_SMALL`]); `stored_cbytes` = the caller's stored bytes.
+    /// Whether another writer of this contiguous file is open in this process ([`crate::live`]).
+    pub(crate) fn has_other_writers(&self) -> bool {
+        self.live.as_ref().is_some_and(LiveWriter::others)
+    }
+
     pub(crate) fn bloated_on_close(&self, stored_cbytes: u64) -> bool {
         let Some(c) = &self.contig else { return false };
         let Some(e) = c.ext.as_ref().filter(|e| e.active.is_some()) else { return false };
@@ -464,6 +477,14 @@ impl Writer {
             };
         }
         let (Some(c), Some(f)) = (&self.contig, &self.file) else { return Ok(true) };
+        // Another handle may have rewritten the frame into a new file renamed over the path:
+        // writing to this one (now unlinked) would lose every change.
+        match crate::pio::names_file(&self.path, f) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        }
         let mut now = vec![0u8; c.header.len()];
         match crate::storage::read_exact_at(f, &mut now, 0) {
             Ok(()) => Ok(now == c.header),
@@ -651,7 +672,12 @@ impl Writer {
             // C-Blosc2 looks for the trailer of a frame without data right after the header
             // (it ignores the trailer offset then): write such a frame compactly, atomically.
             let rw = self.rewrite(fr)?;
-            return Ok(Committed { stored: Vec::new(), section_end: rw.section_end, rewritten: Some(rw) });
+            return Ok(Committed {
+                stored: Vec::new(),
+                section_end: rw.section_end,
+                rewritten: Some(rw),
+                renumbered: Vec::new(),
+            });
         }
         if hb0.len() as u64 != self.header_len {
             // Metalayers changed size: only possible while no chunk is stored.
@@ -659,7 +685,12 @@ impl Writer {
                 return Err(Error::param("meta", "the header cannot change size once chunks are stored"));
             }
             let rw = self.rewrite(fr)?;
-            return Ok(Committed { stored: Vec::new(), section_end: rw.section_end, rewritten: Some(rw) });
+            return Ok(Committed {
+                stored: Vec::new(),
+                section_end: rw.section_end,
+                rewritten: Some(rw),
+                renumbered: Vec::new(),
+            });
         }
         let mut done = self.commit_contig_inner(ch)?;
         // Bound dead space: rewrite compactly (new file + rename) once it exceeds the live bytes.
@@ -784,7 +815,7 @@ impl Writer {
         c.nentries = n;
         c.frame_len = frame_len;
         e.active = Some(target);
-        Ok(Committed { stored, section_end: index_at, rewritten: None })
+        Ok(Committed { stored, section_end: index_at, rewritten: None, renumbered: Vec::new() })
     }
 
     /// Rewrite the whole frame compactly to a temporary file and rename it over the frame
@@ -822,6 +853,7 @@ impl Writer {
         let file = Arc::new(OpenOptions::new().read(true).write(true).open(&path).map_err(io_at(&path, None))?);
         let hlen = out.header.len() as u64;
         let section_end = hlen + out.cbytes;
+        self.live = Some(LiveWriter::new(&file));
         self.file = Some(file.clone());
         self.header_len = hlen;
         let mut c = Contig::new(out.header, out.len, section_end);
@@ -875,7 +907,79 @@ impl Writer {
         for &id in ch.retired {
             let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
         }
-        Ok(Committed { stored, section_end: u64::MAX, rewritten: None })
+        let cbytes = ch.stored_cbytes + Self::added_cbytes(chunks, &stored);
+        // Optional, like compaction: the change is committed whether or not this succeeds.
+        let renumbered = self.compact_ids(ch, &stored, cbytes).unwrap_or_default();
+        Ok(Committed { stored, section_end: u64::MAX, rewritten: None, renumbered })
+    }
+
+    /// C-Blosc2 (python-blosc2 4.14) refuses to open a sparse frame in which a chunk file id
+    /// plus 32 exceeds the frame's `cbytes` (it bounds ids like contiguous offsets). Appends
+    /// and deletes, or a resize that rewrites every chunk, get there (its own writes too).
+    /// When they do, chunks with ids at or past the number of chunk files move to the lowest
+    /// free ids: hard links (or copies) under the new names, then an index naming them
+    /// (atomic rename), then the old names go. A crash or error before the index leaves only
+    /// unreferenced files. Afterwards every id is below the number of chunk files, and each
+    /// stored chunk has at least 32 bytes, so the bound holds.
+    fn compact_ids(&mut self, ch: &Change, placed: &[Placed], cbytes: u64) -> Result<Vec<(usize, u64)>> {
+        let chunks = ch.frame.chunks;
+        let n = chunks.len();
+        let values: Vec<i64> = (0..n).map(|i| Self::entry_value(chunks, i, 0, placed)).collect();
+        let ids: std::collections::BTreeSet<u64> = values.iter().filter(|&&v| v >= 0).map(|&v| v as u64).collect();
+        let Some(&max_id) = ids.last() else { return Ok(Vec::new()) };
+        if max_id + 32 <= cbytes {
+            return Ok(Vec::new());
+        }
+        let m = ids.len() as u64;
+        let free = (0..m).filter(|k| !ids.contains(k));
+        let moves: Vec<(u64, u64)> = ids.range(m..).copied().zip(free).collect();
+        let mut linked = Vec::with_capacity(moves.len());
+        let undo = |linked: &[u64]| {
+            for &id in linked {
+                let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
+            }
+        };
+        for &(old, new) in &moves {
+            let (from, to) = (self.path.join(chunk_file_name(old)), self.path.join(chunk_file_name(new)));
+            let _ = fs::remove_file(&to); // an unreferenced leftover, if any
+            if let Err(e) = fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop)) {
+                undo(&linked);
+                return Err(io_at(&to, None)(e));
+            }
+            linked.push(new);
+        }
+        let moved: std::collections::HashMap<u64, u64> = moves.iter().copied().collect();
+        let new_id = |v: i64| if v < 0 { v } else { moved.get(&(v as u64)).map_or(v, |&new| new as i64) };
+        type Encoded = (Vec<Option<Arc<[u8]>>>, IndexStamp);
+        let r = (|| -> Result<Encoded> {
+            let mut blocks = Vec::with_capacity(n.div_ceil(BLOCK_ENTRIES));
+            for part in values.chunks(BLOCK_ENTRIES) {
+                let raw: Vec<u8> = part.iter().flat_map(|&v| new_id(v).to_le_bytes()).collect();
+                blocks.push(Some(Arc::from(offsets::encode_index_block(&raw)?)));
+            }
+            let refs: Vec<&[u8]> = blocks.iter().map(|b| &**b.as_ref().expect("just encoded")).collect();
+            let mut index = Vec::new();
+            offsets::assemble_index(&mut index, n, &refs);
+            let stamp = write_sparse_index(&self.path, &ch.frame, Some(&index), cbytes, self.sync_mode)?;
+            Ok((blocks, stamp))
+        })();
+        let (blocks, stamp) = match r {
+            Ok(v) => v,
+            Err(e) => {
+                undo(&linked);
+                return Err(e);
+            }
+        };
+        self.sparse_index.blocks = blocks;
+        self.sparse_stamp = Some(stamp);
+        for &(old, _) in &moves {
+            let _ = fs::remove_file(self.path.join(chunk_file_name(old)));
+        }
+        self.next_id = m;
+        Ok((0..n)
+            .filter(|&i| values[i] >= 0 && new_id(values[i]) != values[i])
+            .map(|i| (i, new_id(values[i]) as u64))
+            .collect())
     }
 }
 
@@ -983,6 +1087,9 @@ impl Drop for Writer {
     /// cut the file there, so a cleanly closed frame has the usual compact tail. Crash-safe
     /// like every other step (written into unreferenced space, header patched, then cut).
     fn drop(&mut self) {
+        if self.has_other_writers() {
+            return; // their spare index slot may lie past our tail: the last one tidies up
+        }
         if let (Some(c), Some(f)) = (&self.contig, &self.file) {
             let lock = self.lock.clone();
             let Ok(_g) = exclusive_fresh(lock.as_deref()) else { return };

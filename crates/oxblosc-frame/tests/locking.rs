@@ -426,6 +426,11 @@ fn idle_second_writer_does_not_corrupt_the_first() {
     assert!(b.delete_chunk(1_000_000).is_err());
     for k in n + 2..n + 6 {
         a.append_data(&data(k)).unwrap();
+        // Read each state `a` commits while it is still open (the slots alternate, so half of
+        // them land in the slot that was cut; closing `a` rewrites the index from memory and
+        // would hide it).
+        let live = open_with(&path, cfg(Mode::Read, true)).unwrap();
+        assert_eq!(read_pass(&live).unwrap(), (0..=k).collect::<Vec<_>>(), "after appending {k}");
     }
     drop(b);
     drop(a);

@@ -477,3 +477,112 @@ fn get_chunk_in_matches_get_chunk() {
     assert!(file.get_chunk_in(3, &mut buf).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Chunk file ids of a sparse frame stay below C-Blosc2's bound (id + 32 <= cbytes; the wheel
+/// refuses larger ones, its own files included) through appends + deletes and through a batch
+/// that replaces every chunk: the ids are compacted after the commit, the data and a reopened
+/// view are unchanged, and no file is left behind.
+#[test]
+fn sparse_chunk_ids_stay_within_cblosc2_bound() {
+    let dir = tmpdir("sparse-ids").join("s.b2frame");
+    let mut s = SChunk::create(&dir, false, cp(5, 4), DParams::default()).unwrap();
+    for k in 0..100 {
+        s.append_data(&ints(k * 4..k * 4 + 4)).unwrap();
+    }
+    for _ in 0..98 {
+        s.delete_chunk(0).unwrap();
+    }
+    let names = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&dir), ["00000000.chunk", "00000001.chunk", "chunks.b2frame"]);
+    assert_eq!(all_data(&s), ints(392..400));
+    // A batch replacing every chunk (as an n-d resize does), then more appends.
+    s.batch(|s| {
+        for i in 0..2 {
+            s.update_data(i, &ints(1000 + i as i32 * 4..1004 + i as i32 * 4))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    // A batch that replaces the first chunks and deletes all others (an n-d shrink).
+    for k in 0..98 {
+        s.append_data(&ints(k * 4..k * 4 + 4)).unwrap();
+    }
+    s.batch(|s| {
+        s.update_data(1, &ints(1004..1008))?;
+        while s.nchunks() > 2 {
+            s.delete_chunk(2)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(names(&dir), ["00000000.chunk", "00000001.chunk", "chunks.b2frame"]);
+    assert_eq!(all_data(&s), ints(1000..1008));
+    s.append_data(&ints(7..11)).unwrap();
+    let files = names(&dir);
+    assert_eq!(files.len(), 4, "{files:?}");
+    let max_id = files[..3].iter().map(|f| u64::from_str_radix(&f[..8], 16).unwrap()).max().unwrap();
+    assert!(max_id + 32 <= s.cbytes(), "{files:?}, cbytes {}", s.cbytes());
+    let want = [ints(1000..1008), ints(7..11)].concat();
+    assert_eq!(all_data(&s), want);
+    drop(s);
+    assert_eq!(all_data(&open(&dir, Mode::Read).unwrap()), want);
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+/// `s = open(p, Append)` run twice in one process keeps the first handle alive while the
+/// second opens. Closing the first used to tidy the file under the second (rewrite + rename
+/// when it held dead bytes: the second then wrote to an unlinked file and every later change
+/// was lost without an error). Now the first leaves the file to the second.
+#[test]
+fn closing_a_writer_leaves_the_file_to_another_writer_of_it() {
+    for bloat in [false, true] {
+        let path = tmpdir(&format!("two-writers-{bloat}")).join("f.b2frame");
+        let mut s = SChunk::create(&path, true, cp(5, 4), DParams::default()).unwrap();
+        for k in 0..4 {
+            s.append_data(&ints(k * 100..k * 100 + 100)).unwrap();
+        }
+        drop(s);
+        let mut a = open(&path, Mode::Append).unwrap();
+        if bloat {
+            // replaced chunks leave dead bytes: closing `a` alone would rewrite the file
+            for k in 0..4 {
+                a.update_data(k, &ints(1000 + k as i32 * 100..1100 + k as i32 * 100)).unwrap();
+            }
+        }
+        let mut b = open(&path, Mode::Append).unwrap();
+        drop(a);
+        b.append_data(&ints(7..107)).unwrap();
+        let first: Vec<u8> = (0..4)
+            .flat_map(|k| if bloat { ints(1000 + k * 100..1100 + k * 100) } else { ints(k * 100..k * 100 + 100) })
+            .collect();
+        let want = [first, ints(7..107)].concat();
+        assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), want, "bloat {bloat}: before closing b");
+        drop(b);
+        assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), want, "bloat {bloat}: after closing b");
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+}
+
+/// A frame file replaced under an open writer (another process rewrote it and renamed the
+/// copy over the path): the writer refuses to write (`Stale`) instead of writing to the
+/// unlinked file, and the new file keeps its contents.
+#[test]
+fn a_writer_refuses_to_write_to_a_file_replaced_under_it() {
+    let path = tmpdir("replaced").join("f.b2frame");
+    let mut s = SChunk::create(&path, true, cp(5, 4), DParams::default()).unwrap();
+    s.append_data(&ints(0..100)).unwrap();
+    let copy = path.with_extension("copy");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::rename(&copy, &path).unwrap();
+    let e = s.append_data(&ints(100..200)).unwrap_err();
+    assert!(e.is_stale(), "{e}");
+    assert_eq!(s.nchunks(), 1, "the handle's view is unchanged");
+    drop(s);
+    assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), ints(0..100));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}

@@ -380,3 +380,36 @@ fn parts_of_one_chunk_decode_only_their_blocks_straight_into_the_output() {
     let v = NdArray::create(schunk(4, 1), g, Some("<u4"), Fill::Value(7u32.to_le_bytes().to_vec())).unwrap();
     assert_eq!(v.get_slice(&cases[4].0).unwrap(), 7u32.to_le_bytes().repeat(12 * 3));
 }
+
+/// Resizing a file-backed array across a dimension other than the first rewrites the chunk
+/// list in one batch and then zeroes the former padding of kept edge chunks: those chunks were
+/// just staged past the committed chunks section and must read back (the resize failed with
+/// "chunk header runs past the chunks section"). Contiguous files and sparse directories.
+#[test]
+fn file_backed_resize_reads_chunks_staged_by_the_same_change() {
+    for contiguous in [true, false] {
+        let dir = std::env::temp_dir().join(format!("oxnd-resize-{}-{contiguous}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.b2nd");
+        let cp = CParams { typesize: 2, clevel: 5, ..CParams::default() };
+        let s = SChunk::create(&path, contiguous, cp, DParams::default()).unwrap();
+        let g = Geometry::new(&[3, 1], &[2, 2], &[1, 1], 2).unwrap();
+        let mut a = NdArray::create(s, g, Some("<i2"), Fill::Zeros).unwrap();
+        a.set_slice(&[DimSlice::full(3), DimSlice::full(1)], &[1, 0, 2, 0, 3, 0]).unwrap();
+        drop(a);
+        let mut a = NdArray::from_schunk(oxblosc_frame::open(&path, oxblosc_frame::Mode::Append).unwrap()).unwrap();
+        for (shape, want) in [
+            (vec![3u64, 3], vec![1u8, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0]),
+            (vec![2, 1], vec![1, 0, 2, 0]),
+            (vec![4, 2], vec![1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+        ] {
+            a.resize(&shape).unwrap();
+            assert_eq!(a.to_vec().unwrap(), want, "contiguous {contiguous}: after resize to {shape:?}");
+            let back = NdArray::from_schunk(oxblosc_frame::open(&path, oxblosc_frame::Mode::Read).unwrap()).unwrap();
+            assert_eq!(back.to_vec().unwrap(), want, "contiguous {contiguous}: reopened after resize to {shape:?}");
+        }
+        drop(a);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -3,7 +3,7 @@
 //! text is parsed and typed by `oxblosc::expr`, never by Python.
 
 use oxblosc::expr::{parse, ColumnMut, ColumnRef, DType, ErrorKind, ExprError};
-use pyo3::exceptions::{PyNameError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyNameError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -17,6 +17,7 @@ fn expr_err(e: ExprError) -> PyErr {
     match e.kind() {
         ErrorKind::UnknownName => PyNameError::new_err(msg),
         ErrorKind::Type => PyTypeError::new_err(msg),
+        ErrorKind::Overflow => PyOverflowError::new_err(msg),
         _ => PyValueError::new_err(msg),
     }
 }

@@ -1,0 +1,222 @@
+"""Random sequences of super-chunk edits on a real file, checked after every step against a
+plain byte model *and* against python-blosc2 opening the same file.
+
+A user mixes both libraries on one file: we write, python-blosc2 reads; python-blosc2 writes
+(appends, updates, vlmeta) between our sessions, we reopen and go on. Hypothesis drives the
+sequence (appends, inserts, updates, deletes, slice writes across chunk borders, vlmeta,
+reopening, the other library's turn) in contiguous frames and sparse directories; any
+difference from the model, in either library's view, fails with the shrunk sequence.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import blosc2
+import numpy as np
+import oxblosc
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+ITEMS = 256  # int32 items per chunk
+CHUNK = ITEMS * 4
+EDITS = ["append", "insert", "update", "delete", "slice"]
+
+
+def payload(seed: int, nitems: int = ITEMS) -> bytes:
+    """Chunk contents of three kinds: compressible ramps, random noise, runs of one value."""
+    rng = np.random.default_rng(seed)
+    kind = seed % 3
+    if kind == 0:
+        a = np.arange(seed, seed + nitems, dtype=np.int32)
+    elif kind == 1:
+        a = rng.integers(-(2**31), 2**31 - 1, nitems, dtype=np.int32)
+    else:
+        a = np.full(nitems, seed, dtype=np.int32)
+    return a.tobytes()
+
+
+class SuperChunkVsBlosc2(RuleBasedStateMachine):
+    """The model is `self.chunks` (bytes per chunk) and `self.vlmeta`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="ox-stateful-"))
+        self.ours = None
+
+    @initialize(contiguous=st.booleans(), codec=st.sampled_from(["LZ4", "ZSTD", "BLOSCLZ"]))
+    def create(self, contiguous: bool, codec: str) -> None:
+        self.contiguous = contiguous
+        self.path = str(self.dir / ("f.b2frame" if contiguous else "d.b2frame"))
+        cparams = {"codec": getattr(oxblosc.Codec, codec), "clevel": 5, "typesize": 4}
+        self.ours = oxblosc.SChunk(chunksize=CHUNK, urlpath=self.path, contiguous=contiguous, cparams=cparams, mode="w")
+        self.chunks: list[bytes] = []
+        self.vlmeta: dict[str, object] = {}
+
+    # --- our edits -------------------------------------------------------------------------
+    def edit(self, op: str, data, seed: int) -> None:
+        """One edit on our handle, then on the model (so a raising edit leaves the model)."""
+        n = len(self.chunks)
+        if op == "append" or n == 0:
+            assert self.ours.append_data(payload(seed)) == n + 1
+            self.chunks.append(payload(seed))
+        elif op == "insert":
+            pos = data.draw(st.integers(0, n))
+            self.ours.insert_data(pos, payload(seed), copy=True)
+            self.chunks.insert(pos, payload(seed))
+        elif op == "update":
+            pos = data.draw(st.integers(0, n - 1))
+            self.ours.update_data(pos, payload(seed), copy=True)
+            self.chunks[pos] = payload(seed)
+        elif op == "delete":
+            pos = data.draw(st.integers(0, n - 1))
+            assert self.ours.delete_chunk(pos) == n - 1
+            del self.chunks[pos]
+        else:  # a run of items that may cross chunk borders (``schunk[a:b] = ...``)
+            start = data.draw(st.integers(0, n * ITEMS - 1))
+            stop = data.draw(st.integers(start + 1, min(n * ITEMS, start + 3 * ITEMS)))
+            new = payload(seed, stop - start)
+            self.ours[start:stop] = np.frombuffer(new, dtype=np.int32)
+            flat = bytearray(b"".join(self.chunks))
+            flat[start * 4 : stop * 4] = new
+            self.chunks = [bytes(flat[i : i + CHUNK]) for i in range(0, len(flat), CHUNK)]
+
+    @rule(data=st.data(), op=st.sampled_from(EDITS), seed=st.integers(0, 10_000))
+    def edit_rule(self, data, op: str, seed: int) -> None:
+        self.edit(op, data, seed)
+
+    @rule(data=st.data(), op=st.sampled_from([*EDITS, "vlmeta"]), seed=st.integers(0, 10_000))
+    def edit_under_file_size_limit(self, data, op: str, seed: int) -> None:
+        """RLIMIT_FSIZE somewhere below the frame's size (writes past it fail with EFBIG): the
+        edit happens completely or raises naming the error and changes nothing, in the file
+        and in our handle, which stays usable (the invariant checks both libraries' views)."""
+        files = [self.path] if self.contiguous else [os.path.join(self.path, f) for f in os.listdir(self.path)]
+        limit = data.draw(st.integers(0, max(os.path.getsize(f) for f in files)))
+        before = (list(self.chunks), dict(self.vlmeta))
+        old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+        try:
+            if op == "vlmeta":
+                self.ours.vlmeta["a"] = seed
+                self.vlmeta["a"] = seed
+            else:
+                self.edit(op, data, seed)
+        except OSError as e:
+            assert "File too large" in str(e), e
+            assert (self.chunks, self.vlmeta) == before
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, old_handler)
+
+    @rule(key=st.sampled_from(["a", "b", "unit"]), value=st.one_of(st.integers(-5, 5), st.text(max_size=4)))
+    def set_vlmeta(self, key: str, value) -> None:
+        self.ours.vlmeta[key] = value
+        self.vlmeta[key] = value
+
+    @precondition(lambda self: self.vlmeta)
+    @rule(data=st.data())
+    def del_vlmeta(self, data) -> None:
+        key = data.draw(st.sampled_from(sorted(self.vlmeta)))
+        del self.ours.vlmeta[key]
+        del self.vlmeta[key]
+
+    @rule()
+    def reopen(self) -> None:
+        del self.ours
+        self.ours = oxblosc.open(self.path, mode="a")
+
+    # --- python-blosc2's turn on the same file -------------------------------------------------
+    @rule(seed=st.integers(0, 10_000), what=st.sampled_from(["append", "update", "vlmeta", "delete"]))
+    def blosc2_edits(self, seed: int, what: str) -> None:
+        del self.ours
+        theirs = blosc2.open(self.path, mode="a")
+        if what == "append" or not self.chunks:
+            theirs.append_data(payload(seed))
+            self.chunks.append(payload(seed))
+        elif what == "update":
+            pos = seed % len(self.chunks)
+            theirs.update_data(pos, payload(seed), copy=True)
+            self.chunks[pos] = payload(seed)
+        elif what == "delete":
+            pos = seed % len(self.chunks)
+            theirs.delete_chunk(pos)
+            del self.chunks[pos]
+        else:
+            theirs.vlmeta["from_b2"] = seed
+            self.vlmeta["from_b2"] = seed
+        del theirs
+        self.ours = oxblosc.open(self.path, mode="a")
+
+    # --- both libraries see the model after every step ------------------------------------------
+    @invariant()
+    def both_views_match_the_model(self) -> None:
+        if self.ours is None:
+            return
+        want = b"".join(self.chunks)
+        assert self.ours.nchunks == len(self.chunks)
+        assert self.ours.nbytes == len(want)
+        if self.chunks:
+            assert bytes(self.ours.get_slice(0, len(want) // 4)) == want
+            last = len(self.chunks) - 1
+            assert self.ours.decompress_chunk(last) == self.chunks[last]
+        assert dict(self.ours.vlmeta.getall()) == self.vlmeta
+        theirs = blosc2.open(self.path, mode="r")
+        assert theirs.nchunks == len(self.chunks)
+        if self.chunks:
+            assert bytes(theirs.get_slice(0, len(want) // 4)) == want
+        assert {k: theirs.vlmeta[k] for k in theirs.vlmeta.getall()} == self.vlmeta
+
+    def teardown(self) -> None:
+        self.ours = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+SuperChunkVsBlosc2.TestCase.settings = settings(max_examples=30, stateful_step_count=15, deadline=None)
+test_schunk_edits_agree_with_model_and_blosc2 = SuperChunkVsBlosc2.TestCase
+
+
+def test_sparse_frame_after_deletes_and_shrink_opens_in_blosc2(tmp_path):
+    """python-blosc2 refuses sparse frames whose chunk file ids pass its bound (id + 32 >
+    cbytes), even ones it wrote itself; ours compact the ids so it opens them."""
+    path = str(tmp_path / "s.b2frame")
+    s = oxblosc.SChunk(chunksize=8, urlpath=path, contiguous=False, cparams={"typesize": 2}, mode="w")
+    for k in range(60):
+        s.append_data(np.full(4, k, "i2"))
+    for _ in range(58):
+        s.delete_chunk(0)
+    del s
+    assert np.frombuffer(blosc2.open(path)[:], "i2").tolist() == [58] * 4 + [59] * 4
+    # An n-d shrink rewrites every chunk in one change.
+    apath = str(tmp_path / "a.b2nd")
+    a = oxblosc.asarray(np.arange(13 * 15, dtype="i2").reshape(13, 15), urlpath=apath, contiguous=False, chunks=(2, 2))
+    a.resize((2, 3))
+    np.testing.assert_array_equal(blosc2.open(apath)[...], [[0, 1, 2], [15, 16, 17]])
+
+
+def test_append_after_blosc2_emptied_the_frame(tmp_path):
+    """python-blosc2 deleting the last chunk leaves a header claiming the old cbytes with the
+    trailer right after the header; appending to it must not place chunks over that (the
+    appended chunk and the new index overlapped: 'chunk cbytes 308 does not fit')."""
+    path = str(tmp_path / "z.b2frame")
+    cparams = {"codec": oxblosc.Codec.LZ4, "clevel": 5, "typesize": 4}
+    with oxblosc.SChunk(chunksize=CHUNK, urlpath=path, contiguous=True, cparams=cparams, mode="w"):
+        pass
+    for edit in ("append", "delete"):
+        theirs = blosc2.open(path, mode="a")
+        theirs.append_data(payload(0)) if edit == "append" else theirs.delete_chunk(0)
+        del theirs
+        with oxblosc.open(path, mode="a"):
+            pass
+    ours = oxblosc.open(path, mode="a")
+    ours.append_data(payload(0))
+    ours.append_data(payload(6))
+    assert bytes(ours.get_slice(0, 2 * ITEMS)) == payload(0) + payload(6)
+    del ours
+    assert bytes(blosc2.open(path).get_slice(0, 2 * ITEMS)) == payload(0) + payload(6)
