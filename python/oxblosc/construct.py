@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import chunkwise
-from .ndarray import NDArray, _axes, _shape_tuple, asarray, empty
+from .ndarray import NDArray, _axes, _filling, _shape_tuple, asarray, empty
 
 
 def _from_values(values: np.ndarray, shape: Any, c_order: bool, kwargs: dict) -> NDArray:
@@ -26,7 +26,8 @@ def _from_values(values: np.ndarray, shape: Any, c_order: bool, kwargs: dict) ->
     shape = values.shape if shape is None else _shape_tuple(shape)
     if math.prod(shape) != values.size:
         raise ValueError(f"The shape {shape} is not consistent with the {values.size} values")
-    return chunkwise.fill_flat(empty(shape, values.dtype, **kwargs), chunkwise.flat_reader(values), c_order)
+    with _filling(empty(shape, values.dtype, **kwargs)) as out:
+        return chunkwise.fill_flat(out, chunkwise.flat_reader(values), c_order)
 
 
 def arange(
@@ -68,11 +69,11 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = np.float64, **kwa
     """A 2-d array of ``N`` rows and ``M`` (default ``N``) columns with ones on diagonal
     ``k`` (0 the main one, > 0 above it, < 0 below) and zeros elsewhere."""
     M = N if M is None else M  # noqa: N806
-    out = empty((N, M), dtype, **kwargs)
-    rows = out.chunks[0] if N else 1
-    for r0 in range(0, N, rows):
-        r1 = min(r0 + rows, N)
-        out[r0:r1] = np.eye(r1 - r0, M, k + r0, dtype=out.dtype)
+    with _filling(empty((N, M), dtype, **kwargs)) as out:
+        rows = out.chunks[0] if N else 1
+        for r0 in range(0, N, rows):
+            r1 = min(r0 + rows, N)
+            out[r0:r1] = np.eye(r1 - r0, M, k + r0, dtype=out.dtype)
     return out
 
 
@@ -81,11 +82,11 @@ def fromiter(iterable: Iterable, shape: Any, dtype: Any, c_order: bool = True, *
     once, in order; too few values raise ValueError). ``c_order=False``: chunk by chunk."""
     shape = _shape_tuple(shape)
     dtype = np.dtype(dtype)
-    out = empty(shape, dtype, **kwargs)
-    if isinstance(iterable, np.ndarray):
-        take = chunkwise.flat_reader(np.asarray(iterable, dtype=dtype).reshape(shape))
-        return chunkwise.fill_flat(out, take, True)
-    return chunkwise.fill_flat(out, chunkwise.iter_reader(iterable, dtype), c_order)
+    with _filling(empty(shape, dtype, **kwargs)) as out:
+        if isinstance(iterable, np.ndarray):
+            take = chunkwise.flat_reader(np.asarray(iterable, dtype=dtype).reshape(shape))
+            return chunkwise.fill_flat(out, take, True)
+        return chunkwise.fill_flat(out, chunkwise.iter_reader(iterable, dtype), c_order)
 
 
 def meshgrid(*arrays: Any, indexing: str = "xy") -> tuple[NDArray, ...]:
@@ -169,15 +170,15 @@ def concat(arrays: Sequence[NDArray], /, axis: int = 0, **kwargs: Any) -> NDArra
     shape[axis] = sum(a.shape[axis] for a in arrays)
     kwargs.setdefault("chunks", first.chunks)
     kwargs.setdefault("blocks", first.blocks)
-    out = empty(tuple(shape), first.dtype, **kwargs)
     offset = 0
-    for a in arrays:
+    with _filling(empty(tuple(shape), first.dtype, **kwargs)) as out:
+        for a in arrays:
 
-        def moved(r: tuple[slice, ...], at: int = offset) -> tuple[slice, ...]:
-            return r[:axis] + (slice(r[axis].start + at, r[axis].stop + at),) + r[axis + 1 :]
+            def moved(r: tuple[slice, ...], at: int = offset) -> tuple[slice, ...]:
+                return r[:axis] + (slice(r[axis].start + at, r[axis].stop + at),) + r[axis + 1 :]
 
-        chunkwise.copy_regions(a, out, moved)
-        offset += a.shape[axis]
+            chunkwise.copy_regions(a, out, moved)
+            offset += a.shape[axis]
     return out
 
 

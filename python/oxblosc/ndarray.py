@@ -21,6 +21,7 @@ write ``|u1`` for any type) is read as raw ``V<typesize>`` items.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import itertools
 import math
@@ -628,8 +629,8 @@ class NDArray(Operators):
             shape = tuple(self.size // rest if s == -1 and rest else s for s in shape)
         if math.prod(shape) != self.size or any(s < 0 for s in shape):
             raise ValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
-        out = empty(shape, self.dtype, **kwargs)
-        return chunkwise.fill_flat(out, chunkwise.flat_reader(self), c_order)
+        with _filling(empty(shape, self.dtype, **kwargs)) as out:
+            return chunkwise.fill_flat(out, chunkwise.flat_reader(self), c_order)
 
     def squeeze(self, axis: int | tuple[int, ...] | None = None) -> NDArray:
         """A new array without the axes of length 1 (``axis``: only those)."""
@@ -651,8 +652,8 @@ class NDArray(Operators):
         kwargs.setdefault("chunks", tuple(self.chunks[a] for a in axes))
         kwargs.setdefault("blocks", tuple(self.blocks[a] for a in axes))
         kwargs.setdefault("cparams", self.cparams)
-        out = empty(tuple(self.shape[a] for a in axes), self.dtype, **kwargs)
-        chunkwise.copy_regions(self, out, target, transform)
+        with _filling(empty(tuple(self.shape[a] for a in axes), self.dtype, **kwargs)) as out:
+            chunkwise.copy_regions(self, out, target, transform)
         return out
 
     @property
@@ -695,11 +696,11 @@ class NDArray(Operators):
         meta = {k: self.meta[k] for k in self.meta.keys() if k not in ("b2nd", "caterva")}
         kwargs.setdefault("meta", meta or None)
         # Chunk by chunk, so a copy of an array larger than memory fits in memory.
-        out = empty(self.shape, target, **kwargs)
         cast = (lambda v: v.astype(target)) if dtype is not None else None
-        chunkwise.copy_regions(self, out, lambda r: r, cast)
-        for k, v in self.vlmeta.getall().items():
-            out.vlmeta[k] = v
+        with _filling(empty(self.shape, target, **kwargs)) as out:
+            chunkwise.copy_regions(self, out, lambda r: r, cast)
+            for k, v in self.vlmeta.getall().items():
+                out.vlmeta[k] = v
         return out
 
     def to_cframe(self) -> bytes:
@@ -960,8 +961,9 @@ def asarray(array: Any, copy: bool | None = None, dtype: Any = None, **kwargs: A
     """A compressed copy of any array-like (NumPy arrays keep their dtype, byte order
     included, unless ``dtype`` says otherwise). An ``NDArray`` comes back as is when neither
     ``dtype`` nor storage or parameters ask for a change, unless ``copy=True``; with
-    ``copy=False`` a needed copy is an error (python-blosc2's rules). Large arrays written to
-    a file (a ``np.memmap`` too) are streamed a few chunks at a time."""
+    ``copy=False`` a needed copy is an error (python-blosc2's rules). Arrays written to a
+    file (a ``np.memmap`` too) go there a few chunks at a time, never whole in memory; a
+    failed write removes the new file."""
     if isinstance(array, NDArray):
         changes = bool(kwargs) or (dtype is not None and np.dtype(dtype) != array.dtype)
         if not changes and not copy:
@@ -972,30 +974,44 @@ def asarray(array: Any, copy: bool | None = None, dtype: Any = None, **kwargs: A
     a = np.asarray(array, dtype=dtype)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
-    if a.nbytes > _STREAM_BYTES and kwargs.get("urlpath") is not None:
+    if a.nbytes > _STREAM_BYTES and kwargs.get("urlpath") is not None and not a.flags.c_contiguous:
         return _stream(a, kwargs)
     if not a.flags.c_contiguous:
         a = a.copy(order="C")  # (np.ascontiguousarray would turn a 0-d array into 1-d)
     return _create(a.shape, a.dtype, _FILL_UNINIT, None, a.reshape(-1).view(np.uint8) if a.size else b"", kwargs)
 
 
-#: Arrays larger than this written to a file are streamed: written a row of chunks (or, when
-#: that is larger than this, a chunk) at a time into the new file instead of being compressed
-#: in memory first, so memory stays a few chunks whatever the array's size.
+#: Non-contiguous arrays larger than this written to a file are streamed: written a row of
+#: chunks (or, when that is larger than this, a chunk) at a time into the new file instead of
+#: being copied whole first. (Contiguous data goes to the native constructor, which writes
+#: each chunk to the file as it is compressed.)
 _STREAM_BYTES = 32 << 20
 
 
 def _stream(a: np.ndarray, kwargs: dict) -> NDArray:
-    out = _create(a.shape, a.dtype, _FILL_UNINIT, None, None, kwargs)
-    c0 = max(out.chunks[0], 1)
-    chunk_row = c0 * (a.nbytes // a.shape[0])  # a.nbytes > 0: no empty axis
-    if chunk_row <= _STREAM_BYTES:  # a row of chunks at a time
-        for i in range(0, a.shape[0], c0):
-            out[i : i + c0] = a[i : i + c0]
-    else:  # a row of chunks is large: one chunk at a time
-        for region in out.chunk_slices():
-            out[region] = a[region]
+    with _filling(_create(a.shape, a.dtype, _FILL_UNINIT, None, None, kwargs)) as out:
+        c0 = max(out.chunks[0], 1)
+        chunk_row = c0 * (a.nbytes // a.shape[0])  # a.nbytes > 0: no empty axis
+        if chunk_row <= _STREAM_BYTES:  # a row of chunks at a time
+            for i in range(0, a.shape[0], c0):
+                out[i : i + c0] = a[i : i + c0]
+        else:  # a row of chunks is large: one chunk at a time
+            for region in out.chunk_slices():
+                out[region] = a[region]
     return out
+
+
+@contextlib.contextmanager
+def _filling(out: NDArray) -> Iterator[NDArray]:
+    """Constructors fill a new array after creating it. When that fails, the file (or sparse
+    directory) they created is removed rather than left as a valid frame holding part of the
+    array, and the error goes on."""
+    try:
+        yield out
+    except BaseException:
+        if out.urlpath is not None:
+            remove_urlpath(out.urlpath)
+        raise
 
 
 def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) -> NDArray:

@@ -984,6 +984,12 @@ impl SChunk {
         self.change(|s| s.append_view(chunk))
     }
 
+    /// [`SChunk::append_chunk`] with the chunk in an `Arc`, kept as is until stored (no copy;
+    /// a file-backed batch writes it out at once).
+    pub fn append_chunk_shared(&mut self, chunk: Arc<[u8]>) -> Result<usize> {
+        self.change(|s| s.append_shared_view(&chunk, Some(&chunk)))
+    }
+
     /// Insert a compressed chunk at position `i`.
     pub fn insert_chunk(&mut self, i: usize, chunk: &[u8]) -> Result<usize> {
         self.change(|s| s.insert_view(i, chunk))
@@ -1006,7 +1012,11 @@ impl SChunk {
     }
 
     fn append_view(&mut self, chunk: &[u8]) -> Result<usize> {
-        let (nb, vl, slot) = self.accept_chunk(chunk, None)?;
+        self.append_shared_view(chunk, None)
+    }
+
+    fn append_shared_view(&mut self, chunk: &[u8], shared: Option<&Arc<[u8]>>) -> Result<usize> {
+        let (nb, vl, slot) = self.accept_chunk(chunk, shared)?;
         let n = self.slots.len();
         if self.chunksize < 0 {
             self.chunksize = nb as i64;
@@ -1284,7 +1294,7 @@ impl SChunk {
             t.staged.extend(placed.iter().map(|p| p.1));
         }
         for (i, pos, len) in placed {
-            self.slots.set(i, Slot::Stored(pos));
+            self.slots.set_staged(i, Slot::Stored(pos));
             // The rest of the change reads staged chunks back (an n-d resize zeroes parts of
             // chunks it just placed): they lie past the committed section, so widen it.
             if !sparse {

@@ -60,6 +60,9 @@ pub(crate) struct Slots {
     dirty: Dirty,
     /// Edits since [`Slots::begin`] (a change in progress that may be rolled back).
     journal: Option<Vec<Edit>>,
+    /// Chunk count at [`Slots::begin`], and whether an insert or removal moved positions since.
+    born: usize,
+    shifted: bool,
 }
 
 fn kind_from(b: u8) -> SpecialKind {
@@ -185,6 +188,7 @@ impl Slots {
     /// Start recording edits (a change that may be rolled back).
     pub(crate) fn begin(&mut self) {
         self.journal = Some(Vec::new());
+        (self.born, self.shifted) = (self.v.len(), false);
     }
 
     /// Keep the edits since [`begin`](Self::begin).
@@ -210,6 +214,22 @@ impl Slots {
 
     pub(crate) fn set(&mut self, i: usize, s: Slot) {
         self.record(|me| Edit::Set(i, me.get(i)));
+        self.put(i, s);
+    }
+
+    /// [`set`](Self::set) for a chunk just written to unreferenced space. One appended by
+    /// the change in progress needs no undo record (undoing its append removes it), and the
+    /// record would keep its bytes in memory until the commit: a batch writing a large array
+    /// to a file would hold all of it.
+    pub(crate) fn set_staged(&mut self, i: usize, s: Slot) {
+        if self.journal.is_some() && i >= self.born && !self.shifted {
+            self.put(i, s);
+        } else {
+            self.set(i, s);
+        }
+    }
+
+    fn put(&mut self, i: usize, s: Slot) {
         let v = self.encode(s);
         let old = std::mem::replace(&mut self.v[i], v);
         self.release(old);
@@ -225,6 +245,7 @@ impl Slots {
 
     pub(crate) fn insert(&mut self, i: usize, s: Slot) {
         self.record(|_| Edit::Insert(i));
+        self.shifted = true;
         let v = self.encode(s);
         self.v.insert(i, v);
         self.touch_from(i);
@@ -232,6 +253,7 @@ impl Slots {
 
     pub(crate) fn remove(&mut self, i: usize) {
         self.record(|me| Edit::Remove(i, me.get(i)));
+        self.shifted = true;
         let old = self.v.remove(i);
         self.release(old);
         self.touch_from(i);
@@ -252,5 +274,39 @@ impl Slots {
             d.blocks.retain(|&b| b < f);
         }
         d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_an_appended_chunk_lets_its_bytes_go() {
+        let mut s = Slots::from_values(vec![Slots::stored(7)]);
+        s.begin();
+        let bytes: Arc<[u8]> = Arc::from(vec![1u8; 64]);
+        s.push(Slot::Mem(bytes.clone()));
+        assert_eq!(Arc::strong_count(&bytes), 2);
+        s.set_staged(1, Slot::Stored(100));
+        assert_eq!(Arc::strong_count(&bytes), 1, "the undo journal still holds the staged chunk");
+        s.rollback();
+        assert_eq!(s.len(), 1);
+        assert!(matches!(s.get(0), Slot::Stored(7)));
+    }
+
+    #[test]
+    fn staging_keeps_undo_records_for_older_or_moved_chunks() {
+        let old: Arc<[u8]> = Arc::from(vec![2u8; 8]);
+        let mut s = Slots::default();
+        s.push(Slot::Mem(old.clone()));
+        s.begin();
+        s.set_staged(0, Slot::Stored(5)); // a chunk from before the change
+        s.insert(0, Slot::Stored(9));
+        s.push(Slot::Stored(11));
+        s.set_staged(2, Slot::Stored(12)); // positions moved: recorded
+        s.rollback();
+        assert_eq!(s.len(), 1);
+        assert!(matches!(s.get(0), Slot::Mem(b) if b[..] == old[..]));
     }
 }

@@ -600,6 +600,15 @@ impl Writer {
         let (mut pos, mut buf, mut placed) = (e.data_end, Vec::new(), Vec::with_capacity(pending.len()));
         for (i, b) in &pending {
             placed.push((*i, pos + buf.len() as u64, b.len() as u64));
+            if b.len() >= 1 << 20 {
+                // Large chunks are written from where they are (no copy, no big buffer).
+                write_all_at(&f, &buf, pos).map_err(io_at(&self.path, Some(pos)))?;
+                pos += buf.len() as u64;
+                buf.clear();
+                write_all_at(&f, b, pos).map_err(io_at(&self.path, Some(pos)))?;
+                pos += b.len() as u64;
+                continue;
+            }
             buf.extend_from_slice(b);
             if buf.len() >= 1 << 20 {
                 write_all_at(&f, &buf, pos).map_err(io_at(&self.path, Some(pos)))?;

@@ -70,7 +70,14 @@ impl NdArray {
     /// A new array over `schunk` (empty, typesize set; in memory or a new file) with every
     /// chunk initialised to `fill` without compressing anything. The super-chunk's block size
     /// is forced to the geometry's.
-    pub fn create(mut schunk: SChunk, geom: Geometry, dtype: Option<&str>, fill: Fill) -> Result<NdArray> {
+    pub fn create(schunk: SChunk, geom: Geometry, dtype: Option<&str>, fill: Fill) -> Result<NdArray> {
+        let mut a = NdArray::without_chunks(schunk, geom, dtype)?;
+        a.fill_chunks(a.geom.nchunks, &fill)?;
+        Ok(a)
+    }
+
+    /// The array's metalayer and parameters on an empty `schunk`, no chunks yet.
+    fn without_chunks(mut schunk: SChunk, geom: Geometry, dtype: Option<&str>) -> Result<NdArray> {
         if schunk.nchunks() != 0 || schunk.meta(NAME).is_some() {
             return Err(Error::param("schunk", "must be empty and without a b2nd metalayer"));
         }
@@ -96,7 +103,7 @@ impl NdArray {
         schunk.add_meta(NAME, &meta.encode())?;
         schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
-        let mut a = NdArray {
+        Ok(NdArray {
             schunk,
             geom,
             dtype: dtype.map(str::to_owned),
@@ -104,9 +111,7 @@ impl NdArray {
             nthreads,
             decoded_blocks: AtomicU64::new(0),
             decoded_in_place: AtomicU64::new(0),
-        };
-        a.fill_chunks(a.geom.nchunks, &fill)?;
-        Ok(a)
+        })
     }
 
     /// A new array holding `data` (C order, `nitems * typesize` bytes).
@@ -114,6 +119,17 @@ impl NdArray {
         let mut a = NdArray::create(schunk, geom, dtype, Fill::Uninit)?;
         let full: Vec<DimSlice> = a.geom.shape.iter().map(|&s| DimSlice::full(s)).collect();
         a.set_slice(&full, data)?;
+        Ok(a)
+    }
+
+    /// A new array holding `data` (C order), its chunks compressed and appended in order as
+    /// one commit. On a file-backed `schunk` each chunk goes to the file as soon as it is
+    /// built (memory stays a few chunks whatever the array's size), and the frame's index is
+    /// written once at the end; on an error no chunk becomes part of the frame.
+    pub fn from_buffer_appending(schunk: SChunk, geom: Geometry, dtype: Option<&str>, data: &[u8]) -> Result<NdArray> {
+        let mut a = NdArray::without_chunks(schunk, geom, dtype)?;
+        let full = a.full_selection();
+        a.atomically(|a| a.set_slice_inner(&full, data))?;
         Ok(a)
     }
 
@@ -636,8 +652,19 @@ impl NdArray {
         let nt = self.nthreads;
         // Batches bound the compressed chunks held before they are stored. A per-chunk tuner
         // sees the chunks one at a time, in order (its picks then do not depend on timing).
-        let sequential = nt <= 1 || self.schunk.tuner().is_some();
-        for batch in chunks.chunks((nt * 4).max(1)) {
+        // A file stores each batch as it comes, so there batches stay near WRITE_BATCH bytes:
+        // chunks too large for one per thread are built one at a time (each with every
+        // thread), then stored. (In memory every chunk is kept anyway.)
+        let file = self.schunk.reads_from_files();
+        let cb = self.geom.chunk_bytes().max(1);
+        let one_by_one = file && cb.saturating_mul(nt) > WRITE_BATCH;
+        let sequential = nt <= 1 || self.schunk.tuner().is_some() || one_by_one;
+        let per_batch = match (file, sequential) {
+            (true, true) => 1,
+            (true, false) => (WRITE_BATCH / cb).clamp(nt, nt * 4),
+            (false, _) => (nt * 4).max(1),
+        };
+        for batch in chunks.chunks(per_batch) {
             let built: Vec<Result<Option<NewChunk>>> = if sequential || batch.len() <= 1 {
                 batch.iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt)).collect()
             } else {
@@ -646,8 +673,16 @@ impl NdArray {
                 })
             };
             for r in built {
-                if let Some((n, c)) = r? {
-                    self.schunk.update_chunk_shared(n as usize, c)?;
+                match r? {
+                    // A chunk past the last one (only while `from_buffer_appending` builds
+                    // the array, in chunk order) is appended: a file stores it right away.
+                    Some((n, c)) if n as usize == self.schunk.nchunks() => {
+                        self.schunk.append_chunk_shared(c)?;
+                    }
+                    Some((n, c)) => {
+                        self.schunk.update_chunk_shared(n as usize, c)?;
+                    }
+                    None => {}
                 }
             }
         }
@@ -938,6 +973,9 @@ impl NdArray {
         Ok(self.schunk.save(path, contiguous)?)
     }
 }
+
+/// Uncompressed bytes of the chunks one write batch builds before storing them in a file.
+const WRITE_BATCH: usize = 8 << 20;
 
 thread_local! {
     /// Per-thread buffer for decoded chunks of reads (taken out while in use).

@@ -126,37 +126,38 @@ impl NativeNDArray {
         let inner = py
             .allow_threads(|| -> nd::Result<NdArray> {
                 let geom = Geometry::new(&shape, &chunks, &blocks, cp.typesize)?;
-                // With data, the array is built in memory and saved in one go: a compact file
-                // laid out like python-blosc2's, without an index update per chunk.
-                let mut s = match (&urlpath, &view) {
-                    (Some(p), None) => {
-                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp.clone())?;
-                        s.set_cparams(cp.clone())?;
-                        s
+                let Some(p) = &urlpath else {
+                    let mut s = SChunk::new(cp.clone(), dp.clone())?;
+                    for (name, content) in &meta {
+                        s.add_meta(name, content)?;
                     }
-                    _ => SChunk::new(cp.clone(), dp.clone())?,
+                    s.set_tuner(tuner.clone());
+                    return match &view {
+                        Some(v) => NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice()),
+                        None => NdArray::create(s, geom, Some(&dtype), fill),
+                    };
                 };
-                for (name, content) in &meta {
-                    s.add_meta(name, content)?;
-                }
-                s.set_tuner(tuner.clone());
-                let Some(v) = &view else {
+                let mut s = SChunk::create(p, contiguous, cp.clone(), dp.clone())?;
+                // From here on the file is ours: a failure removes it rather than leaving a
+                // frame with part of the array (or none of it) behind.
+                let build = move || -> nd::Result<NdArray> {
+                    s.set_cparams(cp.clone())?;
+                    for (name, content) in &meta {
+                        s.add_meta(name, content)?;
+                    }
+                    s.set_tuner(tuner.clone());
+                    // With data, the chunks go to the file as they are built, and one commit
+                    // at the end publishes them (one index write, a compact file).
+                    let mut a = match &view {
+                        Some(v) => NdArray::from_buffer_appending(s, geom, Some(&dtype), v.as_slice())?,
+                        None => NdArray::create(s, geom, Some(&dtype), fill)?,
+                    };
                     if locking {
-                        s.enable_locking()?;
+                        a.schunk_mut().enable_locking()?;
                     }
-                    return NdArray::create(s, geom, Some(&dtype), fill);
+                    Ok(a)
                 };
-                let a = NdArray::from_buffer(s, geom, Some(&dtype), v.as_slice())?;
-                let Some(p) = &urlpath else { return Ok(a) };
-                a.save(p, contiguous)?;
-                let mut s = frame::open(p, Mode::Append)?;
-                if locking {
-                    s.enable_locking()?;
-                }
-                s.set_cparams(cp.clone())?;
-                s.set_dparams(dp);
-                s.set_tuner(tuner);
-                NdArray::from_schunk(s)
+                build().inspect_err(|_| remove_created(p, contiguous))
             })
             .map_err(|e| nd_err(py, e))?;
         Ok(NativeNDArray::new(inner, urlpath))
@@ -457,4 +458,10 @@ impl NativeNDArray {
         let r = self.inner.read(py, |a| a.schunk().get_chunk(nchunk).map(|c| c.into_owned()));
         r.map_err(|e| self.schunk_err(py, e))
     }
+}
+
+/// Remove the frame file (or sparse directory) a failed constructor created. Best effort:
+/// the constructor's own error is the one reported.
+fn remove_created(path: &std::path::Path, contiguous: bool) {
+    let _ = if contiguous { std::fs::remove_file(path) } else { std::fs::remove_dir_all(path) };
 }

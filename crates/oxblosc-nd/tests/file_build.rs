@@ -1,0 +1,87 @@
+//! `NdArray::from_buffer_appending` on a new frame file or sparse directory: every chunk is
+//! stored as it is built (none stays in memory), the array equals the data, the file reopens,
+//! and an error leaves no chunk in the frame.
+
+use std::path::PathBuf;
+
+use oxblosc_chunk::{CParams, DParams};
+use oxblosc_frame::{open, Mode, SChunk};
+use oxblosc_nd::{DimSlice, Geometry, NdArray};
+
+fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("oxblosc-nd-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+fn data(n: usize) -> Vec<u8> {
+    (0..n as u64).flat_map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7).to_le_bytes()).collect()
+}
+
+#[test]
+fn appended_chunks_go_to_the_file() {
+    for (contiguous, nthreads) in [(true, 1), (true, 3), (false, 2)] {
+        let p = temp(&format!("build-{contiguous}-{nthreads}.b2nd"));
+        let cp = CParams { typesize: 8, nthreads, clevel: 5, ..CParams::default() };
+        let s = SChunk::create(&p, contiguous, cp, DParams { nthreads }).unwrap();
+        let geom = Geometry::new(&[45, 70], &[8, 16], &[4, 8], 8).unwrap();
+        let d = data(45 * 70);
+        let a = NdArray::from_buffer_appending(s, geom, Some("<i8"), &d).unwrap();
+        assert_eq!(a.schunk().nchunks(), 6 * 5);
+        // Nothing held in memory: every chunk is read back from the file.
+        assert_eq!(a.to_vec().unwrap(), d);
+        let sel = [DimSlice::new(3, 40, 2), DimSlice::new(5, 66, 3)];
+        let part = a.get_slice(&sel).unwrap();
+        drop(a);
+        let b = NdArray::from_schunk(open(&p, Mode::Read).unwrap()).unwrap();
+        assert_eq!(b.to_vec().unwrap(), d);
+        assert_eq!(b.get_slice(&sel).unwrap(), part);
+        drop(b);
+        if contiguous {
+            std::fs::remove_file(&p).unwrap();
+        } else {
+            std::fs::remove_dir_all(&p).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_rejected_buffer_leaves_an_empty_frame() {
+    let p = temp("short.b2nd");
+    let cp = CParams { typesize: 8, nthreads: 2, ..CParams::default() };
+    let s = SChunk::create(&p, true, cp, DParams { nthreads: 2 }).unwrap();
+    let geom = Geometry::new(&[40, 40], &[8, 8], &[4, 4], 8).unwrap();
+    let err = NdArray::from_buffer_appending(s, geom, Some("<i8"), &data(40 * 40 - 1)).unwrap_err();
+    assert!(err.to_string().contains("bytes"), "{err}");
+    let s = open(&p, Mode::Read).unwrap();
+    assert_eq!(s.nchunks(), 0);
+    drop(s);
+    std::fs::remove_file(&p).unwrap();
+}
+
+/// Chunks over 4 MiB on a file (two threads) are built and stored one at a time, each with
+/// both threads: whole chunks (the build) and partly covered ones (a slice write).
+#[test]
+fn large_chunks_one_at_a_time() {
+    let p = temp("large.b2nd");
+    let nthreads = 2;
+    let cp = CParams { typesize: 8, nthreads, clevel: 1, ..CParams::default() };
+    let s = SChunk::create(&p, true, cp, DParams { nthreads }).unwrap();
+    let (rows, cols) = (1100u64, 1024u64);
+    let geom = Geometry::new(&[rows, cols], &[640, 1024], &[64, 1024], 8).unwrap();
+    let mut d = data((rows * cols) as usize);
+    let mut a = NdArray::from_buffer_appending(s, geom, Some("<i8"), &d).unwrap();
+    assert_eq!(a.to_vec().unwrap(), d);
+    // Rows 500..1050 of columns 3..9: every chunk partly.
+    let new: Vec<u8> = (0..550 * 6u64).flat_map(|i| (!i).to_le_bytes()).collect();
+    a.set_slice(&[DimSlice::new(500, 1050, 1), DimSlice::new(3, 9, 1)], &new).unwrap();
+    for (k, row) in (500..1050usize).enumerate() {
+        let at = (row * cols as usize + 3) * 8;
+        d[at..at + 48].copy_from_slice(&new[k * 48..(k + 1) * 48]);
+    }
+    assert_eq!(a.to_vec().unwrap(), d);
+    drop(a);
+    assert_eq!(NdArray::from_schunk(open(&p, Mode::Read).unwrap()).unwrap().to_vec().unwrap(), d);
+    std::fs::remove_file(&p).unwrap();
+}
