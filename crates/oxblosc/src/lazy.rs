@@ -14,8 +14,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::sync::mpsc;
 
 use oxblosc_chunk::{parallel::pool, ChunkContext, ChunkHeader};
 use oxblosc_expr::{ColumnMut, ColumnRef, ExprError, Program};
@@ -68,58 +66,42 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     let nt = nthreads.max(1);
     let mut cp = out.schunk().cparams().clone();
     cp.blocksize = geom.block_bytes();
-    // Chunks are built side by side: a chunk compressed with several threads would only add
-    // the engine's staging copy, unless there is a single chunk.
-    cp.nthreads = if geom.nchunks > 1 { 1 } else { nt };
+    // Compressing on the same pool: its blocks are work for any thread that has nothing else.
+    cp.nthreads = nt;
     let ctx = out.schunk().chunk_context().clone();
     let nchunks = geom.nchunks;
     let mut failure = None;
     let stored = out.schunk_mut().batch(|s| {
-        // The pool builds up to `window` chunks ahead while this thread stores the finished
-        // ones in order (each job carries its two buffers, handed on to the next job). One
-        // chunk more than threads: a thread done early starts the next chunk or helps with
-        // the blocks of the others (memory: two chunks per job).
-        let window = (nt as u64 + 1).min(nchunks);
-        let (tx, rx) = mpsc::channel::<(u64, Result<usize>, Buffers)>();
-        pool(nt).in_place_scope(|scope| {
-            let spawn = |n: u64, mut b: Buffers| {
-                let tx = tx.clone();
-                let (geom, cp, ctx) = (&geom, &cp, &ctx);
-                scope.spawn(move |_| {
-                    let r = build_chunk(prog, operands, geom, cp, ctx, n, &mut b);
-                    let _ = tx.send((n, r, b));
-                });
-            };
-            for n in 0..window {
-                spawn(n, Buffers::default());
+        // A two-stage pipeline on one pool, without nested chunk jobs: while chunk `n` is
+        // compressed and stored (in order, on one thread), the blocks of chunk `n + 1` are
+        // evaluated in parallel, and every thread done with its part steals blocks of the
+        // other stage. No stage waits on a thread that is busy with a whole other chunk.
+        // Memory: two result chunks and their compressed forms.
+        let r = pool(nt).install(|| -> Result<()> {
+            let (mut cur, mut next) = (Buffers::default(), Buffers::default());
+            eval_chunk(prog, operands, &geom, 0, &mut cur.chunk)?;
+            for n in 0..nchunks {
+                let (stored, evaluated) = rayon::join(
+                    || -> Result<()> {
+                        let len = compress_chunk(&mut cur, &cp, &ctx)?;
+                        s.update_chunk(n as usize, &cur.packed[..len])?;
+                        Ok(())
+                    },
+                    || match n + 1 < nchunks {
+                        true => eval_chunk(prog, operands, &geom, n + 1, &mut next.chunk),
+                        false => Ok(()),
+                    },
+                );
+                stored?;
+                evaluated?;
+                std::mem::swap(&mut cur, &mut next);
             }
-            let (mut next, mut running, mut store) = (window, window, 0u64);
-            let mut done = BTreeMap::new();
-            // Every spawned job reports once; after the first error nothing more is spawned
-            // (the scope still waits for the jobs under way).
-            while running > 0 {
-                let (n, r, b) = rx.recv().expect("a chunk job always reports");
-                running -= 1;
-                done.insert(n, (r, b));
-                while failure.is_none() {
-                    let Some((r, b)) = done.remove(&store) else { break };
-                    match r.and_then(|len| Ok(s.update_chunk(store as usize, &b.packed[..len])?)) {
-                        Err(e) => failure = Some(e),
-                        Ok(_) => {
-                            store += 1;
-                            if next < nchunks {
-                                spawn(next, b);
-                                (next, running) = (next + 1, running + 1);
-                            }
-                        }
-                    }
-                }
-            }
+            Ok(())
         });
-        match &failure {
-            None => Ok(()),
-            Some(_) => Err(oxblosc_frame::Error::InvalidParam { name: "expr", reason: "a chunk failed".into() }),
-        }
+        r.map_err(|e| {
+            failure = Some(e);
+            oxblosc_frame::Error::InvalidParam { name: "expr", reason: "a chunk failed".into() }
+        })
     });
     match (stored, failure) {
         (Ok(()), _) => Ok(()),
@@ -128,24 +110,25 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     }
 }
 
-/// A chunk job's buffers: the result chunk, and its compressed form.
+/// A result chunk, and its compressed form (kept from chunk to chunk).
 #[derive(Default)]
 struct Buffers {
     chunk: Vec<u8>,
     packed: Vec<u8>,
 }
 
-/// Chunk `n` of the result, compressed into `b.packed` (returns its length).
-#[allow(clippy::too_many_arguments)]
-fn build_chunk(
-    prog: &Program,
-    operands: &[Operand<'_>],
-    geom: &Geometry,
-    cp: &oxblosc_chunk::CParams,
-    ctx: &ChunkContext,
-    n: u64,
-    b: &mut Buffers,
-) -> Result<usize> {
+/// `b.chunk` compressed into `b.packed`; returns its length.
+fn compress_chunk(b: &mut Buffers, cp: &oxblosc_chunk::CParams, ctx: &ChunkContext) -> Result<usize> {
+    // The compressed buffer starts zeroed by the allocator, so its unused tail costs no memory.
+    let max = oxblosc_chunk::max_compressed_len(b.chunk.len());
+    if b.packed.len() < max {
+        b.packed = vec![0; max];
+    }
+    Ok(oxblosc_chunk::compress_into_with(&b.chunk, &mut b.packed, cp, ctx)?)
+}
+
+/// Chunk `n` of the result, evaluated block by block (in parallel) into `chunk`.
+fn eval_chunk(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, n: u64, chunk: &mut Vec<u8>) -> Result<()> {
     let chunks: Vec<Option<Cow<'_, [u8]>>> = operands
         .iter()
         .map(|op| match op {
@@ -168,18 +151,12 @@ fn build_chunk(
         })
         .collect::<Result<_>>()?;
     let origin: Vec<u64> = geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect();
-    // Every byte is written below (results or zero padding): no need to clear. The
-    // compressed buffer starts zeroed by the allocator, so its unused tail costs no memory.
-    b.chunk.resize(geom.chunk_bytes(), 0);
-    let max = oxblosc_chunk::max_compressed_len(b.chunk.len());
-    if b.packed.len() < max {
-        b.packed = vec![0; max];
-    }
-    b.chunk
+    // Every byte is written below (results or zero padding): no need to clear.
+    chunk.resize(geom.chunk_bytes(), 0);
+    chunk
         .par_chunks_mut(geom.block_bytes())
         .enumerate()
-        .try_for_each(|(k, out)| eval_block(prog, operands, &chunks, geom, &origin, n, k, out))?;
-    Ok(oxblosc_chunk::compress_into_with(&b.chunk, &mut b.packed, cp, ctx)?)
+        .try_for_each(|(k, out)| eval_block(prog, operands, &chunks, geom, &origin, n, k, out))
 }
 
 /// Block `k` of the result's chunk `n` (at `origin`), into `out` (the block's bytes).
