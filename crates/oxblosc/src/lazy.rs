@@ -76,19 +76,22 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
         // compressed and stored (in order, on one thread), the blocks of chunk `n + 1` are
         // evaluated in parallel, and every thread done with its part steals blocks of the
         // other stage. No stage waits on a thread that is busy with a whole other chunk.
-        // Memory: two result chunks and their compressed forms.
+        // Memory: two result chunks and one compressed chunk.
         let r = pool(nt).install(|| -> Result<()> {
-            let (mut cur, mut next) = (Buffers::default(), Buffers::default());
-            eval_chunk(prog, operands, &geom, 0, &mut cur.chunk)?;
+            if nchunks == 0 {
+                return Ok(());
+            }
+            let (mut cur, mut next, mut packed) = (Vec::new(), Vec::new(), Vec::new());
+            eval_chunk(prog, operands, &geom, 0, &mut cur)?;
             for n in 0..nchunks {
                 let (stored, evaluated) = rayon::join(
                     || -> Result<()> {
-                        let len = compress_chunk(&mut cur, &cp, &ctx)?;
-                        s.update_chunk(n as usize, &cur.packed[..len])?;
+                        let len = compress_chunk(&cur, &mut packed, &cp, &ctx)?;
+                        s.update_chunk(n as usize, &packed[..len])?;
                         Ok(())
                     },
                     || match n + 1 < nchunks {
-                        true => eval_chunk(prog, operands, &geom, n + 1, &mut next.chunk),
+                        true => eval_chunk(prog, operands, &geom, n + 1, &mut next),
                         false => Ok(()),
                     },
                 );
@@ -110,21 +113,19 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     }
 }
 
-/// A result chunk, and its compressed form (kept from chunk to chunk).
-#[derive(Default)]
-struct Buffers {
-    chunk: Vec<u8>,
-    packed: Vec<u8>,
-}
-
-/// `b.chunk` compressed into `b.packed`; returns its length.
-fn compress_chunk(b: &mut Buffers, cp: &oxblosc_chunk::CParams, ctx: &ChunkContext) -> Result<usize> {
+/// `chunk` compressed into `packed` (kept from chunk to chunk); returns its length.
+fn compress_chunk(
+    chunk: &[u8],
+    packed: &mut Vec<u8>,
+    cp: &oxblosc_chunk::CParams,
+    ctx: &ChunkContext,
+) -> Result<usize> {
     // The compressed buffer starts zeroed by the allocator, so its unused tail costs no memory.
-    let max = oxblosc_chunk::max_compressed_len(b.chunk.len());
-    if b.packed.len() < max {
-        b.packed = vec![0; max];
+    let max = oxblosc_chunk::max_compressed_len(chunk.len());
+    if packed.len() < max {
+        *packed = vec![0; max];
     }
-    Ok(oxblosc_chunk::compress_into_with(&b.chunk, &mut b.packed, cp, ctx)?)
+    Ok(oxblosc_chunk::compress_into_with(chunk, packed, cp, ctx)?)
 }
 
 /// Chunk `n` of the result, evaluated block by block (in parallel) into `chunk`.
