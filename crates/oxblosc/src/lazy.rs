@@ -4,16 +4,20 @@
 //! differ), block `k` of chunk `n` holds the same items in all of them. So for each chunk of
 //! the result, each block of every operand is decoded on its own (the operands' blocks and
 //! the engine's temporaries stay in cache), the program runs over it straight into the
-//! result chunk's block, and the finished chunk is compressed whole. Chunks, and the blocks
-//! inside a chunk, run in parallel on the chunk engine's pool; the compressed chunks replace
-//! the result's chunks in order, as one commit of its super-chunk. Memory: the operands'
-//! compressed chunks plus two chunk buffers per chunk in flight (`nthreads + 1` of them).
+//! result chunk's block, and the finished chunk is compressed whole. One worker per thread
+//! of the chunk engine's pool claims chunks in order and builds each alone (a lone chunk is
+//! built by all of them, block by block); the compressed chunks replace the result's chunks
+//! in order, as one commit of its super-chunk. Memory: the operands' compressed chunks plus
+//! a chunk buffer and a compressed-chunk buffer per worker.
 //!
 //! Padding items (outside the array, in edge chunks and blocks) are written as zeros and the
 //! program never sees them, so garbage in another writer's padding cannot raise errors.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use oxblosc_chunk::{parallel::pool, ChunkContext, ChunkHeader};
 use oxblosc_expr::{ColumnMut, ColumnRef, ExprError, Program};
@@ -66,45 +70,82 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     let nt = nthreads.max(1);
     let mut cp = out.schunk().cparams().clone();
     cp.blocksize = geom.block_bytes();
-    // Compressing on the same pool: its blocks are work for any thread that has nothing else.
-    cp.nthreads = nt;
+    // Each chunk is compressed by the thread that built it; a lone chunk by all of them.
+    cp.nthreads = if geom.nchunks == 1 { nt } else { 1 };
     let ctx = out.schunk().chunk_context().clone();
+    compute_workers(prog, operands, out, nt, &geom, &cp, &ctx)
+}
+
+/// What the workers of [`compute_workers`] share: the super-chunk being written, the
+/// compressed chunks finished ahead of their turn, and the next chunk to store.
+struct Store<'s> {
+    schunk: &'s mut oxblosc_frame::SChunk,
+    ahead: BTreeMap<u64, Arc<[u8]>>,
+    next: u64,
+    failure: Option<(u64, ComputeError)>,
+}
+
+fn compute_workers(
+    prog: &Program,
+    operands: &[Operand<'_>],
+    out: &mut NdArray,
+    nt: usize,
+    geom: &Geometry,
+    cp: &oxblosc_chunk::CParams,
+    ctx: &ChunkContext,
+) -> Result<()> {
     let nchunks = geom.nchunks;
+    let claim = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
     let mut failure = None;
     let stored = out.schunk_mut().batch(|s| {
-        // A two-stage pipeline on one pool, without nested chunk jobs: while chunk `n` is
-        // compressed and stored (in order, on one thread), the blocks of chunk `n + 1` are
-        // evaluated in parallel, and every thread done with its part steals blocks of the
-        // other stage. No stage waits on a thread that is busy with a whole other chunk.
-        // Memory: two result chunks and one compressed chunk.
-        let r = pool(nt).install(|| -> Result<()> {
-            if nchunks == 0 {
-                return Ok(());
+        // `nt` workers claim chunks in order and each builds its chunk alone (evaluate every
+        // block, compress), so no thread ever waits on another: no barrier per chunk, no
+        // idle thread behind a stolen job. Chunks are stored in order by whichever worker
+        // finishes the next one to store. Memory: one result chunk and one compressed chunk
+        // per worker, plus chunks finished ahead (at most one per worker).
+        let store = Mutex::new(Store { schunk: s, ahead: BTreeMap::new(), next: 0, failure: None });
+        let parallel = nchunks == 1;
+        pool(nt).scope(|sc| {
+            for _ in 0..nt.min(nchunks as usize) {
+                sc.spawn(|_| {
+                    let (mut chunk, mut packed) = (Vec::new(), Vec::new());
+                    while !stop.load(Ordering::Relaxed) {
+                        let n = claim.fetch_add(1, Ordering::Relaxed);
+                        if n >= nchunks {
+                            break;
+                        }
+                        let built = eval_chunk(prog, operands, geom, n, &mut chunk, parallel)
+                            .and_then(|_| compress_chunk(&chunk, &mut packed, cp, ctx));
+                        let mut st = store.lock().unwrap_or_else(|e| e.into_inner());
+                        let r = built.and_then(|len| {
+                            st.ahead.insert(n, Arc::from(&packed[..len]));
+                            let st = &mut *st;
+                            while let Some(c) = st.ahead.remove(&st.next) {
+                                st.schunk.update_chunk_shared(st.next as usize, c)?;
+                                st.next += 1;
+                            }
+                            Ok(())
+                        });
+                        if let Err(e) = r {
+                            stop.store(true, Ordering::Relaxed);
+                            // The error of the first chunk in order (as one thread would see).
+                            if !matches!(&st.failure, Some(f) if f.0 < n) {
+                                st.failure = Some((n, e));
+                            }
+                        }
+                    }
+                });
             }
-            let (mut cur, mut next, mut packed) = (Vec::new(), Vec::new(), Vec::new());
-            eval_chunk(prog, operands, &geom, 0, &mut cur)?;
-            for n in 0..nchunks {
-                let (stored, evaluated) = rayon::join(
-                    || -> Result<()> {
-                        let len = compress_chunk(&cur, &mut packed, &cp, &ctx)?;
-                        s.update_chunk(n as usize, &packed[..len])?;
-                        Ok(())
-                    },
-                    || match n + 1 < nchunks {
-                        true => eval_chunk(prog, operands, &geom, n + 1, &mut next),
-                        false => Ok(()),
-                    },
-                );
-                stored?;
-                evaluated?;
-                std::mem::swap(&mut cur, &mut next);
-            }
-            Ok(())
         });
-        r.map_err(|e| {
-            failure = Some(e);
-            oxblosc_frame::Error::InvalidParam { name: "expr", reason: "a chunk failed".into() }
-        })
+        let st = store.into_inner().unwrap_or_else(|e| e.into_inner());
+        match st.failure {
+            None => Ok(()),
+            Some((_, e)) => {
+                failure = Some(e);
+                Err(oxblosc_frame::Error::InvalidParam { name: "expr", reason: "a chunk failed".into() })
+            }
+        }
     });
     match (stored, failure) {
         (Ok(()), _) => Ok(()),
@@ -128,8 +169,15 @@ fn compress_chunk(
     Ok(oxblosc_chunk::compress_into_with(chunk, packed, cp, ctx)?)
 }
 
-/// Chunk `n` of the result, evaluated block by block (in parallel) into `chunk`.
-fn eval_chunk(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, n: u64, chunk: &mut Vec<u8>) -> Result<()> {
+/// Chunk `n` of the result, evaluated block by block (in parallel or not) into `chunk`.
+fn eval_chunk(
+    prog: &Program,
+    operands: &[Operand<'_>],
+    geom: &Geometry,
+    n: u64,
+    chunk: &mut Vec<u8>,
+    parallel: bool,
+) -> Result<()> {
     let chunks: Vec<Option<Cow<'_, [u8]>>> = operands
         .iter()
         .map(|op| match op {
@@ -154,10 +202,11 @@ fn eval_chunk(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, n: u64,
     let origin: Vec<u64> = geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect();
     // Every byte is written below (results or zero padding): no need to clear.
     chunk.resize(geom.chunk_bytes(), 0);
-    chunk
-        .par_chunks_mut(geom.block_bytes())
-        .enumerate()
-        .try_for_each(|(k, out)| eval_block(prog, operands, &chunks, geom, &origin, n, k, out))
+    let block = |(k, out): (usize, &mut [u8])| eval_block(prog, operands, &chunks, geom, &origin, n, k, out);
+    match parallel {
+        true => chunk.par_chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
+        false => chunk.chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
+    }
 }
 
 /// Block `k` of the result's chunk `n` (at `origin`), into `out` (the block's bytes).

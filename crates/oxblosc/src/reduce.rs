@@ -209,21 +209,30 @@ fn fold_block(
 
 /// One row folded to a value (`m`: the mean, for [`Op::SqDev`]).
 fn fold_row(op: Op, row: &[u8], m: f64) -> f64 {
-    let items = row.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")));
     match op {
-        Op::Sum => lanes(items),
-        Op::SqDev => lanes(items.map(|x| (x - m) * (x - m))),
-        _ => items.fold(op.identity(), |a, x| op.merge(a, x)),
+        Op::Sum => lanes(row, op, |a, x| a + x),
+        Op::SqDev => lanes(row, op, |a, x| a + (x - m) * (x - m)),
+        Op::Prod => lanes(row, op, |a, x| a * x),
+        Op::Min => lanes(row, op, |a, x| if x < a || x.is_nan() { x } else { a }),
+        Op::Max => lanes(row, op, |a, x| if x > a || x.is_nan() { x } else { a }),
     }
 }
 
-/// A sum kept in eight running sums (one per lane, added at the end).
-fn lanes(items: impl Iterator<Item = f64>) -> f64 {
-    let mut l = [-0.0f64; 8];
-    for (i, x) in items.enumerate() {
-        l[i & 7] += x;
+/// `row` folded with `f` into eight running values (one per lane: independent chains the
+/// compiler can vectorise), merged at the end.
+#[inline(always)]
+fn lanes(row: &[u8], op: Op, f: impl Fn(f64, f64) -> f64) -> f64 {
+    let item = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let mut l = [op.identity(); 8];
+    let mut rows = row.chunks_exact(64);
+    for r in &mut rows {
+        for (j, a) in l.iter_mut().enumerate() {
+            *a = f(*a, item(&r[j * 8..j * 8 + 8]));
+        }
     }
-    ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+    let rest = rows.remainder().chunks_exact(8).fold(op.identity(), |a, b| f(a, item(b)));
+    let m = |a: f64, b: f64| op.merge(a, b);
+    m(m(m(m(l[0], l[1]), m(l[2], l[3])), m(m(l[4], l[5]), m(l[6], l[7]))), rest)
 }
 
 #[cfg(test)]
