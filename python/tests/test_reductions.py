@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 import oxblosc
-from oxblosc import reductions
 import pytest
+from oxblosc import reductions
 
 OPS = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax"]
 AXES = [None, 0, 1, 2, -1, (0, 1), (0, 2), (1, 2), (2, 0, 1)]
