@@ -8,7 +8,7 @@
 //! of the chunk engine's pool claims chunks in order and builds each alone (a lone chunk is
 //! built by all of them, block by block); the compressed chunks replace the result's chunks
 //! in order, as one commit of its super-chunk. Memory: the operands' compressed chunks plus
-//! a chunk buffer and a compressed-chunk buffer per worker.
+//! a chunk buffer and a compressed-chunk buffer per worker (kept for the next call).
 //!
 //! Padding items (outside the array, in edge chunks and blocks) are written as zeros and the
 //! program never sees them, so garbage in another writer's padding cannot raise errors.
@@ -76,6 +76,15 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     compute_workers(prog, operands, out, nt, &geom, &cp, &ctx)
 }
 
+/// Work buffers larger than this (a chunk) are not kept between calls.
+const WORK_KEEP_LIMIT: usize = 64 << 20;
+
+thread_local! {
+    /// A worker's chunk and compressed-chunk buffers, kept for the next compute: fresh
+    /// chunk-sized buffers cost a page fault per 4 KiB page at every call.
+    static WORK: std::cell::Cell<(Vec<u8>, Vec<u8>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
 /// What the workers of [`compute_workers`] share: the super-chunk being written, the
 /// compressed chunks finished ahead of their turn, and the next chunk to store.
 struct Store<'s> {
@@ -109,7 +118,7 @@ fn compute_workers(
         pool(nt).scope(|sc| {
             for _ in 0..nt.min(nchunks as usize) {
                 sc.spawn(|_| {
-                    let (mut chunk, mut packed) = (Vec::new(), Vec::new());
+                    let (mut chunk, mut packed) = WORK.take();
                     while !stop.load(Ordering::Relaxed) {
                         let n = claim.fetch_add(1, Ordering::Relaxed);
                         if n >= nchunks {
@@ -134,6 +143,9 @@ fn compute_workers(
                                 st.failure = Some((n, e));
                             }
                         }
+                    }
+                    if chunk.capacity() <= WORK_KEEP_LIMIT {
+                        WORK.set((chunk, packed));
                     }
                 });
             }
