@@ -446,6 +446,26 @@ mod tests {
     }
 
     #[test]
+    fn one_chunk_and_more_threads_than_chunks_give_the_same_array() {
+        // One chunk (its blocks in parallel), and 9 chunks with 16 threads (idle workers).
+        let n = nitems();
+        let v: Vec<f64> = (0..n).map(|i| i as f64 * 0.25).collect();
+        let prog = program("a * a - 1", &[("a", DType::F64)]);
+        let want: Vec<u8> = f64s(&v.iter().map(|x| x * x - 1.0).collect::<Vec<_>>());
+        for chunks in [SHAPE, CHUNKS] {
+            let cp = CParams { typesize: 8, nthreads: 1, clevel: 5, ..CParams::default() };
+            let g = Geometry::new(&SHAPE, &chunks, &BLOCKS, 8).unwrap();
+            let sc = || SChunk::new(cp.clone(), DParams { nthreads: 1 }).unwrap();
+            let a = NdArray::from_buffer(sc(), g.clone(), Some("<f8"), &f64s(&v)).unwrap();
+            for nthreads in [1, 2, 16] {
+                let mut out = NdArray::create(sc(), g.clone(), Some("<f8"), Fill::Zeros).unwrap();
+                compute_into(&prog, &[Operand::Array(&a)], &mut out, nthreads).unwrap();
+                assert_eq!(out.to_vec().unwrap(), want, "chunks {chunks:?}, {nthreads} threads");
+            }
+        }
+    }
+
+    #[test]
     fn padding_values_never_reach_the_program() {
         // `a ** b` fails for a negative integer exponent: put -1 in b's padding only.
         let n = nitems();
