@@ -5,8 +5,8 @@
 //! the result, each block of every operand is decoded on its own (the operands' blocks and
 //! the engine's temporaries stay in cache), the program runs over it straight into the
 //! result chunk's block, and the finished chunk is compressed whole. One worker per thread
-//! of the chunk engine's pool claims chunks in order and builds each alone (the last chunk
-//! is built by all of them, block by block); the compressed chunks replace the result's
+//! of the chunk engine's pool claims chunks in order and builds each alone (the blocks of
+//! the last chunk are evaluated by all of them); the compressed chunks replace the result's
 //! chunks in order, as one commit of its super-chunk. Memory: the operands' compressed chunks plus
 //! a chunk buffer and a compressed-chunk buffer per worker (kept for the next call).
 //!
@@ -70,8 +70,8 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     let nt = nthreads.max(1);
     let mut cp = out.schunk().cparams().clone();
     cp.blocksize = geom.block_bytes();
-    // Each chunk is compressed by the thread that built it (the last one: by all of them).
-    cp.nthreads = 1;
+    // Each chunk is compressed by the thread that built it (a lone chunk: by all of them).
+    cp.nthreads = if geom.nchunks == 1 { nt } else { 1 };
     let ctx = out.schunk().chunk_context().clone();
     compute_workers(prog, operands, out, nt, &geom, &cp, &ctx)
 }
@@ -114,9 +114,9 @@ fn compute_workers(
         // finishes the next one to store. Memory: one result chunk and one compressed chunk
         // per worker, plus chunks finished ahead (at most one per worker).
         let store = Mutex::new(Store { schunk: s, ahead: BTreeMap::new(), next: 0, failure: None });
-        // The last chunk is built block-parallel (evaluated and compressed): a worker with no
-        // chunk left to claim helps with it instead of idling.
-        let cp_last = oxblosc_chunk::CParams { nthreads: nt, ..cp.clone() };
+        // The last chunk is evaluated block-parallel: a worker with no chunk left to claim
+        // helps with it instead of idling. (It is compressed by one thread still: a parallel
+        // compression would add the engine's chunk-sized staging area to the peak memory.)
         pool(nt).scope(|sc| {
             for _ in 0..nt.min(nchunks as usize) {
                 sc.spawn(|_| {
@@ -128,7 +128,7 @@ fn compute_workers(
                         }
                         let last = n + 1 == nchunks;
                         let built = eval_chunk(prog, operands, geom, n, &mut chunk, last)
-                            .and_then(|_| compress_chunk(&chunk, &mut packed, if last { &cp_last } else { cp }, ctx));
+                            .and_then(|_| compress_chunk(&chunk, &mut packed, cp, ctx));
                         let mut st = store.lock().unwrap_or_else(|e| e.into_inner());
                         let r = built.and_then(|len| {
                             st.ahead.insert(n, Arc::from(&packed[..len]));
