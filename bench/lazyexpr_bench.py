@@ -8,7 +8,7 @@ arrays. Measured, interleaved repetitions, medians:
   - `a * b + sin(c)` (and `a * b + c`, without the transcendental function) computed into a
     new compressed array (`.compute()`), and NumPy's `a * b + np.sin(c)` into a new in-RAM
     array;
-  - `sum(axis=k)` of `a` for k = 0, 1, 2 and None.
+  - `sum(axis=k)` of `a` for k = 0, 1, 2 and None, and `mean()`, `min()`, `max()`, `std()`.
 Peak RSS is measured per tool in a fresh child process running the same operation once
 (the peak after the data was created, reset through /proc/self/clear_refs, minus the RSS then).
 
@@ -44,7 +44,7 @@ def build(tool: str, n: int, nthreads: int, text: str = "a * b + sin(c)"):
     if tool == "numpy":
         a, b, c = fields
         f = (lambda: a * b + np.sin(c)) if "sin" in text else (lambda: a * b + c)
-        return (a, b, c), f, (lambda ax: a.sum(axis=ax))
+        return (a, b, c), f, (lambda ax, op="sum": getattr(a, op)(axis=ax))
     # About 8 MB chunks of whole (n, n) planes, 256 KB blocks: the same for both libraries.
     chunks = (max(1, min(n, (8 << 20) // (n * n * 8))), n, n)
     blocks = (1, min(n, max(1, (256 << 10) // (n * 8))), n)
@@ -62,7 +62,7 @@ def build(tool: str, n: int, nthreads: int, text: str = "a * b + sin(c)"):
     return (
         (a, b, c),
         (lambda: m.lazyexpr(text, {"a": a, "b": b, "c": c}).compute(cparams=cp)),
-        (lambda ax: a.sum(axis=ax)),
+        (lambda ax, op="sum": getattr(a, op)(axis=ax)),
     )
 
 
@@ -118,6 +118,7 @@ def main() -> None:
     cases = [("a * b + sin(c)", lambda t: built[t][1]()), ("a * b + c", lambda t: plain[t]())] + [
         (f"sum(axis={ax})", (lambda ax: lambda t: built[t][2](ax))(ax)) for ax in (0, 1, 2, None)
     ]
+    cases += [(f"{op}()", (lambda op: lambda t: built[t][2](None, op))(op)) for op in ("mean", "min", "max", "std")]
     times = {(c, t): [] for c, _ in cases for t in tools}
     cpu = {(c, t): [] for c, _ in cases for t in tools}
     w0, b0 = cpu_busy()

@@ -194,13 +194,13 @@ class _Reduction:
         if op == "mean":
             with np.errstate(invalid="ignore", divide="ignore"):
                 if self.aux.min(initial=1) == 0:
-                    warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=4)
+                    warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=5)
                 return (self.acc / self.aux).astype(self.rdtype)
         if op in ("var", "std"):
             with np.errstate(invalid="ignore", divide="ignore"):
                 dof = self.aux - self.ddof
                 if dof.min(initial=1) <= 0:
-                    warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)
+                    warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=5)
                 r = np.where(dof > 0, self.acc / np.maximum(dof, 1), np.nan)
                 return (np.sqrt(r) if op == "std" else r).astype(self.rdtype)
         if op in ("argmin", "argmax"):
@@ -245,6 +245,19 @@ def reduce(
         # Nothing to read: NumPy's own answer (or error) on an empty stand-in.
         kw = _numpy_kwargs(op, dtype, keepdims, where, ddof, initial, shape)
         return _finish(getattr(np, op)(np.empty(shape, obj.dtype), axis=axis, **kw), out)
+    res = _native_reduce(obj, op, axes, dtype, where, initial, ddof)
+    if res is None:
+        res = _chunked(obj, op, axes, dtype, where, ddof, initial)
+    if op in ("argmin", "argmax") and (axis is None or len(shape) <= 1):
+        res = res.reshape([1] * len(shape) if keepdims else ())
+    elif not keepdims:
+        res = res.reshape(tuple(n for d, n in enumerate(res.shape) if d not in axes))
+    return _finish(res[()] if res.ndim == 0 else res, out)
+
+
+def _chunked(obj: Any, op: str, axes: tuple[int, ...], dtype: Any, where: Any, ddof: int, initial: Any) -> Any:
+    """The reduction chunk by chunk in NumPy (result with the reduced axes of length 1)."""
+    shape = tuple(obj.shape)
     red = _Reduction(op, obj, axes, dtype, ddof, initial)
     mask_of = _mask_reader(where, shape)
     regions = _grid(obj)
@@ -264,12 +277,44 @@ def reduce(
                 batch = regions[start : start + window]
                 for r, p in zip(batch, pool.map(task, batch), strict=True):
                     red.merge(p, r)
-    res = red.result()
-    if op in ("argmin", "argmax") and (axis is None or len(shape) <= 1):
-        res = res.reshape([1] * len(shape) if keepdims else ())
-    elif not keepdims:
-        res = res.reshape(tuple(n for d, n in enumerate(res.shape) if d not in axes))
-    return _finish(res[()] if res.ndim == 0 else res, out)
+    return red.result()
+
+
+# Result cells up to which the engine reduces float64 NDArrays (each thread keeps a partial
+# result of that many cells).
+_NATIVE_MAX_CELLS = 1 << 22
+
+
+def _native_reduce(obj: Any, op: str, axes: tuple[int, ...], dtype: Any, where: Any, initial: Any, ddof: int) -> Any:
+    """sum/prod/min/max/mean/var/std of a float64 NDArray in the engine (blocks decoded and
+    folded in Rust, in parallel, GIL released), with the reduced axes of length 1; None when
+    the case is not one it takes (then NumPy reduces chunk by chunk)."""
+    from ._native import NativeNDArray, nd_reduce_f64
+    from .ndarray import NDArray
+
+    if op not in ("sum", "prod", "min", "max", "mean", "var", "std") or where is not None or initial is not None:
+        return None
+    if not isinstance(obj, NDArray) or type(obj._n) is not NativeNDArray or not obj.ndim:
+        return None
+    if obj.dtype != np.dtype("<f8") or (dtype is not None and np.dtype(dtype) != np.float64):
+        return None
+    kshape = tuple(1 if d in axes else n for d, n in enumerate(obj.shape))
+    count = math.prod(obj.shape[d] for d in axes)
+    if math.prod(kshape) > _NATIVE_MAX_CELLS or (op in ("var", "std") and count - ddof <= 0):
+        return None
+    nthreads = _core.call_nthreads(None)
+
+    def run(what: str, means: Any = None) -> np.ndarray:
+        raw = nd_reduce_f64(obj._n, what, list(axes), means, nthreads)
+        return np.frombuffer(raw, "<f8").reshape(kshape)
+
+    if op in ("sum", "prod", "min", "max"):
+        return run(op).copy()
+    mean = run("sum") / count
+    if op == "mean":
+        return mean
+    var = run("sqdev", mean.tobytes()) / (count - ddof)
+    return np.sqrt(var) if op == "std" else var
 
 
 def _numpy_kwargs(op: str, dtype: Any, keepdims: bool, where: Any, ddof: int, initial: Any, shape: tuple) -> dict:

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import oxblosc
 import pytest
+from oxblosc import reductions
 
 OPS = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax"]
 AXES = [None, 0, 1, 2, -1, (0, 1), (0, 2), (1, 2), (2, 0, 1)]
@@ -125,3 +126,39 @@ def test_threads_give_the_same_result(monkeypatch):
     one = [a.sum(axis=0), a.std(axis=1), a.argmin(axis=0), a.max()]
     for m, o in zip(many, one, strict=True):
         np.testing.assert_array_equal(m, o)
+
+
+def test_float64_reductions_run_in_the_engine_and_match_numpy(monkeypatch):
+    # Edge chunks on every axis and blocks that do not divide the chunks (padding inside).
+    rng = np.random.default_rng(7)
+    x = 1.0 + 0.01 * rng.normal(size=(13, 17, 9))
+    a = oxblosc.asarray(x, chunks=(5, 6, 4), blocks=(2, 4, 3))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("reduced chunk by chunk in NumPy")
+
+    monkeypatch.setattr(reductions, "_chunked", refuse)
+    for axis in (None, 0, 1, 2, -1, (0, 1), (0, 2), (1, 2), (0, 1, 2)):
+        for op in ("sum", "prod", "mean", "std", "var", "min", "max"):
+            got, want = getattr(a, op)(axis=axis), getattr(x, op)(axis=axis)
+            assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.float64, (op, axis)
+            np.testing.assert_allclose(got, want, rtol=1e-13, err_msg=f"{op} {axis}")
+    np.testing.assert_allclose(a.std(axis=1, ddof=1, keepdims=True), x.std(axis=1, ddof=1, keepdims=True), rtol=1e-13)
+    y = x.copy()
+    y[12, 16, 8] = np.nan  # the last item, in the last (edge) chunk
+    b = oxblosc.asarray(y, chunks=(5, 6, 4), blocks=(2, 4, 3))
+    for op in ("sum", "min", "max", "mean"):
+        assert np.isnan(getattr(b, op)())
+        np.testing.assert_allclose(getattr(b, op)(axis=2), getattr(y, op)(axis=2), rtol=1e-13)
+    z = oxblosc.asarray(np.full((4, 5), -0.0))
+    assert np.signbit(z.sum()) and np.signbit(z.sum(axis=0)).all()
+
+
+def test_other_reductions_keep_the_chunked_path():
+    x = np.arange(60, dtype=np.int64).reshape(6, 10)
+    a = oxblosc.asarray(x, chunks=(4, 4))
+    assert a.sum(axis=0).dtype == x.sum(axis=0).dtype
+    np.testing.assert_array_equal(a.sum(axis=0), x.sum(axis=0))
+    f = oxblosc.asarray(x.astype(np.float64), chunks=(4, 4))
+    np.testing.assert_array_equal(f.sum(axis=1, where=x % 2 == 0), x.sum(axis=1, where=x % 2 == 0))
+    np.testing.assert_array_equal(f.max(initial=100.0), 100.0)

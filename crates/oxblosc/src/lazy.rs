@@ -4,10 +4,11 @@
 //! differ), block `k` of chunk `n` holds the same items in all of them. So for each chunk of
 //! the result, each block of every operand is decoded on its own (the operands' blocks and
 //! the engine's temporaries stay in cache), the program runs over it straight into the
-//! result chunk's block, and the finished chunk is compressed whole. Chunks, and the blocks
-//! inside a chunk, run in parallel on the chunk engine's pool; the compressed chunks replace
-//! the result's chunks in order, as one commit of its super-chunk. Memory: the operands'
-//! compressed chunks plus two chunk buffers per chunk in flight (`nthreads + 1` of them).
+//! result chunk's block, and the finished chunk is compressed whole. One worker per thread
+//! of the chunk engine's pool claims chunks in order and builds each alone (the blocks of
+//! the last chunk are evaluated by all of them); the compressed chunks replace the result's
+//! chunks in order, as one commit of its super-chunk. Memory: the operands' compressed chunks plus
+//! a chunk buffer and a compressed-chunk buffer per worker (kept for the next call).
 //!
 //! Padding items (outside the array, in edge chunks and blocks) are written as zeros and the
 //! program never sees them, so garbage in another writer's padding cannot raise errors.
@@ -15,7 +16,8 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use oxblosc_chunk::{parallel::pool, ChunkContext, ChunkHeader};
 use oxblosc_expr::{ColumnMut, ColumnRef, ExprError, Program};
@@ -68,57 +70,96 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     let nt = nthreads.max(1);
     let mut cp = out.schunk().cparams().clone();
     cp.blocksize = geom.block_bytes();
-    // Chunks are built side by side: a chunk compressed with several threads would only add
-    // the engine's staging copy, unless there is a single chunk.
-    cp.nthreads = if geom.nchunks > 1 { 1 } else { nt };
+    // Each chunk is compressed by the thread that built it (a lone chunk: by all of them).
+    cp.nthreads = if geom.nchunks == 1 { nt } else { 1 };
     let ctx = out.schunk().chunk_context().clone();
+    compute_workers(prog, operands, out, nt, &geom, &cp, &ctx)
+}
+
+/// Work buffers larger than this (a chunk) are not kept between calls.
+const WORK_KEEP_LIMIT: usize = 64 << 20;
+
+thread_local! {
+    /// A worker's chunk and compressed-chunk buffers, kept for the next compute: fresh
+    /// chunk-sized buffers cost a page fault per 4 KiB page at every call.
+    static WORK: std::cell::Cell<(Vec<u8>, Vec<u8>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// What the workers of [`compute_workers`] share: the super-chunk being written, the
+/// compressed chunks finished ahead of their turn, and the next chunk to store.
+struct Store<'s> {
+    schunk: &'s mut oxblosc_frame::SChunk,
+    ahead: BTreeMap<u64, Arc<[u8]>>,
+    next: u64,
+    failure: Option<(u64, ComputeError)>,
+}
+
+fn compute_workers(
+    prog: &Program,
+    operands: &[Operand<'_>],
+    out: &mut NdArray,
+    nt: usize,
+    geom: &Geometry,
+    cp: &oxblosc_chunk::CParams,
+    ctx: &ChunkContext,
+) -> Result<()> {
     let nchunks = geom.nchunks;
+    let claim = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
     let mut failure = None;
     let stored = out.schunk_mut().batch(|s| {
-        // The pool builds up to `window` chunks ahead while this thread stores the finished
-        // ones in order (each job carries its two buffers, handed on to the next job). One
-        // chunk more than threads: a thread done early starts the next chunk or helps with
-        // the blocks of the others (memory: two chunks per job).
-        let window = (nt as u64 + 1).min(nchunks);
-        let (tx, rx) = mpsc::channel::<(u64, Result<usize>, Buffers)>();
-        pool(nt).in_place_scope(|scope| {
-            let spawn = |n: u64, mut b: Buffers| {
-                let tx = tx.clone();
-                let (geom, cp, ctx) = (&geom, &cp, &ctx);
-                scope.spawn(move |_| {
-                    let r = build_chunk(prog, operands, geom, cp, ctx, n, &mut b);
-                    let _ = tx.send((n, r, b));
-                });
-            };
-            for n in 0..window {
-                spawn(n, Buffers::default());
-            }
-            let (mut next, mut running, mut store) = (window, window, 0u64);
-            let mut done = BTreeMap::new();
-            // Every spawned job reports once; after the first error nothing more is spawned
-            // (the scope still waits for the jobs under way).
-            while running > 0 {
-                let (n, r, b) = rx.recv().expect("a chunk job always reports");
-                running -= 1;
-                done.insert(n, (r, b));
-                while failure.is_none() {
-                    let Some((r, b)) = done.remove(&store) else { break };
-                    match r.and_then(|len| Ok(s.update_chunk(store as usize, &b.packed[..len])?)) {
-                        Err(e) => failure = Some(e),
-                        Ok(_) => {
-                            store += 1;
-                            if next < nchunks {
-                                spawn(next, b);
-                                (next, running) = (next + 1, running + 1);
+        // `nt` workers claim chunks in order and each builds its chunk alone (evaluate every
+        // block, compress), so no thread ever waits on another: no barrier per chunk, no
+        // idle thread behind a stolen job. Chunks are stored in order by whichever worker
+        // finishes the next one to store. Memory: one result chunk and one compressed chunk
+        // per worker, plus chunks finished ahead (at most one per worker).
+        let store = Mutex::new(Store { schunk: s, ahead: BTreeMap::new(), next: 0, failure: None });
+        // The last chunk is evaluated block-parallel: a worker with no chunk left to claim
+        // helps with it instead of idling. (It is compressed by one thread still: a parallel
+        // compression would add the engine's chunk-sized staging area to the peak memory.)
+        pool(nt).scope(|sc| {
+            for _ in 0..nt.min(nchunks as usize) {
+                sc.spawn(|_| {
+                    let (mut chunk, mut packed) = WORK.take();
+                    while !stop.load(Ordering::Relaxed) {
+                        let n = claim.fetch_add(1, Ordering::Relaxed);
+                        if n >= nchunks {
+                            break;
+                        }
+                        let last = n + 1 == nchunks;
+                        let built = eval_chunk(prog, operands, geom, n, &mut chunk, last)
+                            .and_then(|_| compress_chunk(&chunk, &mut packed, cp, ctx));
+                        let mut st = store.lock().unwrap_or_else(|e| e.into_inner());
+                        let r = built.and_then(|len| {
+                            st.ahead.insert(n, Arc::from(&packed[..len]));
+                            let st = &mut *st;
+                            while let Some(c) = st.ahead.remove(&st.next) {
+                                st.schunk.update_chunk_shared(st.next as usize, c)?;
+                                st.next += 1;
+                            }
+                            Ok(())
+                        });
+                        if let Err(e) = r {
+                            stop.store(true, Ordering::Relaxed);
+                            // The error of the first chunk in order (as one thread would see).
+                            if !matches!(&st.failure, Some(f) if f.0 < n) {
+                                st.failure = Some((n, e));
                             }
                         }
                     }
-                }
+                    if chunk.capacity() <= WORK_KEEP_LIMIT {
+                        WORK.set((chunk, packed));
+                    }
+                });
             }
         });
-        match &failure {
+        let st = store.into_inner().unwrap_or_else(|e| e.into_inner());
+        match st.failure {
             None => Ok(()),
-            Some(_) => Err(oxblosc_frame::Error::InvalidParam { name: "expr", reason: "a chunk failed".into() }),
+            Some((_, e)) => {
+                failure = Some(e);
+                Err(oxblosc_frame::Error::InvalidParam { name: "expr", reason: "a chunk failed".into() })
+            }
         }
     });
     match (stored, failure) {
@@ -128,24 +169,30 @@ pub fn compute_into(prog: &Program, operands: &[Operand<'_>], out: &mut NdArray,
     }
 }
 
-/// A chunk job's buffers: the result chunk, and its compressed form.
-#[derive(Default)]
-struct Buffers {
-    chunk: Vec<u8>,
-    packed: Vec<u8>,
+/// `chunk` compressed into `packed` (kept from chunk to chunk); returns its length.
+fn compress_chunk(
+    chunk: &[u8],
+    packed: &mut Vec<u8>,
+    cp: &oxblosc_chunk::CParams,
+    ctx: &ChunkContext,
+) -> Result<usize> {
+    // The compressed buffer starts zeroed by the allocator, so its unused tail costs no memory.
+    let max = oxblosc_chunk::max_compressed_len(chunk.len());
+    if packed.len() < max {
+        *packed = vec![0; max];
+    }
+    Ok(oxblosc_chunk::compress_into_with(chunk, packed, cp, ctx)?)
 }
 
-/// Chunk `n` of the result, compressed into `b.packed` (returns its length).
-#[allow(clippy::too_many_arguments)]
-fn build_chunk(
+/// Chunk `n` of the result, evaluated block by block (in parallel or not) into `chunk`.
+fn eval_chunk(
     prog: &Program,
     operands: &[Operand<'_>],
     geom: &Geometry,
-    cp: &oxblosc_chunk::CParams,
-    ctx: &ChunkContext,
     n: u64,
-    b: &mut Buffers,
-) -> Result<usize> {
+    chunk: &mut Vec<u8>,
+    parallel: bool,
+) -> Result<()> {
     let chunks: Vec<Option<Cow<'_, [u8]>>> = operands
         .iter()
         .map(|op| match op {
@@ -168,18 +215,13 @@ fn build_chunk(
         })
         .collect::<Result<_>>()?;
     let origin: Vec<u64> = geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect();
-    // Every byte is written below (results or zero padding): no need to clear. The
-    // compressed buffer starts zeroed by the allocator, so its unused tail costs no memory.
-    b.chunk.resize(geom.chunk_bytes(), 0);
-    let max = oxblosc_chunk::max_compressed_len(b.chunk.len());
-    if b.packed.len() < max {
-        b.packed = vec![0; max];
+    // Every byte is written below (results or zero padding): no need to clear.
+    chunk.resize(geom.chunk_bytes(), 0);
+    let block = |(k, out): (usize, &mut [u8])| eval_block(prog, operands, &chunks, geom, &origin, n, k, out);
+    match parallel {
+        true => chunk.par_chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
+        false => chunk.chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
     }
-    b.chunk
-        .par_chunks_mut(geom.block_bytes())
-        .enumerate()
-        .try_for_each(|(k, out)| eval_block(prog, operands, &chunks, geom, &origin, n, k, out))?;
-    Ok(oxblosc_chunk::compress_into_with(&b.chunk, &mut b.packed, cp, ctx)?)
 }
 
 /// Block `k` of the result's chunk `n` (at `origin`), into `out` (the block's bytes).
@@ -403,6 +445,26 @@ mod tests {
             }
             // Padding is zeros, as in an array written from the same values.
             assert_eq!(decoded_chunks(&out), decoded_chunks(&array("<f8", 8, &direct)));
+        }
+    }
+
+    #[test]
+    fn one_chunk_and_more_threads_than_chunks_give_the_same_array() {
+        // One chunk (its blocks in parallel), and 9 chunks with 16 threads (idle workers).
+        let n = nitems();
+        let v: Vec<f64> = (0..n).map(|i| i as f64 * 0.25).collect();
+        let prog = program("a * a - 1", &[("a", DType::F64)]);
+        let want: Vec<u8> = f64s(&v.iter().map(|x| x * x - 1.0).collect::<Vec<_>>());
+        for chunks in [SHAPE, CHUNKS] {
+            let cp = CParams { typesize: 8, nthreads: 1, clevel: 5, ..CParams::default() };
+            let g = Geometry::new(&SHAPE, &chunks, &BLOCKS, 8).unwrap();
+            let sc = || SChunk::new(cp.clone(), DParams { nthreads: 1 }).unwrap();
+            let a = NdArray::from_buffer(sc(), g.clone(), Some("<f8"), &f64s(&v)).unwrap();
+            for nthreads in [1, 2, 16] {
+                let mut out = NdArray::create(sc(), g.clone(), Some("<f8"), Fill::Zeros).unwrap();
+                compute_into(&prog, &[Operand::Array(&a)], &mut out, nthreads).unwrap();
+                assert_eq!(out.to_vec().unwrap(), want, "chunks {chunks:?}, {nthreads} threads");
+            }
         }
     }
 

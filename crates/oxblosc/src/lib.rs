@@ -12,5 +12,6 @@ pub mod chunk_tuner;
 pub mod hdf5;
 pub mod lazy;
 pub mod plugins;
+pub mod reduce;
 pub mod streamer;
 pub mod tune;
