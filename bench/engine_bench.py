@@ -124,5 +124,6 @@ def main() -> None:
     )
     print("load average (1/5/15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
+
 if __name__ == "__main__":
     main()
