@@ -92,6 +92,8 @@ impl Helpers {
                     .start_handler(move |_| record.add_current())
                     .build()
                     .expect("cannot start worker threads");
+                // Every worker has run its start handler (recorded its id) once it took a job.
+                pool.broadcast(|_| ());
                 placement.lock().unwrap_or_else(|e| e.into_inner()).tids = tids;
                 Arc::new(Helpers { pool, placement })
             })
@@ -103,6 +105,13 @@ impl Helpers {
     /// did every job itself (measured: 2 threads at 0.96x of one in one run out of two).
     fn place(&self) {
         self.placement.lock().unwrap_or_else(|e| e.into_inner()).away_from_caller();
+    }
+
+    /// Undo [`Self::place`] once the caller has run out of jobs: a helper still working (or
+    /// still waiting for its CPU, taken by another process) may then move to the caller's CPU,
+    /// which the caller is about to leave idle while it waits.
+    fn release(&self) {
+        self.placement.lock().unwrap_or_else(|e| e.into_inner()).anywhere();
     }
 }
 
@@ -157,6 +166,7 @@ where
             });
         }
         mine = drain();
+        team.release();
     });
     let mut slots: Vec<Option<Result<R, E>>> = std::iter::repeat_with(|| None).take(njobs).collect();
     let helpers = helpers.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -289,6 +299,20 @@ mod placement {
                 self.applied = Some((others, ids.len()));
             }
         }
+
+        /// Allow the helpers every CPU the caller may use (when they were restricted).
+        pub fn anywhere(&mut self) {
+            #[cfg(target_os = "linux")]
+            {
+                if self.applied.take().is_none() {
+                    return;
+                }
+                let Ok(all) = rustix::thread::sched_getaffinity(None) else { return };
+                for &tid in self.tids.ids.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                    let _ = rustix::thread::sched_setaffinity(Some(tid), &all);
+                }
+            }
+        }
     }
 }
 
@@ -329,9 +353,10 @@ mod tests {
         assert_eq!(out, (1..21).collect::<Vec<_>>());
     }
 
-    /// The helper that works with the caller may not run on the caller's CPU (when the
-    /// process may use another one): on a 2-CPU machine, helpers queued behind the caller did
-    /// no work. Fails without [`Helpers::place`].
+    /// While the caller works, the helper may not run on the caller's CPU (when the process
+    /// may use another one): on a 2-CPU machine, helpers queued behind the caller did no work.
+    /// Afterwards it may run anywhere again. Fails without [`Helpers::place`] or without
+    /// [`Helpers::release`].
     #[cfg(target_os = "linux")]
     #[test]
     fn helpers_are_kept_off_the_callers_cpu() {
@@ -342,7 +367,8 @@ mod tests {
         let caller = std::thread::current().id();
         let helper_started = (Mutex::new(false), Condvar::new());
         let helper_sets = Mutex::new(Vec::new());
-        map_jobs((0..8).collect(), 2, |_: usize| -> Result<(), ()> {
+        // 5 threads = 4 helpers, a team no other test uses (their calls would release it).
+        map_jobs((0..8).collect(), 5, |_: usize| -> Result<(), ()> {
             let (lock, cv) = &helper_started;
             if std::thread::current().id() == caller {
                 // Wait for the helper to take a job, so that one surely runs there.
@@ -350,15 +376,22 @@ mod tests {
                 let (g, _) = cv.wait_timeout_while(g, Duration::from_secs(60), |started| !*started).unwrap();
                 assert!(*g, "the helper thread never ran a job");
             } else {
-                helper_sets.lock().unwrap().push(rustix::thread::sched_getaffinity(None).unwrap().count());
-                *lock.lock().unwrap() = true;
-                cv.notify_all();
+                // The first helper job runs while the caller is still busy (it waits for it).
+                let mut started = lock.lock().unwrap();
+                if !*started {
+                    helper_sets.lock().unwrap().push(rustix::thread::sched_getaffinity(None).unwrap().count());
+                    *started = true;
+                    cv.notify_all();
+                }
             }
             Ok(())
         })
         .unwrap();
         let sets = helper_sets.into_inner().unwrap();
-        assert!(!sets.is_empty());
-        assert!(sets.iter().all(|&n| n == allowed.count() - 1), "helper CPU sets {sets:?} of {}", allowed.count());
+        assert_eq!(sets, [allowed.count() - 1], "helper CPU set size while the caller worked");
+        // Released afterwards: the helper may run on every CPU the caller may.
+        let team = Helpers::get(4);
+        let helper_now = team.pool.install(|| rustix::thread::sched_getaffinity(None).unwrap().count());
+        assert_eq!(helper_now, allowed.count(), "helper CPU set size after the call");
     }
 }
