@@ -6,7 +6,8 @@ codecs with shuffle at clevel 5 and 1 thread: ``compress2``, ``decompress2`` ret
 bytes, and ``decompress2`` into a preallocated array. Each repetition runs both libraries
 (order alternating), the median per library is kept and the ratio ox/b2 printed (> 1 = oxblosc
 faster). The LZ4 + shuffle decompression into a buffer is also compared with a memcpy of the
-same bytes (1 thread) and with itself at 2 threads (wall time).
+same bytes (1 thread) and with itself at 2 threads (wall time, with the process CPU time next to
+it), and the LZ4 compression at 2 threads against 1; the load average is printed last.
 
     python bench/engine_bench.py                 # 8 MiB chunk (make demo's size)
     python bench/engine_bench.py --chunk-mib 1 --reps 21
@@ -86,6 +87,7 @@ def main() -> None:
     ap.add_argument("--chunk-mib", type=float, default=8)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--dataset", default="climate_f4")
+    ap.add_argument("--threads-only", action="store_true", help="only the memcpy and 2-thread lines")
     args = ap.parse_args()
     nbytes = int(args.chunk_mib * (1 << 20))
     src = np.ascontiguousarray(_datasets.make(args.dataset, nbytes))
@@ -96,24 +98,31 @@ def main() -> None:
     print(
         f"{'case':12} {'ratio':>6} {'comp ox/b2':>11} {'dec-new ox/b2':>14} {'dec-into ox/b2':>15}  ox GB/s c/new/into"
     )
-    for codec, clevel in CASES:
+    for codec, clevel in [] if args.threads_only else CASES:
         case(src, codec, clevel, args.reps)
-    # LZ4 + shuffle into a buffer vs memcpy, and 2 threads vs 1.
-    c = oxblosc.compress2(src, cparams=oxblosc.CParams(codec=oxblosc.Codec.LZ4, typesize=ts, nthreads=1))
+    # LZ4 + shuffle into a buffer vs memcpy, and 2 threads vs 1 (decompress and compress).
+    cp = {"codec": oxblosc.Codec.LZ4, "typesize": ts}
+    c = oxblosc.compress2(src, cparams=oxblosc.CParams(**cp, nthreads=1))
     dst, mdst = np.empty_like(src), np.empty_like(src)
-    t = interleaved(
-        {
-            "memcpy": lambda: np.copyto(mdst, src),
-            "ox1": lambda: oxblosc.decompress2(c, dst=dst, nthreads=1),
-            "ox2": lambda: oxblosc.decompress2(c, dst=dst, nthreads=2),
-        },
-        args.reps,
-        time.perf_counter,
-    )
+    fns = {
+        "memcpy": lambda: np.copyto(mdst, src),
+        "ox1": lambda: oxblosc.decompress2(c, dst=dst, nthreads=1),
+        "ox2": lambda: oxblosc.decompress2(c, dst=dst, nthreads=2),
+        "cx1": lambda: oxblosc.compress2(src, cparams=oxblosc.CParams(**cp, nthreads=1)),
+        "cx2": lambda: oxblosc.compress2(src, cparams=oxblosc.CParams(**cp, nthreads=2)),
+    }
+    t = interleaved(fns, args.reps, time.perf_counter)
+    cpu = interleaved(fns, args.reps, time.process_time)
     print(
         f"lz4/5+shuffle into buffer: {gb / t['ox1']:.2f} GB/s = {t['memcpy'] / t['ox1']:.2f}x memcpy"
         f" ({gb / t['memcpy']:.2f} GB/s); 2 threads {t['ox1'] / t['ox2']:.2f}x 1 thread"
+        f" (wall ms {t['ox1'] * 1e3:.3f}/{t['ox2'] * 1e3:.3f}, CPU ms {cpu['ox1'] * 1e3:.3f}/{cpu['ox2'] * 1e3:.3f})"
     )
+    print(
+        f"lz4/5+shuffle compress: 2 threads {t['cx1'] / t['cx2']:.2f}x 1 thread"
+        f" (wall ms {t['cx1'] * 1e3:.2f}/{t['cx2'] * 1e3:.2f}, CPU ms {cpu['cx1'] * 1e3:.2f}/{cpu['cx2'] * 1e3:.2f})"
+    )
+    print("load average (1/5/15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 //! with MODE `into` (caller buffer), `fresh` (`decompress`, a new vector), `uninit`
 //! (`decompress_into_uninit` into a vector's spare capacity), `compress` (`compress_into` of
 //! the source, for the encode side) or `memcpy` (the same bytes copied), CODEC a Blosc compcode (0 blosclz, 1 lz4, 4 zlib, 5 zstd) and TYPESIZE 4 or 8.
+//! `OXBLOSC_EX_THREADS=N` runs the decode/compress calls with N threads (thread scaling).
 
 use oxblosc_chunk::{compress, compress_into, decompress, decompress_into, decompress_into_uninit, CParams, DParams};
 
@@ -21,11 +22,13 @@ fn main() {
     } else {
         (0..items).flat_map(|i| (value(i) as f32).to_le_bytes()).collect()
     };
-    let cp = CParams { codec, clevel: 5, typesize, nthreads: 1, ..CParams::default() };
+    let nthreads = std::env::var("OXBLOSC_EX_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let cp = CParams { codec, clevel: 5, typesize, nthreads, ..CParams::default() };
     let chunk = compress(&src, &cp).expect("compress");
-    let dp = DParams { nthreads: 1 };
+    let dp = DParams { nthreads };
     let mut dst = vec![0u8; src.len()];
     let mut cbuf = vec![0u8; src.len() + 64];
+    let cpu0 = process_cpu_secs();
     let t = std::time::Instant::now();
     for _ in 0..reps {
         match mode.as_str() {
@@ -47,10 +50,21 @@ fn main() {
         }
     }
     let secs = t.elapsed().as_secs_f64();
+    let cpu = process_cpu_secs() - cpu0;
     assert!(matches!(mode.as_str(), "uninit" | "compress") || dst == src);
     println!(
-        "{mode} codec {codec} typesize {typesize}: ratio {:.2}, {:.2} GB/s",
+        "{mode} codec {codec} typesize {typesize} threads {nthreads}: ratio {:.2}, {:.2} GB/s, {:.3} ms wall {:.3} ms CPU per call",
         src.len() as f64 / chunk.len() as f64,
-        (src.len() * reps) as f64 / secs / 1e9
+        (src.len() * reps) as f64 / secs / 1e9,
+        secs * 1e3 / reps as f64,
+        cpu * 1e3 / reps as f64
     );
+}
+
+/// CPU time of the whole process (all threads), in seconds.
+fn process_cpu_secs() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out-pointer for the duration of the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

@@ -4,15 +4,13 @@
 //! Follows format spec 1.17. Blocks are always placed in order and every stream gets the
 //! same budget (its own size), so serial and parallel output are byte-identical.
 
-use rayon::prelude::*;
-
 use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
 use crate::codec::{zstd, Dict};
 use crate::format::{
     blosc2_flags, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE, EXT_HEADER_LEN,
     MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN, MIN_USEFUL_DICT,
 };
-use crate::parallel::{pool, with_scratch, Scratch};
+use crate::parallel::{map_jobs, with_scratch, Scratch};
 use crate::params::CParams;
 use crate::pipeline::Pipeline;
 use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
@@ -329,15 +327,10 @@ impl Encoder {
             let results = STAGING.with(|cell| -> Result<Option<(usize, bool)>> {
                 let mut staging = cell.take();
                 staging.resize(slot * self.nblocks, 0);
-                let encoded: Result<Vec<(usize, bool)>> = pool(nthreads).install(|| {
-                    staging
-                        .par_chunks_mut(slot)
-                        .enumerate()
-                        .map(|(i, out)| {
-                            let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
-                            with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s))
-                        })
-                        .collect()
+                let slots: Vec<(usize, &mut [u8])> = staging.chunks_mut(slot).enumerate().collect();
+                let encoded = map_jobs(slots, nthreads, |(i, out)| {
+                    let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
+                    with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s))
                 });
                 let mut packed = Some((pos, all_zero_runs));
                 for (i, &(n, zero)) in encoded?.iter().enumerate() {

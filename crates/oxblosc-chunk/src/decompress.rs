@@ -5,12 +5,10 @@
 //! `Error` naming the block and offset. Block starts are treated as arbitrary offsets (C
 //! writers with several threads store them unsorted; format spec 1.9, Trap 12).
 
-use rayon::prelude::*;
-
 use crate::codec::{zstd::PreparedDict, Dict};
 use crate::filter::shuffle;
 use crate::format::{version, ChunkHeader, SpecialKind};
-use crate::parallel::{pool, with_scratch, Scratch};
+use crate::parallel::{map_jobs, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
 use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
@@ -158,12 +156,7 @@ pub fn decompress_ranges_with(
         let mut tmp = Vec::new();
         with_scratch(|s| d.decode_range_with(lo, hi, out, &block0, s, &mut tmp))
     };
-    let nthreads = nthreads.clamp(1, outs.len().max(1));
-    if nthreads == 1 {
-        outs.into_iter().try_for_each(one)?;
-    } else {
-        pool(nthreads).install(|| outs.into_par_iter().try_for_each(one))?;
-    }
+    map_jobs(outs, nthreads, one)?;
     Ok(total)
 }
 
@@ -373,8 +366,8 @@ impl<'a> Decoder<'a> {
             return with_scratch(|s| blocks.into_iter().try_for_each(|(i, b)| self.decode_block(i, b, block0, s)));
         }
         let all: Vec<(usize, Out)> = blocks.collect();
-        pool(nthreads)
-            .install(|| all.into_par_iter().try_for_each(|(i, b)| with_scratch(|s| self.decode_block(i, b, block0, s))))
+        map_jobs(all, nthreads, |(i, b)| with_scratch(|s| self.decode_block(i, b, block0, s)))?;
+        Ok(())
     }
 
     /// Split the output into the per-block slices.
@@ -704,10 +697,5 @@ pub(crate) fn decompress_vl(chunk: &[u8], only: Option<usize>, nthreads: usize) 
     };
     let one =
         |i: usize| -> Result<Vec<u8>> { filled_vec(d.vl[i].1, |out| with_scratch(|s| d.decode_block(i, out, &[], s))) };
-    let nthreads = nthreads.clamp(1, indices.len().max(1));
-    if nthreads == 1 {
-        indices.into_iter().map(one).collect()
-    } else {
-        pool(nthreads).install(|| indices.into_par_iter().map(one).collect())
-    }
+    map_jobs(indices, nthreads, one)
 }

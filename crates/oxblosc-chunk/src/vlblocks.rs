@@ -4,12 +4,10 @@
 //! block's size; the header's blocksize field holds the number of blocks. Used for batches of
 //! records of different sizes (python-blosc2's `vlcompress` / BatchArray).
 
-use rayon::prelude::*;
-
 use crate::decompress::decompress_vl;
 use crate::format::{compcode_to_format, flags, version, ChunkHeader, EXT_HEADER_LEN, FLAGS2_VLBLOCKS};
 use crate::format::{MAX_BUFFERSIZE, MAX_HEADER_TYPESIZE};
-use crate::parallel::{pool, with_scratch};
+use crate::parallel::{map_jobs, with_scratch};
 use crate::params::{CParams, DParams};
 use crate::pipeline::Pipeline;
 use crate::registry::{self, CodecParams};
@@ -72,12 +70,7 @@ pub fn compress_vlblocks(blocks: &[&[u8]], cp: &CParams) -> Result<Vec<u8>> {
             Ok(out)
         })
     };
-    let nthreads = cp.nthreads.clamp(1, blocks.len());
-    let encoded: Vec<Vec<u8>> = if nthreads == 1 {
-        blocks.iter().enumerate().map(|(i, b)| encode(i, b)).collect::<Result<_>>()?
-    } else {
-        pool(nthreads).install(|| blocks.par_iter().enumerate().map(|(i, b)| encode(i, b)).collect::<Result<_>>())?
-    };
+    let encoded: Vec<Vec<u8>> = map_jobs(blocks.iter().enumerate().collect(), cp.nthreads, |(i, b)| encode(i, b))?;
     let data_start = EXT_HEADER_LEN + 4 * blocks.len();
     let cbytes = data_start + encoded.iter().map(Vec::len).sum::<usize>();
     if cbytes > i32::MAX as usize {

@@ -113,7 +113,7 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bo
 
 /// Does [`unshuffle_rows`] handle `e` rows at `level`?
 pub(crate) fn unshuffle_rows_supported(level: Level, e: usize) -> bool {
-    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level == Level::Avx2 && matches!(e, 2 | 4 | 8)
+    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level == Level::Avx2 && matches!(e, 2..=8)
 }
 
 /// SIMD unshuffle from separate rows of equal length (row j = byte j of every element) into

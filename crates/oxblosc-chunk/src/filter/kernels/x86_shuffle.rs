@@ -6,7 +6,10 @@
 //! `(element:4, byte:log2 E)`; the shuffled order is `(byte, element)`, so shuffling is 4
 //! rounds and unshuffling `log2 E` rounds. For other sizes we transpose 16x16 byte tiles
 //! (overlapping loads/stores for `E < 16`, column tiles for `E > 16`). AVX2 runs two 16-element
-//! tiles side by side, one per 128-bit lane.
+//! tiles side by side, one per 128-bit lane. With AVX2 the small sizes that are not powers of
+//! two (3, 5, 6, 7: RGB pixels, 48-bit integers...) instead gather each output vector from
+//! the `E` input vectors with byte shuffles (`pshufb`, `E * E` per 16 elements), which beats
+//! the 16x16 transpose that wastes most of its lanes on them.
 #![allow(unsafe_code)]
 #![allow(clippy::needless_range_loop)]
 
@@ -301,10 +304,136 @@ unsafe fn unshuffle_rows_compact_avx2<const E: usize>(
     i
 }
 
-/// Unshuffle from separate rows (element sizes 2, 4 and 8); returns the elements done.
+// ---------- AVX2 byte-gather tiles for element sizes 3, 5, 6 and 7 ----------
+
+/// Byte-shuffle masks over one 16-element tile, seen as `E` vectors of 16 bytes either way:
+/// interleaved (`16k + b` = byte `(16k + b) % E` of element `(16k + b) / E`) or rows (row `j`,
+/// byte `b` = byte `j` of element `b`). `to_interleaved[k][j]` moves row `j`'s bytes to their
+/// places in interleaved vector `k`, `to_rows[j][k]` the bytes of interleaved vector `k` to
+/// their places in row `j`; other bytes are zeroed (0x80), so ORing over the sources assembles
+/// each vector.
+struct GatherMasks<const E: usize> {
+    to_interleaved: [[[u8; 16]; E]; E],
+    to_rows: [[[u8; 16]; E]; E],
+}
+
+impl<const E: usize> GatherMasks<E> {
+    fn new() -> Self {
+        let mut m = GatherMasks { to_interleaved: [[[0x80; 16]; E]; E], to_rows: [[[0x80; 16]; E]; E] };
+        for p in 0..16 * E {
+            let (k, b) = (p / 16, p % 16);
+            let (elem, j) = (p / E, p % E);
+            m.to_interleaved[k][j][b] = elem as u8;
+            m.to_rows[j][k][elem] = b as u8;
+        }
+        m
+    }
+}
+
+/// A 16-byte mask in both lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn mask256(m: &[u8; 16]) -> __m256i {
+    _mm256_broadcastsi128_si256(ld128(m.as_ptr()))
+}
+
+/// Lane `la` of `a` then lane `lb` of `b`, as one 32-byte vector.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn join_lanes(a: __m256i, la: usize, b: __m256i, lb: usize) -> __m256i {
+    match (la, lb) {
+        (0, 0) => _mm256_permute2x128_si256::<0x20>(a, b),
+        (0, _) => _mm256_permute2x128_si256::<0x30>(a, b),
+        (_, 0) => _mm256_permute2x128_si256::<0x21>(a, b),
+        _ => _mm256_permute2x128_si256::<0x31>(a, b),
+    }
+}
+
+/// Unshuffle elements `i..` (whole tiles of 32) from `E` rows of `n` bytes into `dst`
+/// (E = 3, 5, 6 or 7).
 ///
 /// # Safety
-/// AVX2 available; `rows.len()` is 2, 4 or 8 and every row has `n` bytes; `dst.len() == n * rows.len()`.
+/// AVX2 available; every `rows[p]` is valid for reads of `n` bytes; `dst.len() == n * E`.
+#[target_feature(enable = "avx2")]
+unsafe fn unshuffle_rows_gather_avx2<const E: usize>(
+    rows: [*const u8; E],
+    n: usize,
+    dst: &mut [MaybeUninit<u8>],
+    mut i: usize,
+) -> usize {
+    let table = GatherMasks::<E>::new();
+    let mut masks = [[_mm256_setzero_si256(); E]; E];
+    for k in 0..E {
+        for j in 0..E {
+            masks[k][j] = mask256(&table.to_interleaved[k][j]);
+        }
+    }
+    let dp = dst.as_mut_ptr().cast::<u8>();
+    while i + 32 <= n {
+        let mut v = [_mm256_setzero_si256(); E];
+        for j in 0..E {
+            // SAFETY: i + 32 <= n.
+            v[j] = ld256(rows[j].add(i));
+        }
+        let mut o = [_mm256_setzero_si256(); E];
+        for k in 0..E {
+            let mut acc = _mm256_shuffle_epi8(v[0], masks[k][0]);
+            for j in 1..E {
+                acc = _mm256_or_si256(acc, _mm256_shuffle_epi8(v[j], masks[k][j]));
+            }
+            o[k] = acc;
+        }
+        // The 32 elements' bytes are 2E pieces of 16: lane 0 of o[0..E], then lane 1 of
+        // o[0..E]. Store them two by two (E is odd or 6: pairs may straddle the lanes).
+        for q in (0..2 * E).step_by(2) {
+            let (a, b) = (q, q + 1);
+            let v = join_lanes(o[a % E], a / E, o[b % E], b / E);
+            // SAFETY: i*E + 16q + 32 <= (i + 32)*E <= n*E.
+            st256(dp.add(i * E + 16 * q), v);
+        }
+        i += 32;
+    }
+    i
+}
+
+/// Shuffle elements `i..` (whole tiles of 32) of `src` into `dst` (E = 3, 5, 6 or 7).
+///
+/// # Safety
+/// AVX2 available; `src.len() == dst.len() == n * E`.
+#[target_feature(enable = "avx2")]
+unsafe fn shuffle_gather_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
+    let n = src.len() / E;
+    let table = GatherMasks::<E>::new();
+    let mut masks = [[_mm256_setzero_si256(); E]; E];
+    for j in 0..E {
+        for k in 0..E {
+            masks[j][k] = mask256(&table.to_rows[j][k]);
+        }
+    }
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    while i + 32 <= n {
+        let mut v = [_mm256_setzero_si256(); E];
+        for k in 0..E {
+            // SAFETY: bytes [i*E, (i+32)*E) are inside src.
+            v[k] = ld2x128(sp.add(i * E + 16 * k), sp.add((i + 16) * E + 16 * k));
+        }
+        for j in 0..E {
+            let mut acc = _mm256_shuffle_epi8(v[0], masks[j][0]);
+            for k in 1..E {
+                acc = _mm256_or_si256(acc, _mm256_shuffle_epi8(v[k], masks[j][k]));
+            }
+            // SAFETY: j*n + i + 32 <= E*n.
+            st256(dp.add(j * n + i), acc);
+        }
+        i += 32;
+    }
+    i
+}
+
+/// Unshuffle from separate rows (element sizes 2 to 8); returns the elements done.
+///
+/// # Safety
+/// AVX2 available; every row has `n` bytes; `dst.len() == n * rows.len()`.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn unshuffle_rows_avx2(rows: &[&[u8]], n: usize, dst: &mut [MaybeUninit<u8>]) -> usize {
     fn ptrs<const E: usize>(rows: &[&[u8]]) -> [*const u8; E] {
@@ -314,6 +443,10 @@ pub(super) unsafe fn unshuffle_rows_avx2(rows: &[&[u8]], n: usize, dst: &mut [Ma
         2 => unshuffle_rows_compact_avx2::<2>(ptrs(rows), n, dst, 0),
         4 => unshuffle_rows_compact_avx2::<4>(ptrs(rows), n, dst, 0),
         8 => unshuffle_rows_compact_avx2::<8>(ptrs(rows), n, dst, 0),
+        3 => unshuffle_rows_gather_avx2::<3>(ptrs(rows), n, dst, 0),
+        5 => unshuffle_rows_gather_avx2::<5>(ptrs(rows), n, dst, 0),
+        6 => unshuffle_rows_gather_avx2::<6>(ptrs(rows), n, dst, 0),
+        7 => unshuffle_rows_gather_avx2::<7>(ptrs(rows), n, dst, 0),
         _ => 0,
     }
 }
@@ -340,6 +473,34 @@ unsafe fn shuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usiz
             i += 32;
         }
     } else {
+        // Rows `n` bytes apart with `n` a multiple of 1 KiB (power-of-two sizes and blocks)
+        // fall into the same few cache sets: storing 32 bytes to 16 rows per tile evicted each
+        // half-written line before its other half came (e = 32: 2-4 GB/s). Two tiles per
+        // column, then each row's 64 bytes back to back (e = 32: 3x faster; other strides keep
+        // the plain loop, which the staging would slow down).
+        while n % 1024 == 0 && i + 64 <= n {
+            for c in col_tiles(e) {
+                let mut stage = [[_mm256_setzero_si256(); 2]; 16];
+                for t in 0..2 {
+                    let i = i + 32 * t;
+                    let mut v = [_mm256_setzero_si256(); 16];
+                    for r in 0..16 {
+                        // SAFETY: c + 16 <= e, and element i+16+r < n.
+                        v[r] = ld2x128(sp.add((i + r) * e + c), sp.add((i + 16 + r) * e + c));
+                    }
+                    let v = rounds256(v, 4);
+                    for p in 0..16 {
+                        stage[p][t] = v[p];
+                    }
+                }
+                for p in 0..16 {
+                    // SAFETY: (c+p)*n + i + 64 <= e*n.
+                    st256(dp.add((c + p) * n + i), stage[p][0]);
+                    st256(dp.add((c + p) * n + i + 32), stage[p][1]);
+                }
+            }
+            i += 64;
+        }
         while i + 32 <= n {
             for c in col_tiles(e) {
                 let mut v = [_mm256_setzero_si256(); 16];
@@ -440,6 +601,10 @@ pub(super) unsafe fn shuffle_avx2(e: usize, src: &[u8], dst: &mut [u8]) -> usize
         2 => shuffle_compact_avx2::<2>(src, dst, 0),
         4 => shuffle_compact_avx2::<4>(src, dst, 0),
         8 => shuffle_compact_avx2::<8>(src, dst, 0),
+        3 => shuffle_gather_avx2::<3>(src, dst, 0),
+        5 => shuffle_gather_avx2::<5>(src, dst, 0),
+        6 => shuffle_gather_avx2::<6>(src, dst, 0),
+        7 => shuffle_gather_avx2::<7>(src, dst, 0),
         _ => shuffle_generic_avx2(e, src, dst, 0),
     };
     shuffle_sse2(e, src, dst, i)
@@ -453,6 +618,14 @@ pub(super) unsafe fn unshuffle_avx2(e: usize, src: &[u8], dst: &mut [MaybeUninit
         2 => unshuffle_compact_avx2::<2>(src, dst, 0),
         4 => unshuffle_compact_avx2::<4>(src, dst, 0),
         8 => unshuffle_compact_avx2::<8>(src, dst, 0),
+        3 | 5 | 6 | 7 if !src.is_empty() => {
+            let n = src.len() / e;
+            let mut rows: [&[u8]; 8] = [&[]; 8];
+            for (r, row) in rows.iter_mut().zip(src.chunks_exact(n)) {
+                *r = row;
+            }
+            unshuffle_rows_avx2(&rows[..e], n, dst)
+        }
         _ => unshuffle_generic_avx2(e, src, dst, 0),
     };
     unshuffle_sse2(e, src, dst, i)
