@@ -881,28 +881,41 @@ impl NdArray {
             if nn > on {
                 self.fill_chunks((nn - on) as u64, &Fill::Zeros)?;
             }
+        } else if old.grid.iter().zip(&new.grid).any(|(a, b)| a < b)
+            && old.grid.iter().zip(&new.grid).any(|(a, b)| a > b)
+        {
+            // One axis gains chunks and another loses some: shrink to the common part first,
+            // then grow, so that each step moves chunks in one direction only (below).
+            let common: Vec<u64> = old.shape.iter().zip(new_shape).map(|(&a, &b)| a.min(b)).collect();
+            self.resize_inner(&common, zero_new)?;
+            return self.resize_inner(new_shape, zero_new);
         } else {
-            let kept: Vec<Option<Vec<u8>>> = (0..new.nchunks)
-                .map(|i| {
-                    let c = new.chunk_coords(i);
-                    if c.iter().zip(&old.grid).all(|(&c, &g)| c < g) {
-                        Ok(Some(self.schunk.get_chunk(old.chunk_index(&c) as usize)?.into_owned()))
-                    } else {
-                        Ok(None)
-                    }
-                })
-                .collect::<Result<_>>()?;
+            // Chunk (c) moves from its old number to its new one, one chunk in memory at a
+            // time (a file-backed array may be far larger than memory). Growing moves chunks to
+            // higher numbers: go from the last down, each source is read before it is
+            // overwritten. Shrinking moves them lower: go up, then cut the tail.
             let zero = oxblosc_chunk::special_chunk(SpecialKind::Zeros, new.chunk_bytes(), new.typesize, None)?;
+            let grows = nn >= on;
+            if grows {
+                for _ in on..nn {
+                    self.schunk.append_chunk(&zero)?;
+                }
+            }
+            let order: Box<dyn Iterator<Item = usize>> = if grows { Box::new((0..nn).rev()) } else { Box::new(0..nn) };
+            for i in order {
+                let c = new.chunk_coords(i as u64);
+                if c.iter().zip(&old.grid).all(|(&c, &g)| c < g) {
+                    let from = old.chunk_index(&c) as usize;
+                    if from != i {
+                        let bytes = self.schunk.get_chunk(from)?.into_owned();
+                        self.schunk.update_chunk(i, &bytes)?;
+                    }
+                } else if i < on {
+                    self.schunk.update_chunk(i, &zero)?;
+                }
+            }
             for i in (nn..on).rev() {
                 self.schunk.delete_chunk(i)?;
-            }
-            for (i, c) in kept.iter().enumerate() {
-                let c = c.as_deref().unwrap_or(&zero);
-                if i < on {
-                    self.schunk.update_chunk(i, c)?;
-                } else {
-                    self.schunk.append_chunk(c)?;
-                }
             }
             self.geom = new;
         }
