@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -107,3 +108,20 @@ def install_plugin_example(tmp: Path) -> None:
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(build)]
     r = subprocess.run(pip, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int):
+    """RLIMIT_FSIZE at `limit` bytes for this process (writes past it fail with EFBIG instead
+    of SIGXFSZ killing the process); the old limit and handler come back afterwards."""
+    import resource
+    import signal
+
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old_handler)

@@ -9,9 +9,7 @@ difference to the shortest sequence.
 from __future__ import annotations
 
 import os
-import resource
 import shutil
-import signal
 import tempfile
 from pathlib import Path
 
@@ -21,6 +19,8 @@ import oxblosc
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from .helpers import file_size_limit
 
 
 def region(data, shape: tuple[int, ...]) -> tuple[slice, ...]:
@@ -99,24 +99,19 @@ class NDArrayVsBlosc2(RuleBasedStateMachine):
         )
         limit = data.draw(st.integers(0, max(os.path.getsize(f) for f in files)))
         model, vlmeta = self.model.copy(), dict(self.vlmeta)
-        old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
         try:
-            if op == "write":
-                self.write_region(data)
-            elif op == "resize":
-                self.resize(data.draw(st.integers(0, 30)), data.draw(st.integers(1, 20)))
-            elif op == "append":
-                self.append_rows(data.draw(st.integers(1, 5)))
-            else:
-                self.set_vlmeta("units", data.draw(st.integers(-3, 3)))
+            with file_size_limit(limit):
+                if op == "write":
+                    self.write_region(data)
+                elif op == "resize":
+                    self.resize(data.draw(st.integers(0, 30)), data.draw(st.integers(1, 20)))
+                elif op == "append":
+                    self.append_rows(data.draw(st.integers(1, 5)))
+                else:
+                    self.set_vlmeta("units", data.draw(st.integers(-3, 3)))
         except OSError as e:
             assert "File too large" in str(e), e
             self.model, self.vlmeta = model, vlmeta
-        finally:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-            signal.signal(signal.SIGXFSZ, old_handler)
 
     @rule(key=st.sampled_from(["units", "n"]), value=st.one_of(st.integers(-3, 3), st.text(max_size=3)))
     def set_vlmeta(self, key, value) -> None:

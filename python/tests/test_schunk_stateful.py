@@ -11,9 +11,7 @@ difference from the model, in either library's view, fails with the shrunk seque
 from __future__ import annotations
 
 import os
-import resource
 import shutil
-import signal
 import tempfile
 from pathlib import Path
 
@@ -23,6 +21,8 @@ import oxblosc
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from .helpers import file_size_limit
 
 ITEMS = 256  # int32 items per chunk
 CHUNK = ITEMS * 4
@@ -99,21 +99,16 @@ class SuperChunkVsBlosc2(RuleBasedStateMachine):
         files = [self.path] if self.contiguous else [os.path.join(self.path, f) for f in os.listdir(self.path)]
         limit = data.draw(st.integers(0, max(os.path.getsize(f) for f in files)))
         before = (list(self.chunks), dict(self.vlmeta))
-        old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
         try:
-            if op == "vlmeta":
-                self.ours.vlmeta["a"] = seed
-                self.vlmeta["a"] = seed
-            else:
-                self.edit(op, data, seed)
+            with file_size_limit(limit):
+                if op == "vlmeta":
+                    self.ours.vlmeta["a"] = seed
+                    self.vlmeta["a"] = seed
+                else:
+                    self.edit(op, data, seed)
         except OSError as e:
             assert "File too large" in str(e), e
             assert (self.chunks, self.vlmeta) == before
-        finally:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-            signal.signal(signal.SIGXFSZ, old_handler)
 
     @rule(key=st.sampled_from(["a", "b", "unit"]), value=st.one_of(st.integers(-5, 5), st.text(max_size=4)))
     def set_vlmeta(self, key: str, value) -> None:
