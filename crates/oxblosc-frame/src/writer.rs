@@ -876,6 +876,7 @@ impl Writer {
         let which: Vec<usize> =
             invalid.iter().flat_map(|&j| j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n)).collect();
         let stored = self.store(chunks, &which)?;
+        let cbytes = ch.stored_cbytes + Self::added_cbytes(chunks, &stored);
         let r = (|| -> Result<()> {
             let index = if ch.frame.nbytes > 0 {
                 let mut raw = Vec::with_capacity(BLOCK_ENTRIES * 8);
@@ -894,7 +895,6 @@ impl Writer {
             } else {
                 None
             };
-            let cbytes = ch.stored_cbytes + Self::added_cbytes(chunks, &stored);
             // A failed write leaves the old index (and so the old stamp) in place.
             self.sparse_stamp =
                 Some(write_sparse_index(&self.path, &ch.frame, index.as_deref(), cbytes, self.sync_mode)?);
@@ -907,7 +907,6 @@ impl Writer {
         for &id in ch.retired {
             let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
         }
-        let cbytes = ch.stored_cbytes + Self::added_cbytes(chunks, &stored);
         // Optional, like compaction: the change is committed whether or not this succeeds.
         let renumbered = self.compact_ids(ch, &stored, cbytes).unwrap_or_default();
         Ok(Committed { stored, section_end: u64::MAX, rewritten: None, renumbered })
