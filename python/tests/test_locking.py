@@ -418,3 +418,30 @@ def test_get_and_update_params() -> None:
     assert s.dparams.nthreads == 1
     s.append_data(np.arange(100, dtype="i8"))
     assert oxblosc.chunk_info(s.get_chunk(0))["codec"] == oxblosc.Codec.LZ4
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("limit", [0, 12, 14, 40])
+def test_locked_write_failing_on_file_size_limit_reports_it_and_keeps_the_handle(
+    tmp_path: Path, contiguous: bool, limit: int
+) -> None:
+    """A write that fails under RLIMIT_FSIZE also fails to record the lock's generation
+    completely (16 bytes at the start of the lock file). The caller must hear the real error
+    ("File too large", not "changed by another handle"), and the handle stays usable."""
+    from .helpers import file_size_limit
+
+    path = str(tmp_path / ("a.b2nd" if contiguous else "d.b2nd"))
+    a = oxblosc.asarray(np.arange(17, dtype="i2"), urlpath=path, contiguous=contiguous, chunks=(2,), blocks=(1,))
+    del a
+    a = oxblosc.open(path, mode="a", locking=True)
+    a.append(np.array([100], dtype="i2"))
+    with pytest.raises(OSError, match="File too large"), file_size_limit(limit):
+        a.append(np.array([200], dtype="i2"))
+    want = np.append(np.arange(17), 100).astype("i2")
+    np.testing.assert_array_equal(a[:], want)
+    assert a.append(np.array([300], dtype="i2")) == 19
+    want = np.append(want, 300).astype("i2")
+    np.testing.assert_array_equal(a[:], want)
+    del a
+    np.testing.assert_array_equal(blosc2.open(path)[:], want)
+    np.testing.assert_array_equal(oxblosc.open(path)[:], want)

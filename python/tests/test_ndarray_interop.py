@@ -220,3 +220,32 @@ def test_append_on_1d_matches_blosc2(tmp_path):
         assert ours.append(values) == theirs.append(values)
     np.testing.assert_array_equal(ours[:], theirs[:])
     np.testing.assert_array_equal(blosc2.open(str(tmp_path / "o.b2nd"))[:], theirs[:])
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize(
+    ("shape", "chunks", "small", "big"),
+    [
+        ((6,), (4,), (3,), (6,)),
+        ((7, 9), (4, 4), (5, 6), (8, 11)),
+        ((7, 9), (4, 4), (7, 2), (7, 9)),
+        ((5, 6, 7), (2, 3, 4), (3, 4, 5), (5, 6, 7)),
+    ],
+)
+def test_shrink_then_blosc2_grows_shows_zeros(tmp_path, contiguous, shape, chunks, small, big):
+    """python-blosc2 does not clear a chunk's padding when it grows an array (its own files
+    show the cut-off values again). Our shrink clears the cells it cuts inside the chunks
+    that stay, so a file we shrank grows into zeros there, as NumPy would have it."""
+    path = str(tmp_path / ("a.b2nd" if contiguous else "d.b2nd"))
+    full = np.arange(1, 1 + np.prod(shape), dtype="i4").reshape(shape)
+    a = oxblosc.asarray(full, urlpath=path, contiguous=contiguous, chunks=chunks, mode="w")
+    a.resize(small)
+    del a
+    b = blosc2.open(path, mode="a")
+    b.resize(big)
+    want = np.zeros(big, dtype="i4")
+    keep = tuple(slice(0, min(s, n)) for s, n in zip(small, big, strict=True))
+    want[keep] = full[keep]
+    np.testing.assert_array_equal(b[...], want)
+    del b
+    np.testing.assert_array_equal(oxblosc.open(path)[...], want)

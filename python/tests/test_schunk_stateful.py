@@ -18,6 +18,7 @@ from pathlib import Path
 import blosc2
 import numpy as np
 import oxblosc
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -215,3 +216,52 @@ def test_append_after_blosc2_emptied_the_frame(tmp_path):
     assert bytes(ours.get_slice(0, 2 * ITEMS)) == payload(0) + payload(6)
     del ours
     assert bytes(blosc2.open(path).get_slice(0, 2 * ITEMS)) == payload(0) + payload(6)
+
+
+@pytest.mark.parametrize("edit", ["update first", "insert first", "delete first", "update all"])
+def test_blosc2_can_cut_our_sparse_frame_short_after_edits(tmp_path, edit):
+    """Changed chunks get fresh file ids (never overwritten in place). C-Blosc2 refuses sparse
+    frames with a chunk file id + 32 > cbytes, so when python-blosc2 later cut such a frame of
+    tiny chunks down to its first chunk (deleting from the end, or `resize`), it could no
+    longer open its own result. Our writer puts chunk files back in chunk order on close."""
+    path = str(tmp_path / "d.b2frame")
+    items = np.arange(2, dtype=np.int32)
+    with oxblosc.SChunk(chunksize=8, urlpath=path, contiguous=False, cparams={"typesize": 4}, mode="w") as s:
+        for k in range(40):
+            s.append_data((items + 10 * k).tobytes())
+    model = [(items + 10 * k).tobytes() for k in range(40)]
+    s = oxblosc.open(path, mode="a")
+    new = (items - 7).tobytes()
+    if edit == "update first":
+        s.update_data(0, new, copy=True)
+        model[0] = new
+    elif edit == "insert first":
+        s.insert_data(0, new, copy=True)
+        model.insert(0, new)
+    elif edit == "delete first":
+        s.delete_chunk(0)
+        del model[0]
+    else:
+        for k in range(len(model)):
+            s.update_data(k, new, copy=True)
+            model[k] = new
+    del s
+    theirs = blosc2.open(path, mode="a")
+    while theirs.nchunks > 1:
+        theirs.delete_chunk(theirs.nchunks - 1)
+    del theirs
+    assert blosc2.open(path).decompress_chunk(0) == model[0]
+    assert oxblosc.open(path).decompress_chunk(0) == model[0]
+
+
+def test_blosc2_can_resize_our_sparse_array_after_an_update(tmp_path):
+    """The same through b2nd: an update of chunk 0, then python-blosc2's resize to one chunk."""
+    path = str(tmp_path / "d.b2nd")
+    a = oxblosc.asarray(np.arange(17, dtype="i2"), urlpath=path, contiguous=False, chunks=(2,), blocks=(1,), mode="w")
+    a[0:1] = np.array([5], dtype="i2")
+    del a
+    b = blosc2.open(path, mode="a")
+    b.resize((1,))
+    del b
+    np.testing.assert_array_equal(blosc2.open(path)[:], [5])
+    np.testing.assert_array_equal(oxblosc.open(path)[:], [5])

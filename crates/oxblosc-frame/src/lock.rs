@@ -259,6 +259,17 @@ impl LockView {
         self.seen.store(g, Ordering::Release);
     }
 
+    /// Tell other handles that the frame changed (call with the exclusive lock held). Best
+    /// effort: the counter is advisory, and a write that fails halfway (a file size limit,
+    /// a full disk) may still have changed it, so this view then takes whatever the file
+    /// holds; nothing else can change it while the lock is held.
+    pub(crate) fn announce(&self) {
+        let _ = self.lock.bump();
+        if let Ok(g) = self.lock.generation() {
+            self.set_seen(g);
+        }
+    }
+
     /// Take the shared lock and check that no other handle committed since this view was
     /// parsed; reads of stored bytes happen while the returned guard lives.
     pub(crate) fn read_guard(&self) -> Result<LockGuard<'_>> {

@@ -1,7 +1,9 @@
-//! Crash safety of contiguous frame files: a child process appends, inserts, updates and
-//! deletes chunks in a loop and is SIGKILLed at random moments; after every kill the file must
-//! reopen as the last state the child committed or the one it was writing, never unreadable
-//! and never with lost chunks.
+//! Crash safety of frame files, contiguous and sparse: a child process appends, inserts,
+//! updates and deletes chunks in a loop and is SIGKILLed at random moments; after every kill
+//! the file must reopen as the last state the child committed or the one it was writing, never
+//! unreadable and never with lost chunks. The sparse run keeps few, tiny chunks so that chunk
+//! file ids outgrow the frame's `cbytes` and the writer renumbers them (hard links, new index,
+//! old names removed) many times, with kills landing inside that too.
 //!
 //! The child is this test binary re-executed with `OXBLOSC_CRASH_CHILD` set. Before each
 //! operation it logs `I <nchunks> <hash>` (the state it is about to write), after the
@@ -18,10 +20,16 @@ use std::time::{Duration, Instant};
 
 use oxblosc_frame::{open, CParams, DParams, Mode, SChunk};
 
-const ITEMS: usize = 1024;
+/// The layouts under test: (contiguous, u32 items per chunk, at most this many chunks).
+const LAYOUTS: [(bool, usize, u64); 2] = [(true, 1024, 400), (false, 2, 4)];
 
 fn chunk_data(seed: u32) -> Vec<u8> {
-    (0..ITEMS as u32)
+    chunk_data_n(seed, 1024)
+}
+
+/// `items` u32: every fourth a hash of the seed and position, the rest the seed itself.
+fn chunk_data_n(seed: u32, items: usize) -> Vec<u8> {
+    (0..items as u32)
         .flat_map(|k| {
             let v = if k % 4 == 0 { seed.wrapping_mul(2_654_435_761).wrapping_add(k) } else { seed };
             v.to_le_bytes()
@@ -44,8 +52,11 @@ fn read_seeds(s: &SChunk) -> Result<Vec<u32>, String> {
     let mut seeds = Vec::with_capacity(s.nchunks());
     for i in 0..s.nchunks() {
         let d = s.decompress_chunk(i).map_err(|e| format!("chunk {i}: {e}"))?;
+        if d.len() < 8 {
+            return Err(format!("chunk {i} has only {} bytes", d.len()));
+        }
         let seed = u32::from_le_bytes(d[4..8].try_into().unwrap());
-        if d != chunk_data(seed) {
+        if d != chunk_data_n(seed, d.len() / 4) {
             return Err(format!("chunk {i} does not hold seed {seed}'s data"));
         }
         seeds.push(seed);
@@ -71,11 +82,11 @@ fn cparams() -> CParams {
 }
 
 /// The writing child: runs until killed.
-fn child(path: &Path, log: &Path, seed: u64) {
+fn child(path: &Path, log: &Path, seed: u64, (contiguous, items, max_chunks): (bool, usize, u64)) {
     let mut s = if path.exists() {
         open(path, Mode::Append).expect("child reopens the frame")
     } else {
-        SChunk::create(path, true, cparams(), DParams::default()).expect("create")
+        SChunk::create(path, contiguous, cparams(), DParams::default()).expect("create")
     };
     let mut seeds = read_seeds(&s).expect("child reads the frame");
     let mut log = std::fs::File::create(log).unwrap();
@@ -91,7 +102,8 @@ fn child(path: &Path, log: &Path, seed: u64) {
         let op = rng.below(100);
         let new_seed = rng.next() as u32 | 1;
         let mut next = seeds.clone();
-        let act: Box<dyn FnOnce(&mut SChunk)> = if n < 4 || (op < 60 && n < 400) {
+        let chunk_data = move |seed| chunk_data_n(seed, items);
+        let act: Box<dyn FnOnce(&mut SChunk)> = if n < 4 || (op < 60 && n < max_chunks) {
             next.push(new_seed);
             Box::new(move |s| {
                 s.append_data(&chunk_data(new_seed)).unwrap();
@@ -152,7 +164,7 @@ h = 0xcbf29ce484222325
 for i in range(s.nchunks):
     d = np.frombuffer(s.decompress_chunk(i), dtype=np.uint32)
     seed = int(d[1])
-    k = np.arange(1024, dtype=np.uint32)
+    k = np.arange(len(d), dtype=np.uint32)
     exp = np.where(k % 4 == 0, (np.uint32(seed) * np.uint32(2654435761) + k).astype(np.uint32), np.uint32(seed))
     assert (d == exp).all(), f"chunk {i}"
     for b in seed.to_bytes(4, "little"):
@@ -163,18 +175,42 @@ print(s.nchunks, h)
 #[test]
 fn crash_child_entry() {
     // Only does something when re-executed by `sigkill_during_writes`.
-    if let (Ok(path), Ok(log), Ok(seed)) =
-        (std::env::var("OXBLOSC_CRASH_CHILD"), std::env::var("OXBLOSC_CRASH_LOG"), std::env::var("OXBLOSC_CRASH_SEED"))
-    {
-        child(Path::new(&path), Path::new(&log), seed.parse().unwrap());
+    if let (Ok(path), Ok(log), Ok(seed), Ok(layout)) = (
+        std::env::var("OXBLOSC_CRASH_CHILD"),
+        std::env::var("OXBLOSC_CRASH_LOG"),
+        std::env::var("OXBLOSC_CRASH_SEED"),
+        std::env::var("OXBLOSC_CRASH_LAYOUT"),
+    ) {
+        child(Path::new(&path), Path::new(&log), seed.parse().unwrap(), LAYOUTS[layout.parse::<usize>().unwrap()]);
     }
 }
 
 #[test]
-fn sigkill_during_writes() {
-    let dir = std::env::temp_dir().join(format!("oxblosc-crash-{}", std::process::id()));
+fn sigkill_during_writes_contiguous() {
+    sigkill_during_writes(0);
+}
+
+#[test]
+fn sigkill_during_writes_sparse() {
+    sigkill_during_writes(1);
+}
+
+/// The highest chunk file id in a sparse frame directory (referenced or a leftover).
+fn max_chunk_file_id(dir: &Path) -> Option<u64> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            u64::from_str_radix(name.strip_suffix(".chunk")?, 16).ok()
+        })
+        .max()
+}
+
+fn sigkill_during_writes(layout: usize) {
+    let (contiguous, _, _) = LAYOUTS[layout];
+    let dir = std::env::temp_dir().join(format!("oxblosc-crash-{}-{layout}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("crash.b2frame");
+    let path = dir.join(if contiguous { "crash.b2frame" } else { "crash.b2sparse" });
     let log = dir.join("log.txt");
     let py: Option<PathBuf> = std::env::var_os("OXBLOSC_INTEROP_PY").map(PathBuf::from);
     let kills: usize = std::env::var("OXBLOSC_CRASH_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
@@ -182,6 +218,7 @@ fn sigkill_during_writes() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id()));
     let t0 = Instant::now();
     let (mut killed_mid_op, mut max_chunks, mut py_checked) = (0, 0, 0);
+    let mut top_id = 0; // sparse: the highest chunk file id seen (leftovers of kills included)
     let mut seen = std::collections::BTreeMap::<&str, usize>::new();
     for round in 0..kills {
         let _ = std::fs::remove_file(&log);
@@ -190,6 +227,7 @@ fn sigkill_during_writes() {
             .env("OXBLOSC_CRASH_CHILD", &path)
             .env("OXBLOSC_CRASH_LOG", &log)
             .env("OXBLOSC_CRASH_SEED", rng.next().to_string())
+            .env("OXBLOSC_CRASH_LAYOUT", layout.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -225,12 +263,26 @@ fn sigkill_during_writes() {
         assert!(which.is_some(), "round {round}: file holds {st:?}, accepted {ok:?}");
         *seen.entry(if which == Some(0) { "old state" } else { "new state" }).or_default() += 1;
         max_chunks = max_chunks.max(seeds.len());
+        if !contiguous {
+            top_id = top_id.max(max_chunk_file_id(&path).unwrap_or(0));
+        }
     }
-    let len = std::fs::metadata(&path).unwrap().len();
+    let len = if contiguous {
+        std::fs::metadata(&path).unwrap().len()
+    } else {
+        std::fs::read_dir(&path).unwrap().filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum()
+    };
     eprintln!(
-        "crash test: {kills} kills in {:.1} s, {killed_mid_op} during an operation, outcomes {seen:?}, \
-         up to {max_chunks} chunks, final file {len} bytes, {py_checked} crashed files read by python-blosc2",
-        t0.elapsed().as_secs_f64()
+        "crash test ({}): {kills} kills in {:.1} s, {killed_mid_op} during an operation, outcomes {seen:?}, \
+         up to {max_chunks} chunks, final file {len} bytes, {py_checked} crashed files read by python-blosc2, \
+         {}",
+        if contiguous { "contiguous" } else { "sparse" },
+        t0.elapsed().as_secs_f64(),
+        if contiguous {
+            String::new()
+        } else {
+            format!("chunk file ids up to {top_id} (renumbered when past cbytes - 32)")
+        }
     );
     if std::env::var_os("OXBLOSC_CRASH_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -331,5 +383,35 @@ fn idle_writer_keeps_out_of_a_newer_state() {
         drop((a, b));
         assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A crash after a sparse frame's ids were renumbered (new index in place) but before the old
+/// chunk file names were removed leaves those names as hard links to chunks that are now
+/// referenced under their new, lower ids. The writer later reaches those ids for new chunks:
+/// it must create a new file, not write through the old name into the referenced chunk.
+#[test]
+fn leftover_name_of_a_renumbered_chunk_is_not_written_through() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-leftover-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("d.b2sparse");
+    let mut s = SChunk::create(&path, false, cparams(), DParams::default()).unwrap();
+    for seed in 1..=3 {
+        s.append_data(&chunk_data(seed)).unwrap();
+    }
+    drop(s);
+    // The state such a crash leaves: chunk 0 referenced as id 0, its old name id 5 still there.
+    std::fs::hard_link(path.join(oxblosc_frame::chunk_file_name(0)), path.join(oxblosc_frame::chunk_file_name(5)))
+        .unwrap();
+    let mut s = open(&path, Mode::Append).unwrap();
+    let mut want = vec![1, 2, 3];
+    for seed in 10..16 {
+        s.append_data(&chunk_data(seed)).unwrap(); // ids 3, 4, 5 (the leftover name), ...
+        want.push(seed);
+        assert_eq!(read_seeds(&s).unwrap(), want, "after appending seed {seed}");
+    }
+    drop(s);
+    assert_eq!(read_seeds(&open(&path, Mode::Read).unwrap()).unwrap(), want);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -870,6 +870,7 @@ impl NdArray {
             return Ok(());
         }
         let new = Geometry::new(new_shape, &old.chunks, &old.blocks, old.typesize)?;
+        self.clear_cut_cells(&new)?;
         let prefix_only = old.grid[1..] == new.grid[1..] || old.nchunks == 0;
         let (on, nn) = (old.nchunks as usize, new.nchunks as usize);
         if prefix_only {
@@ -940,6 +941,26 @@ impl NdArray {
                     .collect();
                 self.zero_slice(&sel)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Cells that shrinking to `new` cuts off inside chunks that stay become padding. C-Blosc2
+    /// does not clear padding when it grows an array, so a file shrunk here and grown by
+    /// python-blosc2 would show the old values again (as its own files do): clear them while
+    /// they are still inside the array. Only the chunks on the new edge are rewritten.
+    fn clear_cut_cells(&mut self, new: &Geometry) -> Result<()> {
+        let old = self.geom.clone();
+        let kept: Vec<u64> = (0..old.ndim()).map(|e| old.shape[e].min(new.grid[e] * old.chunks[e])).collect();
+        for d in 0..old.ndim() {
+            let (lo, hi) = (new.shape[d], kept[d]);
+            if lo >= hi || kept.contains(&0) {
+                continue;
+            }
+            let sel: Vec<DimSlice> = (0..old.ndim())
+                .map(|e| DimSlice::new(if e == d { lo } else { 0 }, if e == d { hi } else { kept[e] }, 1))
+                .collect();
+            self.zero_slice(&sel)?;
         }
         Ok(())
     }
