@@ -5,6 +5,7 @@
 
 #![allow(unsafe_code)]
 
+use super::bitshuffle::transpose8x8;
 use crate::uninit::Out;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
@@ -181,6 +182,18 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
         }
         let m = src.len() / t;
         let plane_len = m / 8;
+        if level == Level::Avx2 && matches!(t, 2 | 4 | 8) {
+            // SAFETY: AVX2 detected (level never exceeds `detect`); lengths as asserted above.
+            let done = unsafe {
+                match t {
+                    2 => x86_bitshuffle::bitshuffle_fused_avx2::<2>(src, dst),
+                    4 => x86_bitshuffle::bitshuffle_fused_avx2::<4>(src, dst),
+                    _ => x86_bitshuffle::bitshuffle_fused_avx2::<8>(src, dst),
+                }
+            };
+            bitshuffle_groups_tail(t, src, dst, done / 8);
+            return true;
+        }
         let k = bit_chunk(t);
         let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
         let mut i0 = 0;
@@ -215,14 +228,32 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
     }
 }
 
-/// SIMD inverse of [`bitshuffle`]; `false` = not handled.
-pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> bool {
+/// SIMD inverse of [`bitshuffle`] into possibly uninitialised output (every byte of `dst` is
+/// written when it returns `true`); `false` = not handled (`dst` untouched).
+pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) -> bool {
     debug_assert!(t >= 1 && src.len() == dst.len() && src.len() % (8 * t) == 0);
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
         if level == Level::Scalar {
             return false;
         }
+        if level == Level::Avx2 && matches!(t, 2 | 4 | 8) {
+            // SAFETY: the kernel and the tail store only bytes computed from `src`, and
+            // together they write every byte of `dst`.
+            let d = unsafe { dst.slots() };
+            // SAFETY: AVX2 detected (level never exceeds `detect`); lengths as asserted above.
+            let done = unsafe {
+                match t {
+                    2 => x86_bitshuffle::bitunshuffle_fused_avx2::<2>(src, d),
+                    4 => x86_bitshuffle::bitunshuffle_fused_avx2::<4>(src, d),
+                    _ => x86_bitshuffle::bitunshuffle_fused_avx2::<8>(src, d),
+                }
+            };
+            bitunshuffle_groups_tail(t, src, d, done / 8);
+            return true;
+        }
+        // The two-pass kernels below write through `&mut [u8]`.
+        let dst = dst.reborrow().initialised();
         let m = src.len() / t;
         let plane_len = m / 8;
         let k = bit_chunk(t);
@@ -253,6 +284,42 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -
     {
         let _ = (level, t, src, dst);
         false
+    }
+}
+
+/// Scalar bit shuffle of the groups of 8 elements from group `g0` on (the part the fused
+/// kernels did not cover); `src` is the whole transformed body.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+fn bitshuffle_groups_tail(t: usize, src: &[u8], dst: &mut [u8], g0: usize) {
+    let plane_len = src.len() / t / 8;
+    for g in g0..plane_len {
+        for j in 0..t {
+            let mut x = 0u64;
+            for r in 0..8 {
+                x |= u64::from(src[(8 * g + r) * t + j]) << (8 * r);
+            }
+            for (b, byte) in transpose8x8(x).to_le_bytes().into_iter().enumerate() {
+                dst[(8 * j + b) * plane_len + g] = byte;
+            }
+        }
+    }
+}
+
+/// Inverse of [`bitshuffle_groups_tail`] into possibly uninitialised output.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+fn bitunshuffle_groups_tail(t: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], g0: usize) {
+    let plane_len = src.len() / t / 8;
+    for g in g0..plane_len {
+        for j in 0..t {
+            let mut x = [0u8; 8];
+            for (b, byte) in x.iter_mut().enumerate() {
+                *byte = src[(8 * j + b) * plane_len + g];
+            }
+            let y = transpose8x8(u64::from_le_bytes(x)).to_le_bytes();
+            for (r, &byte) in y.iter().enumerate() {
+                dst[(8 * g + r) * t + j] = MaybeUninit::new(byte);
+            }
+        }
     }
 }
 

@@ -12,7 +12,9 @@ use std::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
+use super::x86_shuffle::{interleave_rows_store, ld2x128, rounds256};
 use crate::filter::bitshuffle::transpose8x8;
+use std::mem::MaybeUninit;
 
 /// Planes `8*j .. 8*j+8` live at `planes[b * plane_len + off ..]`; a row has `row.len()`
 /// bytes (a multiple of 8), written to bytes `off .. off + row.len()/8` of each plane.
@@ -86,6 +88,27 @@ fn row_to_planes_scalar(row: &[u8], planes: &mut [u8], plane_len: usize, off: us
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn planes_to_row_avx2(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
     let full = row.len() / 32 * 32;
+    check(row.len(), planes.len(), plane_len, off);
+    let pp = planes.as_ptr();
+    let mut i = 0;
+    while i < full {
+        // SAFETY: b*plane_len + off + i/8 + 4 <= 8*plane_len for b < 8 (checked above).
+        let v = row32_from_planes(pp.add(off + i / 8), plane_len);
+        // SAFETY: i + 32 <= row.len().
+        _mm256_storeu_si256(row.as_mut_ptr().add(i) as *mut __m256i, v);
+        i += 32;
+    }
+    planes_to_row_sse2(planes, plane_len, off + full / 8, &mut row[full..]);
+}
+
+/// One byte row of 32 elements rebuilt from the 4 bytes at `p + b * plane_len` of its 8
+/// planes `b`.
+///
+/// # Safety
+/// AVX2 available; `p + b * plane_len .. + 4` readable for every b < 8.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn row32_from_planes(p: *const u8, plane_len: usize) -> __m256i {
     // In each lane, dword b holds plane bytes g0..g3; regroup to [g][b] per lane.
     let regroup = _mm256_setr_epi8(
         0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, //
@@ -93,23 +116,74 @@ pub(super) unsafe fn planes_to_row_avx2(planes: &[u8], plane_len: usize, off: us
     );
     // Then qword g = [planes 0..4 of group g, planes 4..8 of group g].
     let merge = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    check(row.len(), planes.len(), plane_len, off);
-    let pp = planes.as_ptr();
+    let mut d = [0i32; 8];
+    for (b, w) in d.iter_mut().enumerate() {
+        // SAFETY: in bounds by the caller's guarantee.
+        *w = i32::from_le((p.add(b * plane_len) as *const i32).read_unaligned());
+    }
+    let v = _mm256_setr_epi32(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+    transpose8x8_avx2(_mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, regroup), merge))
+}
+
+/// Bit shuffle of `src` (`m` elements of `E` = 2, 4 or 8 bytes, `m % 8 == 0`) straight into
+/// its planes in `dst`, 32 elements at a time: the elements' `E` byte rows are formed in
+/// registers (the byte shuffle) and each row's 8 bit planes taken with `movemask`, so no
+/// byte-shuffled copy is written anywhere. Returns the elements done (a multiple of 32).
+///
+/// # Safety
+/// AVX2 available; `src.len() == dst.len()`, a multiple of `8 * E`.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn bitshuffle_fused_avx2<const E: usize>(src: &[u8], dst: &mut [u8]) -> usize {
+    assert!(src.len() == dst.len() && src.len() % (8 * E) == 0);
+    let m = src.len() / E;
+    let plane_len = m / 8;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
     let mut i = 0;
-    while i < full {
-        let mut d = [0i32; 8];
-        for (b, w) in d.iter_mut().enumerate() {
-            // SAFETY: b*plane_len + off + i/8 + 4 <= 8*plane_len (checked above).
-            *w = i32::from_le((pp.add(b * plane_len + off + i / 8) as *const i32).read_unaligned());
+    while i + 32 <= m {
+        let mut v = [_mm256_setzero_si256(); E];
+        for (k, vk) in v.iter_mut().enumerate() {
+            // SAFETY: bytes [i*E, (i+32)*E) are inside src.
+            *vk = ld2x128(sp.add(i * E + 16 * k), sp.add((i + 16) * E + 16 * k));
         }
-        let v = _mm256_setr_epi32(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
-        let v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, regroup), merge);
-        let v = transpose8x8_avx2(v);
-        // SAFETY: i + 32 <= row.len().
-        _mm256_storeu_si256(row.as_mut_ptr().add(i) as *mut __m256i, v);
+        let rows = rounds256(v, 4);
+        for (j, &row) in rows.iter().enumerate() {
+            let mut row = row;
+            for b in (0..8).rev() {
+                let bits = _mm256_movemask_epi8(row) as u32;
+                // SAFETY: (8j + b) * plane_len + i/8 + 4 <= 8 * E * plane_len = dst.len().
+                (dp.add((8 * j + b) * plane_len + i / 8) as *mut u32).write_unaligned(bits.to_le());
+                row = _mm256_add_epi8(row, row);
+            }
+        }
         i += 32;
     }
-    planes_to_row_sse2(planes, plane_len, off + full / 8, &mut row[full..]);
+    i
+}
+
+/// Inverse of [`bitshuffle_fused_avx2`] into possibly uninitialised `dst`: per 32 elements the
+/// `E` byte rows are rebuilt from the planes and interleaved in registers, then stored once.
+/// Returns the elements done (a multiple of 32; the bytes of later elements are not written).
+///
+/// # Safety
+/// AVX2 available; `src.len() == dst.len()`, a multiple of `8 * E`.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn bitunshuffle_fused_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>]) -> usize {
+    assert!(src.len() == dst.len() && src.len() % (8 * E) == 0);
+    let m = src.len() / E;
+    let plane_len = m / 8;
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
+    let mut i = 0;
+    while i + 32 <= m {
+        let mut v = [_mm256_setzero_si256(); E];
+        for (j, vj) in v.iter_mut().enumerate() {
+            // SAFETY: (8j + b) * plane_len + i/8 + 4 <= src.len() for b < 8.
+            *vj = row32_from_planes(sp.add(8 * j * plane_len + i / 8), plane_len);
+        }
+        // SAFETY: bytes [i*E, (i+32)*E) are inside dst.
+        interleave_rows_store(v, dp.add(i * E));
+        i += 32;
+    }
+    i
 }
 
 /// SSE2 twin of [`planes_to_row_avx2`].
