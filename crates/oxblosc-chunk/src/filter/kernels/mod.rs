@@ -5,7 +5,6 @@
 
 #![allow(unsafe_code)]
 
-use super::bitshuffle::transpose8x8;
 use crate::uninit::Out;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
@@ -166,7 +165,23 @@ fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], i0: usize) 
 /// Elements per bitshuffle pass: the byte-shuffled slice (`K * t` bytes) stays in L1/L2.
 #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn bit_chunk(t: usize) -> usize {
-    ((16 * 1024 / t) / 32 * 32).max(32)
+    ((BIT_SCRATCH / t) / 32 * 32).max(32)
+}
+
+/// Bytes of the byte-shuffled slice a bitshuffle pass keeps on the stack.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+const BIT_SCRATCH: usize = 16 * 1024;
+
+/// `n` bytes of scratch: on the stack (no allocation per block), on the heap for the element
+/// sizes above 512 whose 32-element minimum slice does not fit.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+fn bit_scratch<'a>(stack: &'a mut [u8; BIT_SCRATCH], heap: &'a mut Vec<u8>, n: usize) -> &'a mut [u8] {
+    if n <= BIT_SCRATCH {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, 0);
+        heap
+    }
 }
 
 /// SIMD bit shuffle of `src` (a multiple of `8 * t` bytes); `false` = not handled.
@@ -182,20 +197,9 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
         }
         let m = src.len() / t;
         let plane_len = m / 8;
-        if level == Level::Avx2 && matches!(t, 2 | 4 | 8) {
-            // SAFETY: AVX2 detected (level never exceeds `detect`); lengths as asserted above.
-            let done = unsafe {
-                match t {
-                    2 => x86_bitshuffle::bitshuffle_fused_avx2::<2>(src, dst),
-                    4 => x86_bitshuffle::bitshuffle_fused_avx2::<4>(src, dst),
-                    _ => x86_bitshuffle::bitshuffle_fused_avx2::<8>(src, dst),
-                }
-            };
-            bitshuffle_groups_tail(t, src, dst, done / 8);
-            return true;
-        }
         let k = bit_chunk(t);
-        let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
+        let (mut stack, mut heap) = ([0u8; BIT_SCRATCH], Vec::new());
+        let scratch = bit_scratch(&mut stack, &mut heap, if t == 1 { 0 } else { k.min(m) * t });
         let mut i0 = 0;
         while i0 < m {
             let kc = k.min(m - i0);
@@ -237,32 +241,22 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) ->
         if level == Level::Scalar {
             return false;
         }
-        if level == Level::Avx2 && matches!(t, 2 | 4 | 8) {
-            // SAFETY: the kernel and the tail store only bytes computed from `src`, and
-            // together they write every byte of `dst`.
-            let d = unsafe { dst.slots() };
-            // SAFETY: AVX2 detected (level never exceeds `detect`); lengths as asserted above.
-            let done = unsafe {
-                match t {
-                    2 => x86_bitshuffle::bitunshuffle_fused_avx2::<2>(src, d),
-                    4 => x86_bitshuffle::bitunshuffle_fused_avx2::<4>(src, d),
-                    _ => x86_bitshuffle::bitunshuffle_fused_avx2::<8>(src, d),
-                }
-            };
-            bitunshuffle_groups_tail(t, src, d, done / 8);
-            return true;
-        }
-        // The two-pass kernels below write through `&mut [u8]`.
-        let dst = dst.reborrow().initialised();
         let m = src.len() / t;
         let plane_len = m / 8;
         let k = bit_chunk(t);
-        let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
+        let (mut stack, mut heap) = ([0u8; BIT_SCRATCH], Vec::new());
+        let scratch = bit_scratch(&mut stack, &mut heap, if t == 1 { 0 } else { k.min(m) * t });
         let mut i0 = 0;
         while i0 < m {
             let kc = k.min(m - i0);
-            let out = &mut dst[i0 * t..(i0 + kc) * t];
-            let rows: &mut [u8] = if t == 1 { out } else { &mut scratch[..kc * t] };
+            let mut out = dst.slice(i0 * t, (i0 + kc) * t);
+            // SAFETY (both): the row kernels store only bytes computed from the planes.
+            let rows: &mut [MaybeUninit<u8>] = if t == 1 {
+                unsafe { out.slots() }
+            } else {
+                // (MaybeUninit<u8> has the layout of u8.)
+                unsafe { &mut *(&mut scratch[..kc * t] as *mut [u8] as *mut [MaybeUninit<u8>]) }
+            };
             for (j, row) in rows.chunks_exact_mut(kc).enumerate() {
                 let planes = &src[8 * j * plane_len..(8 * j + 8) * plane_len];
                 let off = i0 / 8;
@@ -274,7 +268,7 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) ->
                 }
             }
             if t > 1 {
-                unshuffle(level, t, &scratch[..kc * t], &mut Out::init(&mut dst[i0 * t..(i0 + kc) * t]));
+                unshuffle(level, t, &scratch[..kc * t], &mut out);
             }
             i0 += kc;
         }
@@ -284,42 +278,6 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) ->
     {
         let _ = (level, t, src, dst);
         false
-    }
-}
-
-/// Scalar bit shuffle of the groups of 8 elements from group `g0` on (the part the fused
-/// kernels did not cover); `src` is the whole transformed body.
-#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
-fn bitshuffle_groups_tail(t: usize, src: &[u8], dst: &mut [u8], g0: usize) {
-    let plane_len = src.len() / t / 8;
-    for g in g0..plane_len {
-        for j in 0..t {
-            let mut x = 0u64;
-            for r in 0..8 {
-                x |= u64::from(src[(8 * g + r) * t + j]) << (8 * r);
-            }
-            for (b, byte) in transpose8x8(x).to_le_bytes().into_iter().enumerate() {
-                dst[(8 * j + b) * plane_len + g] = byte;
-            }
-        }
-    }
-}
-
-/// Inverse of [`bitshuffle_groups_tail`] into possibly uninitialised output.
-#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
-fn bitunshuffle_groups_tail(t: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], g0: usize) {
-    let plane_len = src.len() / t / 8;
-    for g in g0..plane_len {
-        for j in 0..t {
-            let mut x = [0u8; 8];
-            for (b, byte) in x.iter_mut().enumerate() {
-                *byte = src[(8 * j + b) * plane_len + g];
-            }
-            let y = transpose8x8(u64::from_le_bytes(x)).to_le_bytes();
-            for (r, &byte) in y.iter().enumerate() {
-                dst[(8 * g + r) * t + j] = MaybeUninit::new(byte);
-            }
-        }
     }
 }
 

@@ -12,7 +12,6 @@ use std::arch::x86::*;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-use super::x86_shuffle::{interleave_rows_store, ld2x128, rounds256};
 use crate::filter::bitshuffle::transpose8x8;
 use std::mem::MaybeUninit;
 
@@ -81,34 +80,14 @@ fn row_to_planes_scalar(row: &[u8], planes: &mut [u8], plane_len: usize, off: us
     }
 }
 
-/// Inverse of [`row_to_planes_avx2`]: fill `row` from the planes.
+/// Inverse of [`row_to_planes_avx2`]: fill `row` (possibly uninitialised; every byte is
+/// written) from the planes.
 ///
 /// # Safety
 /// AVX2 available.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn planes_to_row_avx2(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
+pub(super) unsafe fn planes_to_row_avx2(planes: &[u8], plane_len: usize, off: usize, row: &mut [MaybeUninit<u8>]) {
     let full = row.len() / 32 * 32;
-    check(row.len(), planes.len(), plane_len, off);
-    let pp = planes.as_ptr();
-    let mut i = 0;
-    while i < full {
-        // SAFETY: b*plane_len + off + i/8 + 4 <= 8*plane_len for b < 8 (checked above).
-        let v = row32_from_planes(pp.add(off + i / 8), plane_len);
-        // SAFETY: i + 32 <= row.len().
-        _mm256_storeu_si256(row.as_mut_ptr().add(i) as *mut __m256i, v);
-        i += 32;
-    }
-    planes_to_row_sse2(planes, plane_len, off + full / 8, &mut row[full..]);
-}
-
-/// One byte row of 32 elements rebuilt from the 4 bytes at `p + b * plane_len` of its 8
-/// planes `b`.
-///
-/// # Safety
-/// AVX2 available; `p + b * plane_len .. + 4` readable for every b < 8.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn row32_from_planes(p: *const u8, plane_len: usize) -> __m256i {
     // In each lane, dword b holds plane bytes g0..g3; regroup to [g][b] per lane.
     let regroup = _mm256_setr_epi8(
         0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, //
@@ -116,74 +95,63 @@ unsafe fn row32_from_planes(p: *const u8, plane_len: usize) -> __m256i {
     );
     // Then qword g = [planes 0..4 of group g, planes 4..8 of group g].
     let merge = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    let mut d = [0i32; 8];
-    for (b, w) in d.iter_mut().enumerate() {
-        // SAFETY: in bounds by the caller's guarantee.
-        *w = i32::from_le((p.add(b * plane_len) as *const i32).read_unaligned());
-    }
-    let v = _mm256_setr_epi32(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
-    transpose8x8_avx2(_mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, regroup), merge))
-}
-
-/// Bit shuffle of `src` (`m` elements of `E` = 2, 4 or 8 bytes, `m % 8 == 0`) straight into
-/// its planes in `dst`, 32 elements at a time: the elements' `E` byte rows are formed in
-/// registers (the byte shuffle) and each row's 8 bit planes taken with `movemask`, so no
-/// byte-shuffled copy is written anywhere. Returns the elements done (a multiple of 32).
-///
-/// # Safety
-/// AVX2 available; `src.len() == dst.len()`, a multiple of `8 * E`.
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn bitshuffle_fused_avx2<const E: usize>(src: &[u8], dst: &mut [u8]) -> usize {
-    assert!(src.len() == dst.len() && src.len() % (8 * E) == 0);
-    let m = src.len() / E;
-    let plane_len = m / 8;
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    check(row.len(), planes.len(), plane_len, off);
+    let pp = planes.as_ptr();
     let mut i = 0;
-    while i + 32 <= m {
-        let mut v = [_mm256_setzero_si256(); E];
-        for (k, vk) in v.iter_mut().enumerate() {
-            // SAFETY: bytes [i*E, (i+32)*E) are inside src.
-            *vk = ld2x128(sp.add(i * E + 16 * k), sp.add((i + 16) * E + 16 * k));
+    while i + 256 <= full {
+        // SAFETY: b*plane_len + off + i/8 + 32 <= 8*plane_len and i + 256 <= row.len().
+        planes_to_row256_avx2(pp.add(off + i / 8), plane_len, row.as_mut_ptr().add(i).cast());
+        i += 256;
+    }
+    while i < full {
+        let mut d = [0i32; 8];
+        for (b, w) in d.iter_mut().enumerate() {
+            // SAFETY: b*plane_len + off + i/8 + 4 <= 8*plane_len (checked above).
+            *w = i32::from_le((pp.add(b * plane_len + off + i / 8) as *const i32).read_unaligned());
         }
-        let rows = rounds256(v, 4);
-        for (j, &row) in rows.iter().enumerate() {
-            let mut row = row;
-            for b in (0..8).rev() {
-                let bits = _mm256_movemask_epi8(row) as u32;
-                // SAFETY: (8j + b) * plane_len + i/8 + 4 <= 8 * E * plane_len = dst.len().
-                (dp.add((8 * j + b) * plane_len + i / 8) as *mut u32).write_unaligned(bits.to_le());
-                row = _mm256_add_epi8(row, row);
-            }
-        }
+        let v = _mm256_setr_epi32(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+        let v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, regroup), merge);
+        let v = transpose8x8_avx2(v);
+        // SAFETY: i + 32 <= row.len().
+        _mm256_storeu_si256(row.as_mut_ptr().add(i) as *mut __m256i, v);
         i += 32;
     }
-    i
+    planes_to_row_sse2(planes, plane_len, off + full / 8, &mut row[full..]);
 }
 
-/// Inverse of [`bitshuffle_fused_avx2`] into possibly uninitialised `dst`: per 32 elements the
-/// `E` byte rows are rebuilt from the planes and interleaved in registers, then stored once.
-/// Returns the elements done (a multiple of 32; the bytes of later elements are not written).
+/// 256 bytes of a row from 32 bytes of each of its 8 planes (at `p + b * plane_len`): the
+/// planes are interleaved bytewise in three unpack rounds, so that each 64-bit lane holds one
+/// group's 8 plane bytes, and each lane's 8x8 bit matrix is transposed. Whole-vector loads,
+/// where gathering 4 bytes per plane for every 32 output bytes cost twice the time.
 ///
 /// # Safety
-/// AVX2 available; `src.len() == dst.len()`, a multiple of `8 * E`.
+/// AVX2 available; `p + b * plane_len .. + 32` readable for b < 8; `out` valid for 256 bytes.
+#[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn bitunshuffle_fused_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>]) -> usize {
-    assert!(src.len() == dst.len() && src.len() % (8 * E) == 0);
-    let m = src.len() / E;
-    let plane_len = m / 8;
-    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
-    let mut i = 0;
-    while i + 32 <= m {
-        let mut v = [_mm256_setzero_si256(); E];
-        for (j, vj) in v.iter_mut().enumerate() {
-            // SAFETY: (8j + b) * plane_len + i/8 + 4 <= src.len() for b < 8.
-            *vj = row32_from_planes(sp.add(8 * j * plane_len + i / 8), plane_len);
+unsafe fn planes_to_row256_avx2(p: *const u8, plane_len: usize, out: *mut u8) {
+    let v: [__m256i; 8] = std::array::from_fn(|b| _mm256_loadu_si256(p.add(b * plane_len) as *const __m256i));
+    // Per 128-bit lane: r1 pairs planes (2k, 2k+1) for groups 0-7 (lo) and 8-15 (hi).
+    let r1: [__m256i; 8] = std::array::from_fn(|k| {
+        let (a, b) = (v[k & !1], v[k | 1]);
+        if k % 2 == 0 {
+            _mm256_unpacklo_epi8(a, b)
+        } else {
+            _mm256_unpackhi_epi8(a, b)
         }
-        // SAFETY: bytes [i*E, (i+32)*E) are inside dst.
-        interleave_rows_store(v, dp.add(i * E));
-        i += 32;
+    });
+    for q in 0..4 {
+        // Groups 4q..4q+4 of the lane: planes 0-3 in `a`, planes 4-7 in `b` (32 bits each).
+        let (x, y) = (q / 2, q % 2 == 1);
+        let un16 = |m: __m256i, n: __m256i| if y { _mm256_unpackhi_epi16(m, n) } else { _mm256_unpacklo_epi16(m, n) };
+        let a = un16(r1[x], r1[2 + x]);
+        let b = un16(r1[4 + x], r1[6 + x]);
+        // Groups (4q, 4q+1) and (4q+2, 4q+3), one group per 64-bit lane, transposed.
+        let lo = transpose8x8_avx2(_mm256_unpacklo_epi32(a, b));
+        let hi = transpose8x8_avx2(_mm256_unpackhi_epi32(a, b));
+        // Lane 0 holds groups of the first 16 (row bytes 32q..), lane 1 of the next 16 (128 + 32q..).
+        _mm256_storeu_si256(out.add(32 * q) as *mut __m256i, _mm256_permute2x128_si256::<0x20>(lo, hi));
+        _mm256_storeu_si256(out.add(128 + 32 * q) as *mut __m256i, _mm256_permute2x128_si256::<0x31>(lo, hi));
     }
-    i
 }
 
 /// SSE2 twin of [`planes_to_row_avx2`].
@@ -191,7 +159,7 @@ pub(super) unsafe fn bitunshuffle_fused_avx2<const E: usize>(src: &[u8], dst: &m
 /// # Safety
 /// SSE2 available.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn planes_to_row_sse2(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
+pub(super) unsafe fn planes_to_row_sse2(planes: &[u8], plane_len: usize, off: usize, row: &mut [MaybeUninit<u8>]) {
     let full = row.len() / 16 * 16;
     let lo = _mm_set1_epi16(0x00FF);
     check(row.len(), planes.len(), plane_len, off);
@@ -214,13 +182,15 @@ pub(super) unsafe fn planes_to_row_sse2(planes: &[u8], plane_len: usize, off: us
     planes_to_row_scalar(planes, plane_len, off + full / 8, &mut row[full..]);
 }
 
-fn planes_to_row_scalar(planes: &[u8], plane_len: usize, off: usize, row: &mut [u8]) {
+fn planes_to_row_scalar(planes: &[u8], plane_len: usize, off: usize, row: &mut [MaybeUninit<u8>]) {
     for (k, g) in row.chunks_exact_mut(8).enumerate() {
         let mut x = [0u8; 8];
         for (b, byte) in x.iter_mut().enumerate() {
             *byte = planes[b * plane_len + off + k];
         }
-        g.copy_from_slice(&transpose8x8(u64::from_le_bytes(x)).to_le_bytes());
+        for (slot, byte) in g.iter_mut().zip(transpose8x8(u64::from_le_bytes(x)).to_le_bytes()) {
+            *slot = MaybeUninit::new(byte);
+        }
     }
 }
 

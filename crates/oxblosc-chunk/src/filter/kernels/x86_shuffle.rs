@@ -56,7 +56,7 @@ unsafe fn round256<const N: usize>(v: [__m256i; N]) -> [__m256i; N] {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn rounds256<const N: usize>(mut v: [__m256i; N], count: u32) -> [__m256i; N] {
+unsafe fn rounds256<const N: usize>(mut v: [__m256i; N], count: u32) -> [__m256i; N] {
     for _ in 0..count {
         v = round256(v);
     }
@@ -80,7 +80,7 @@ unsafe fn st128(p: *mut u8, v: __m128i) {
 /// Lane 0 from `a`, lane 1 from `b` (16 bytes each).
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn ld2x128(a: *const u8, b: *const u8) -> __m256i {
+unsafe fn ld2x128(a: *const u8, b: *const u8) -> __m256i {
     _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(ld128(a)), ld128(b))
 }
 
@@ -283,6 +283,7 @@ unsafe fn unshuffle_rows_compact_avx2<const E: usize>(
     dst: &mut [MaybeUninit<u8>],
     mut i: usize,
 ) -> usize {
+    let g = E.trailing_zeros();
     let dp = dst.as_mut_ptr().cast::<u8>();
     while i + 32 <= n {
         let mut v = [_mm256_setzero_si256(); E];
@@ -290,29 +291,17 @@ unsafe fn unshuffle_rows_compact_avx2<const E: usize>(
             // SAFETY: i + 32 <= n.
             v[p] = ld256(rows[p].add(i));
         }
-        // SAFETY: bytes [i*E, (i+32)*E) are inside dst.
-        interleave_rows_store(v, dp.add(i * E));
+        let v = rounds256(v, g);
+        // Lane 0 of v[k] belongs at i*E + 16k, lane 1 at (i+16)*E + 16k: pair the lanes of
+        // v[k] and v[k+1] into whole 32-byte stores (half the stores, no extracts).
+        for k in (0..E).step_by(2) {
+            // SAFETY: bytes [i*E, (i+32)*E) are inside dst.
+            st256(dp.add(i * E + 16 * k), _mm256_permute2x128_si256::<0x20>(v[k], v[k + 1]));
+            st256(dp.add((i + 16) * E + 16 * k), _mm256_permute2x128_si256::<0x31>(v[k], v[k + 1]));
+        }
         i += 32;
     }
     i
-}
-
-/// Interleave the rows of 32 elements (`v[p]` = byte `p` of elements 0..32) and store the
-/// `32 * E` bytes at `dp` (`E` = 2, 4 or 8).
-///
-/// # Safety
-/// AVX2 available; `dp` valid for writes of `32 * E` bytes.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) unsafe fn interleave_rows_store<const E: usize>(v: [__m256i; E], dp: *mut u8) {
-    let v = rounds256(v, E.trailing_zeros());
-    // Lane 0 of v[k] belongs at 16k, lane 1 at 16*E + 16k: pair the lanes of v[k] and
-    // v[k+1] into whole 32-byte stores (half the stores, no extracts).
-    for k in (0..E).step_by(2) {
-        // SAFETY: both stores lie in [0, 32*E).
-        st256(dp.add(16 * k), _mm256_permute2x128_si256::<0x20>(v[k], v[k + 1]));
-        st256(dp.add(16 * E + 16 * k), _mm256_permute2x128_si256::<0x31>(v[k], v[k + 1]));
-    }
 }
 
 // ---------- AVX2 byte-gather tiles for element sizes 3, 5, 6 and 7 ----------
