@@ -24,16 +24,22 @@ pub(crate) enum Level {
     Sse2,
     #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     Avx2,
+    /// AVX-512F + BW: only the kernels where it was measured faster use it (bit shuffle);
+    /// everything else runs its AVX2 code at this level.
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+    Avx512,
 }
 
-/// The best level this CPU supports. `OXBLOSC_SIMD=scalar|sse2` caps it (for benchmarking).
+/// The best level this CPU supports. `OXBLOSC_SIMD=scalar|sse2|avx2` caps it (for benchmarking
+/// and for testing the fallbacks).
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         let cap = match crate::config::simd_cap().as_deref() {
             Some("scalar") => Level::Scalar,
             Some("sse2") => Level::Sse2,
-            _ => Level::Avx2,
+            Some("avx2") => Level::Avx2,
+            _ => Level::Avx512,
         };
         detect().min(cap)
     })
@@ -41,7 +47,9 @@ pub(crate) fn level() -> Level {
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 fn detect() -> Level {
-    if is_x86_feature_detected!("avx2") {
+    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+        Level::Avx512
+    } else if is_x86_feature_detected!("avx2") {
         Level::Avx2
     } else if is_x86_feature_detected!("sse2") {
         Level::Sse2
@@ -58,7 +66,7 @@ fn detect() -> Level {
 /// Levels available on this CPU, lowest first (for differential tests).
 #[cfg(test)]
 pub(crate) fn available_levels() -> Vec<Level> {
-    [Level::Scalar, Level::Sse2, Level::Avx2].into_iter().filter(|l| *l <= detect()).collect()
+    [Level::Scalar, Level::Sse2, Level::Avx2, Level::Avx512].into_iter().filter(|l| *l <= detect()).collect()
 }
 
 /// SIMD byte shuffle of `src` (a whole number of elements) into `dst`; `false` = not handled.
@@ -71,7 +79,7 @@ pub(crate) fn shuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> boo
             // SAFETY: `level` never exceeds what `detect` found on this CPU; lengths as required.
             Level::Sse2 => unsafe { x86_shuffle::shuffle_sse2(e, src, dst, 0) },
             // SAFETY: as above.
-            Level::Avx2 => unsafe { x86_shuffle::shuffle_avx2(e, src, dst) },
+            Level::Avx2 | Level::Avx512 => unsafe { x86_shuffle::shuffle_avx2(e, src, dst) },
         };
         shuffle_tail(e, src, dst, done);
         true
@@ -97,7 +105,7 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bo
         let d = unsafe { dst.slots() };
         let done = match level {
             // SAFETY: `level` never exceeds what `detect` found on this CPU; lengths as required.
-            Level::Avx2 => unsafe { x86_shuffle::unshuffle_avx2(e, src, d) },
+            Level::Avx2 | Level::Avx512 => unsafe { x86_shuffle::unshuffle_avx2(e, src, d) },
             // SAFETY: as above.
             _ => unsafe { x86_shuffle::unshuffle_sse2(e, src, d, 0) },
         };
@@ -113,7 +121,7 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bo
 
 /// Does [`unshuffle_rows`] handle `e` rows at `level`?
 pub(crate) fn unshuffle_rows_supported(level: Level, e: usize) -> bool {
-    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level == Level::Avx2 && matches!(e, 2..=8)
+    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level >= Level::Avx2 && matches!(e, 2..=8)
 }
 
 /// SIMD unshuffle from separate rows of equal length (row j = byte j of every element) into
@@ -216,6 +224,8 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
                 let off = i0 / 8;
                 match level {
                     // SAFETY: `level` never exceeds what `detect` found on this CPU.
+                    Level::Avx512 => unsafe { x86_bitshuffle::row_to_planes_avx512(row, planes, plane_len, off) },
+                    // SAFETY: as above.
                     Level::Avx2 => unsafe { x86_bitshuffle::row_to_planes_avx2(row, planes, plane_len, off) },
                     // SAFETY: as above.
                     _ => unsafe { x86_bitshuffle::row_to_planes_sse2(row, planes, plane_len, off) },
@@ -262,7 +272,9 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) ->
                 let off = i0 / 8;
                 match level {
                     // SAFETY: `level` never exceeds what `detect` found on this CPU.
-                    Level::Avx2 => unsafe { x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row) },
+                    Level::Avx2 | Level::Avx512 => unsafe {
+                        x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row)
+                    },
                     // SAFETY: as above.
                     _ => unsafe { x86_bitshuffle::planes_to_row_sse2(planes, plane_len, off, row) },
                 }
@@ -289,7 +301,7 @@ pub(crate) fn prefix_sum(level: Level, s: &[u8], d: &mut [u8]) -> (usize, u8) {
         match level {
             Level::Scalar => (0, 0),
             // SAFETY: `level` never exceeds what `detect` found; AVX2 implies SSSE3.
-            Level::Avx2 => unsafe { x86_bytedelta::prefix_sum_ssse3(s, d) },
+            Level::Avx2 | Level::Avx512 => unsafe { x86_bytedelta::prefix_sum_ssse3(s, d) },
             // SAFETY: as above.
             Level::Sse2 => unsafe { x86_bytedelta::prefix_sum_sse2(s, d) },
         }

@@ -42,6 +42,31 @@ pub(super) unsafe fn row_to_planes_avx2(row: &[u8], planes: &mut [u8], plane_len
     row_to_planes_sse2(&row[i..], planes, plane_len, off + i / 8);
 }
 
+/// AVX-512BW twin of [`row_to_planes_avx2`]: `vpmovb2m` takes bit 7 of 64 bytes in one
+/// instruction, half the mask extractions of AVX2 (`vpmovmskb`, 32 bytes), which bound its
+/// speed (measured: the AVX2 kernel took 44% of an LZ4 + bitshuffle compression of int8 data).
+///
+/// # Safety
+/// AVX-512F and AVX-512BW available.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(super) unsafe fn row_to_planes_avx512(row: &[u8], planes: &mut [u8], plane_len: usize, off: usize) {
+    check(row.len(), planes.len(), plane_len, off);
+    let (rp, pp) = (row.as_ptr(), planes.as_mut_ptr());
+    let mut i = 0;
+    while i + 64 <= row.len() {
+        // SAFETY: i + 64 <= row.len().
+        let mut v = _mm512_loadu_si512(rp.add(i) as *const __m512i);
+        for b in (0..8).rev() {
+            let bits = _mm512_movepi8_mask(v);
+            // SAFETY: b*plane_len + off + i/8 + 8 <= 8*plane_len (checked above).
+            (pp.add(b * plane_len + off + i / 8) as *mut u64).write_unaligned(bits.to_le());
+            v = _mm512_add_epi8(v, v);
+        }
+        i += 64;
+    }
+    row_to_planes_sse2(&row[i..], planes, plane_len, off + i / 8);
+}
+
 /// The row fits its planes: `row_len % 8 == 0` and `off + row_len/8 <= plane_len`.
 #[inline]
 fn check(row_len: usize, planes_len: usize, plane_len: usize, off: usize) {
