@@ -10,13 +10,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let num = |i: usize| -> usize { args[i].parse().expect("a number") };
     let src = std::fs::read(&args[0]).expect("read the input file");
-    let mut cp = CParams {
-        codec: num(1) as u8,
-        clevel: num(2) as u8,
-        typesize: num(4),
-        nthreads: 1,
-        ..CParams::default()
-    };
+    let mut cp =
+        CParams { codec: num(1) as u8, clevel: num(2) as u8, typesize: num(4), nthreads: 1, ..CParams::default() };
     cp.filters[5] = num(3) as u8;
     let reps: usize = args.get(5).and_then(|a| a.parse().ok()).unwrap_or(50);
     let mut n = 0;
@@ -25,5 +20,9 @@ fn main() {
         n = std::hint::black_box(compress(&src, &cp).expect("compress")).len();
     }
     let secs = t.elapsed().as_secs_f64();
-    println!("{:.3} ms per call, {:.2} GB/s, {n} bytes", secs * 1e3 / reps as f64, (src.len() * reps) as f64 / secs / 1e9);
+    println!(
+        "{:.3} ms per call, {:.2} GB/s, {n} bytes",
+        secs * 1e3 / reps as f64,
+        (src.len() * reps) as f64 / secs / 1e9
+    );
 }

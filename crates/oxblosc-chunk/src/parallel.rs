@@ -479,7 +479,10 @@ mod tests {
         let (lock, cv) = &*gate;
         lock.lock().unwrap().1 = true;
         cv.notify_all();
-        assert_eq!(got.expect("map_jobs waited for helpers that had not started"), (0..20).map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(
+            got.expect("map_jobs waited for helpers that had not started"),
+            (0..20).map(|i| i * 2).collect::<Vec<_>>()
+        );
         caller.join().unwrap();
     }
 
