@@ -63,6 +63,14 @@ fn detect() -> Level {
     Level::Scalar
 }
 
+/// GFNI (Galois-field byte instructions), used at the [`Level::Avx512`] level for the bit
+/// unshuffle's 8x8 transposes when present (detected once).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+fn gfni() -> bool {
+    static GFNI: OnceLock<bool> = OnceLock::new();
+    *GFNI.get_or_init(|| is_x86_feature_detected!("gfni") && is_x86_feature_detected!("avx2"))
+}
+
 /// Levels available on this CPU, lowest first (for differential tests).
 #[cfg(test)]
 pub(crate) fn available_levels() -> Vec<Level> {
@@ -272,6 +280,10 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) ->
                 let off = i0 / 8;
                 match level {
                     // SAFETY: `level` never exceeds what `detect` found on this CPU.
+                    Level::Avx512 if gfni() => unsafe {
+                        x86_bitshuffle::planes_to_row_gfni(planes, plane_len, off, row)
+                    },
+                    // SAFETY: as above.
                     Level::Avx2 | Level::Avx512 => unsafe {
                         x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row)
                     },
