@@ -1,4 +1,4 @@
-"""OXBLOSC_SIMD=scalar|sse2 turns the faster kernels off; the chunks stay byte-identical."""
+"""OXBLOSC_SIMD=scalar|sse2|avx2 turns the faster kernels off; the chunks stay byte-identical."""
 
 import subprocess
 import sys
@@ -29,10 +29,10 @@ sys.stdout.buffer.write(b"".join(out))
 
 def test_scalar_and_sse2_paths_write_the_same_chunks():
     runs = {}
-    for level in ("scalar", "sse2", "best"):
+    for level in ("scalar", "sse2", "avx2", "best"):
         env = {"OXBLOSC_SIMD": level, "PATH": "/usr/bin:/bin"}
         runs[level] = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, check=True).stdout
-    assert runs["scalar"] == runs["sse2"] == runs["best"] and len(runs["best"]) > 1000
+    assert runs["scalar"] == runs["sse2"] == runs["avx2"] == runs["best"] and len(runs["best"]) > 1000
     # ... and equal to this process's own chunks.
     a = (np.sin(np.arange(100_003) * 0.01) * 1000).astype("f4")
     cp = oxblosc.CParams(

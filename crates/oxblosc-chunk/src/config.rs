@@ -25,7 +25,7 @@ pub fn lock_timeout_secs() -> Option<f64> {
         .filter(|s| s.is_finite() && *s >= 0.0)
 }
 
-/// `OXBLOSC_SIMD`: the highest SIMD level the filter kernels may use ("scalar" or "sse2";
+/// `OXBLOSC_SIMD`: the highest SIMD level the filter kernels may use ("scalar", "sse2" or "avx2";
 /// anything else or unset = the best the CPU has). For benchmarks and for testing the
 /// fallbacks on a machine that has the faster paths.
 pub fn simd_cap() -> Option<String> {

@@ -130,6 +130,11 @@ impl Pipeline {
             filter::shuffle::unshuffle_out(filter::shuffle::elem_size(last.meta, p.typesize), &cur[..n], &mut dst);
             return Ok(());
         }
+        if last.entry.id == filter::BITSHUFFLE {
+            // Likewise: the bit unshuffle writes every byte of `dst`.
+            filter::bitshuffle::bitunshuffle_out(p.typesize, p.blosc1, &cur[..n], &mut dst);
+            return Ok(());
+        }
         last.entry.filter.backward(&p, &cur[..n], dst.zeroed()).map_err(|r| fail(last, block, r))
     }
 }

@@ -547,8 +547,23 @@ fn copy_match(dst: &mut [u8], op: usize, dist: usize, len: usize) {
     } else if dist == 1 {
         let b = dst[from];
         dst[op..op + len].fill(b);
+    } else if len <= 32 && op + len + 16 <= dst.len() {
+        // Short overlapping match (period 2-7, runs in genotype-like data): write 16-byte
+        // words of the period repeated, each starting a whole number of periods later (may
+        // write up to 15 bytes past the match, inside `dst`, overwritten by later tokens). A
+        // byte loop here read each byte right after storing it and ran at a fraction of this.
+        let mut pat = [0u8; 16];
+        for k in 0..16 {
+            pat[k] = if k < dist { dst[from + k] } else { pat[k - dist] };
+        }
+        let step = 16 - 16 % dist;
+        let mut i = 0;
+        while i < len {
+            dst[op + i..op + i + 16].copy_from_slice(&pat);
+            i += step;
+        }
     } else if len <= 32 {
-        // Short overlapping match: byte by byte replicates the period.
+        // Short overlapping match at the end of the output: byte by byte replicates the period.
         for i in 0..len {
             dst[op + i] = dst[from + i];
         }
@@ -987,6 +1002,28 @@ mod tests {
                 let _ = decompress(&p, &mut back);
                 let c = cut % (p.len() + 1);
                 let _ = decompress(&p[..c], &mut back);
+            }
+        }
+    }
+
+    /// Every branch of `copy_match` (periods 1-9 and 16, lengths 1-70, matches ending at or
+    /// near the end of the output) replicates exactly what a byte-by-byte LZ77 copy does.
+    #[test]
+    fn copy_match_equals_byte_copy() {
+        for dist in (1..=9).chain([16, 40]) {
+            for len in 1..=70 {
+                for slack in [0, 1, 7, 15, 16, 40] {
+                    let op = dist + 3;
+                    let n = op + len + slack;
+                    let init: Vec<u8> = (0..n).map(|i| (i * 37 + 11) as u8).collect();
+                    let mut want = init.clone();
+                    for i in 0..len {
+                        want[op + i] = want[op - dist + i];
+                    }
+                    let mut got = init.clone();
+                    copy_match(&mut got, op, dist, len);
+                    assert_eq!(&got[..op + len], &want[..op + len], "dist {dist} len {len} slack {slack}");
+                }
             }
         }
     }

@@ -7,16 +7,34 @@
 
 use crate::uninit::Out;
 use std::cell::RefCell;
-use zlib_rs::{DeflateConfig, Inflate, InflateConfig, InflateFlush, ReturnCode, Status};
+use zlib_rs::{Deflate, DeflateFlush, Inflate, InflateConfig, InflateFlush, ReturnCode, Status};
+
+thread_local! {
+    /// One deflate state per thread with its level, reset for each stream: building one
+    /// allocates and clears its window and hash tables (~270 KiB), more work than a small
+    /// stream's compression. A different level builds a new state (the level also picks the
+    /// match strategy, so a reset state at the same level writes the same bytes as a fresh one).
+    static DEFLATE: RefCell<Option<(u8, Deflate)>> = const { RefCell::new(None) };
+}
 
 /// Compress at zlib level `clevel`; 0 when the result does not fit `dst`.
 pub fn compress(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
-    let (out, rc) = zlib_rs::compress_slice(dst, src, DeflateConfig::new(i32::from(clevel)));
-    if rc == ReturnCode::Ok {
-        out.len()
-    } else {
-        0
-    }
+    DEFLATE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let def = match slot.as_mut() {
+            Some((lv, d)) if *lv == clevel => {
+                d.reset();
+                d
+            }
+            _ => &mut slot.insert((clevel, Deflate::new(i32::from(clevel), true, 15))).1,
+        };
+        match def.compress(src, dst, DeflateFlush::Finish) {
+            Ok(Status::StreamEnd) => usize::try_from(def.total_out()).unwrap_or(0),
+            // Output full (or any error): the caller stores the block another way. The state
+            // is reset before its next use.
+            _ => 0,
+        }
+    })
 }
 
 /// Decode one zlib stream into exactly `dst.len()` bytes.
@@ -57,5 +75,39 @@ fn result(got: usize, want: usize, rc: ReturnCode) -> Result<(), String> {
         ReturnCode::Ok => Err(format!("zlib stream decoded to {got} bytes, expected {want}")),
         ReturnCode::BufError => Err(format!("zlib stream is truncated or larger than {want} bytes")),
         other => Err(format!("malformed zlib stream ({other:?})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zlib_rs::DeflateConfig;
+
+    fn fresh(clevel: u8, src: &[u8]) -> Vec<u8> {
+        let mut buf = vec![0u8; src.len() + 1024];
+        let (out, rc) = zlib_rs::compress_slice(&mut buf, src, DeflateConfig::new(i32::from(clevel)));
+        assert_eq!(rc, ReturnCode::Ok);
+        out.to_vec()
+    }
+
+    /// The reused per-thread state writes exactly what a fresh state writes, whatever came
+    /// before it on this thread: other levels, other data, a stream that did not fit.
+    #[test]
+    fn reused_state_matches_fresh_state() {
+        let a: Vec<u8> = (0..70_000u32).flat_map(|i| ((i / 7) as u16).to_le_bytes()).collect();
+        let b: Vec<u8> = (0..50_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let mut tiny = [0u8; 16];
+        for clevel in [1u8, 5, 5, 9, 0, 1, 9, 3] {
+            for src in [&a[..], &b[..], &a[..1000]] {
+                let mut dst = vec![0u8; src.len() + 1024];
+                let n = compress(clevel, src, &mut dst);
+                assert_eq!(&dst[..n], &fresh(clevel, src)[..], "clevel {clevel}, {} bytes", src.len());
+                let mut back = vec![0u8; src.len()];
+                decompress(&dst[..n], &mut back).unwrap();
+                assert_eq!(back, src);
+                // A stream too large for its output leaves the state to be reset next time.
+                assert_eq!(compress(clevel, &b, &mut tiny), 0);
+            }
+        }
     }
 }

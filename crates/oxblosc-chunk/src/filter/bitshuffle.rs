@@ -9,6 +9,7 @@
 //! bytes; bit `r` of its byte `k` is bit `b` of byte `j` of element `8*k + r`.
 
 use super::kernels;
+use crate::uninit::Out;
 
 /// Blosc2 (chunk version >= 3) rule: transform the first m = n - n%8 elements, copy the tail.
 pub fn bitshuffle(typesize: usize, src: &[u8], dst: &mut [u8]) {
@@ -67,12 +68,25 @@ pub(crate) fn forward_at(level: kernels::Level, t: usize, body: usize, src: &[u8
 
 /// Inverse of [`forward_at`].
 pub(crate) fn inverse_at(level: kernels::Level, t: usize, body: usize, src: &[u8], dst: &mut [u8]) {
+    inverse_at_out(level, t, body, src, &mut Out::init(dst));
+}
+
+/// [`inverse_at`] into possibly uninitialised output, every byte of which is written.
+fn inverse_at_out(level: kernels::Level, t: usize, body: usize, src: &[u8], dst: &mut Out) {
+    assert_eq!(src.len(), dst.len(), "bitunshuffle: length mismatch");
     let (sb, st) = src.split_at(body);
-    let (db, dt) = dst.split_at_mut(body);
-    if body > 0 && !kernels::bitunshuffle(level, t, sb, db) {
-        inverse_scalar(t, sb, db);
+    let (mut db, mut dt) = dst.reborrow().split_at(body);
+    if body > 0 && !kernels::bitunshuffle(level, t, sb, &mut db) {
+        inverse_scalar(t, sb, db.initialised());
     }
     dt.copy_from_slice(st);
+}
+
+/// Undo a bitshuffle into possibly uninitialised output (the decoder's last step, so a fresh
+/// output buffer is not zero-filled first): `blosc1` selects the chunk version 2 rule.
+pub(crate) fn bitunshuffle_out(typesize: usize, blosc1: bool, src: &[u8], dst: &mut Out) {
+    let m = if blosc1 { elements_v2(typesize, src.len()) } else { elements_v3(typesize, src.len()) };
+    inverse_at_out(kernels::level(), typesize, m * typesize, src, dst);
 }
 
 /// Transpose the 8x8 bit matrix held in `x` (row = byte, column = bit): bit `8*r + b`
@@ -202,6 +216,31 @@ mod tests {
                     let back = &mut bbuf[(off + 5) % 16..(off + 5) % 16 + len];
                     inverse_at(lv, t, m * t, &want, back);
                     assert_eq!(back, src, "bitunshuffle t={t} len={len} {lv:?}");
+                }
+            }
+        }
+    }
+
+    /// The decoder's path (the one that may write into uninitialised output) writes every
+    /// byte, at every level and for both version rules: output prefilled with 0x00 and with
+    /// 0xFF must come out equal.
+    #[test]
+    fn inverse_into_uninit_writes_every_byte() {
+        let mut rng = Rng::new(5);
+        for t in [1, 2, 3, 4, 8, 16] {
+            for len in [0, 7, 64, 200, 256 * 8 + 24, 4096 + 8 * t + 3, 65_536 + 16 * t] {
+                let src = rng.bytes(len);
+                for blosc1 in [false, true] {
+                    let m = if blosc1 { elements_v2(t, len) } else { elements_v3(t, len) };
+                    let mut want = vec![0u8; len];
+                    inverse_at(kernels::Level::Scalar, t, m * t, &src, &mut want);
+                    for &lv in &available_levels() {
+                        for fill in [0x00u8, 0xFF] {
+                            let mut buf = vec![fill; len + 3];
+                            inverse_at_out(lv, t, m * t, &src, &mut Out::init(&mut buf[3..]));
+                            assert_eq!(&buf[3..], &want[..], "t={t} len={len} blosc1={blosc1} {lv:?} fill {fill:#x}");
+                        }
+                    }
                 }
             }
         }

@@ -24,16 +24,22 @@ pub(crate) enum Level {
     Sse2,
     #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
     Avx2,
+    /// AVX-512F + BW: only the kernels where it was measured faster use it (bit shuffle);
+    /// everything else runs its AVX2 code at this level.
+    #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+    Avx512,
 }
 
-/// The best level this CPU supports. `OXBLOSC_SIMD=scalar|sse2` caps it (for benchmarking).
+/// The best level this CPU supports. `OXBLOSC_SIMD=scalar|sse2|avx2` caps it (for benchmarking
+/// and for testing the fallbacks).
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         let cap = match crate::config::simd_cap().as_deref() {
             Some("scalar") => Level::Scalar,
             Some("sse2") => Level::Sse2,
-            _ => Level::Avx2,
+            Some("avx2") => Level::Avx2,
+            _ => Level::Avx512,
         };
         detect().min(cap)
     })
@@ -41,7 +47,9 @@ pub(crate) fn level() -> Level {
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 fn detect() -> Level {
-    if is_x86_feature_detected!("avx2") {
+    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+        Level::Avx512
+    } else if is_x86_feature_detected!("avx2") {
         Level::Avx2
     } else if is_x86_feature_detected!("sse2") {
         Level::Sse2
@@ -55,10 +63,18 @@ fn detect() -> Level {
     Level::Scalar
 }
 
+/// GFNI (Galois-field byte instructions), used at the [`Level::Avx512`] level for the bit
+/// unshuffle's 8x8 transposes when present (detected once).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+fn gfni() -> bool {
+    static GFNI: OnceLock<bool> = OnceLock::new();
+    *GFNI.get_or_init(|| is_x86_feature_detected!("gfni") && is_x86_feature_detected!("avx2"))
+}
+
 /// Levels available on this CPU, lowest first (for differential tests).
 #[cfg(test)]
 pub(crate) fn available_levels() -> Vec<Level> {
-    [Level::Scalar, Level::Sse2, Level::Avx2].into_iter().filter(|l| *l <= detect()).collect()
+    [Level::Scalar, Level::Sse2, Level::Avx2, Level::Avx512].into_iter().filter(|l| *l <= detect()).collect()
 }
 
 /// SIMD byte shuffle of `src` (a whole number of elements) into `dst`; `false` = not handled.
@@ -71,7 +87,7 @@ pub(crate) fn shuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> boo
             // SAFETY: `level` never exceeds what `detect` found on this CPU; lengths as required.
             Level::Sse2 => unsafe { x86_shuffle::shuffle_sse2(e, src, dst, 0) },
             // SAFETY: as above.
-            Level::Avx2 => unsafe { x86_shuffle::shuffle_avx2(e, src, dst) },
+            Level::Avx2 | Level::Avx512 => unsafe { x86_shuffle::shuffle_avx2(e, src, dst) },
         };
         shuffle_tail(e, src, dst, done);
         true
@@ -97,7 +113,7 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bo
         let d = unsafe { dst.slots() };
         let done = match level {
             // SAFETY: `level` never exceeds what `detect` found on this CPU; lengths as required.
-            Level::Avx2 => unsafe { x86_shuffle::unshuffle_avx2(e, src, d) },
+            Level::Avx2 | Level::Avx512 => unsafe { x86_shuffle::unshuffle_avx2(e, src, d) },
             // SAFETY: as above.
             _ => unsafe { x86_shuffle::unshuffle_sse2(e, src, d, 0) },
         };
@@ -113,7 +129,7 @@ pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bo
 
 /// Does [`unshuffle_rows`] handle `e` rows at `level`?
 pub(crate) fn unshuffle_rows_supported(level: Level, e: usize) -> bool {
-    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level == Level::Avx2 && matches!(e, 2..=8)
+    cfg!(any(target_arch = "x86", target_arch = "x86_64")) && level >= Level::Avx2 && matches!(e, 2..=8)
 }
 
 /// SIMD unshuffle from separate rows of equal length (row j = byte j of every element) into
@@ -165,7 +181,23 @@ fn unshuffle_tail(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8>], i0: usize) 
 /// Elements per bitshuffle pass: the byte-shuffled slice (`K * t` bytes) stays in L1/L2.
 #[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
 fn bit_chunk(t: usize) -> usize {
-    ((16 * 1024 / t) / 32 * 32).max(32)
+    ((BIT_SCRATCH / t) / 32 * 32).max(32)
+}
+
+/// Bytes of the byte-shuffled slice a bitshuffle pass keeps on the stack.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+const BIT_SCRATCH: usize = 16 * 1024;
+
+/// `n` bytes of scratch: on the stack (no allocation per block), on the heap for the element
+/// sizes above 512 whose 32-element minimum slice does not fit.
+#[cfg_attr(not(any(target_arch = "x86", target_arch = "x86_64")), allow(dead_code))]
+fn bit_scratch<'a>(stack: &'a mut [u8; BIT_SCRATCH], heap: &'a mut Vec<u8>, n: usize) -> &'a mut [u8] {
+    if n <= BIT_SCRATCH {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, 0);
+        heap
+    }
 }
 
 /// SIMD bit shuffle of `src` (a multiple of `8 * t` bytes); `false` = not handled.
@@ -182,7 +214,8 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
         let m = src.len() / t;
         let plane_len = m / 8;
         let k = bit_chunk(t);
-        let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
+        let (mut stack, mut heap) = ([0u8; BIT_SCRATCH], Vec::new());
+        let scratch = bit_scratch(&mut stack, &mut heap, if t == 1 { 0 } else { k.min(m) * t });
         let mut i0 = 0;
         while i0 < m {
             let kc = k.min(m - i0);
@@ -199,6 +232,8 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
                 let off = i0 / 8;
                 match level {
                     // SAFETY: `level` never exceeds what `detect` found on this CPU.
+                    Level::Avx512 => unsafe { x86_bitshuffle::row_to_planes_avx512(row, planes, plane_len, off) },
+                    // SAFETY: as above.
                     Level::Avx2 => unsafe { x86_bitshuffle::row_to_planes_avx2(row, planes, plane_len, off) },
                     // SAFETY: as above.
                     _ => unsafe { x86_bitshuffle::row_to_planes_sse2(row, planes, plane_len, off) },
@@ -215,8 +250,9 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
     }
 }
 
-/// SIMD inverse of [`bitshuffle`]; `false` = not handled.
-pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> bool {
+/// SIMD inverse of [`bitshuffle`] into possibly uninitialised output (every byte of `dst` is
+/// written when it returns `true`); `false` = not handled (`dst` untouched).
+pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) -> bool {
     debug_assert!(t >= 1 && src.len() == dst.len() && src.len() % (8 * t) == 0);
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
@@ -226,24 +262,37 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -
         let m = src.len() / t;
         let plane_len = m / 8;
         let k = bit_chunk(t);
-        let mut scratch = vec![0u8; if t == 1 { 0 } else { k.min(m) * t }];
+        let (mut stack, mut heap) = ([0u8; BIT_SCRATCH], Vec::new());
+        let scratch = bit_scratch(&mut stack, &mut heap, if t == 1 { 0 } else { k.min(m) * t });
         let mut i0 = 0;
         while i0 < m {
             let kc = k.min(m - i0);
-            let out = &mut dst[i0 * t..(i0 + kc) * t];
-            let rows: &mut [u8] = if t == 1 { out } else { &mut scratch[..kc * t] };
+            let mut out = dst.slice(i0 * t, (i0 + kc) * t);
+            // SAFETY (both): the row kernels store only bytes computed from the planes.
+            let rows: &mut [MaybeUninit<u8>] = if t == 1 {
+                unsafe { out.slots() }
+            } else {
+                // (MaybeUninit<u8> has the layout of u8.)
+                unsafe { &mut *(&mut scratch[..kc * t] as *mut [u8] as *mut [MaybeUninit<u8>]) }
+            };
             for (j, row) in rows.chunks_exact_mut(kc).enumerate() {
                 let planes = &src[8 * j * plane_len..(8 * j + 8) * plane_len];
                 let off = i0 / 8;
                 match level {
                     // SAFETY: `level` never exceeds what `detect` found on this CPU.
-                    Level::Avx2 => unsafe { x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row) },
+                    Level::Avx512 if gfni() => unsafe {
+                        x86_bitshuffle::planes_to_row_gfni(planes, plane_len, off, row)
+                    },
+                    // SAFETY: as above.
+                    Level::Avx2 | Level::Avx512 => unsafe {
+                        x86_bitshuffle::planes_to_row_avx2(planes, plane_len, off, row)
+                    },
                     // SAFETY: as above.
                     _ => unsafe { x86_bitshuffle::planes_to_row_sse2(planes, plane_len, off, row) },
                 }
             }
             if t > 1 {
-                unshuffle(level, t, &scratch[..kc * t], &mut Out::init(&mut dst[i0 * t..(i0 + kc) * t]));
+                unshuffle(level, t, &scratch[..kc * t], &mut out);
             }
             i0 += kc;
         }
@@ -264,7 +313,7 @@ pub(crate) fn prefix_sum(level: Level, s: &[u8], d: &mut [u8]) -> (usize, u8) {
         match level {
             Level::Scalar => (0, 0),
             // SAFETY: `level` never exceeds what `detect` found; AVX2 implies SSSE3.
-            Level::Avx2 => unsafe { x86_bytedelta::prefix_sum_ssse3(s, d) },
+            Level::Avx2 | Level::Avx512 => unsafe { x86_bytedelta::prefix_sum_ssse3(s, d) },
             // SAFETY: as above.
             Level::Sse2 => unsafe { x86_bytedelta::prefix_sum_sse2(s, d) },
         }
