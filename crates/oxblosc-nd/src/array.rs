@@ -64,6 +64,8 @@ pub struct NdArray {
     decoded_blocks: AtomicU64,
     /// Reads inside one chunk decoded straight into the caller's buffer.
     decoded_in_place: AtomicU64,
+    /// Batches of chunks built by writes (see [`NdArray::write_batches`]).
+    write_batches: AtomicU64,
 }
 
 impl NdArray {
@@ -111,6 +113,7 @@ impl NdArray {
             nthreads,
             decoded_blocks: AtomicU64::new(0),
             decoded_in_place: AtomicU64::new(0),
+            write_batches: AtomicU64::new(0),
         })
     }
 
@@ -147,8 +150,9 @@ impl NdArray {
         }
         schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
-        let (decoded_blocks, decoded_in_place) = (AtomicU64::new(0), AtomicU64::new(0));
-        Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks, decoded_in_place })
+        let (decoded_blocks, decoded_in_place, write_batches) =
+            (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks, decoded_in_place, write_batches })
     }
 
     /// The metalayer of `schunk`, checked against the frame: its name, dtype and geometry.
@@ -268,6 +272,13 @@ impl NdArray {
     /// blocks laid out in C order, only the touched ones decoded), for tests.
     pub fn chunks_decoded_in_place(&self) -> u64 {
         self.decoded_in_place.load(Ordering::Relaxed)
+    }
+
+    /// Batches of chunks built by writes of this handle so far, for tests. Each batch ends
+    /// with the threads waiting for the slowest of them: on a loaded machine every such wait
+    /// is a trip through the run queue (milliseconds), so fewer batches write faster.
+    pub fn write_batches(&self) -> u64 {
+        self.write_batches.load(Ordering::Relaxed)
     }
 
     // ------------------------------------------------------------------ reading
@@ -654,7 +665,9 @@ impl NdArray {
         // sees the chunks one at a time, in order (its picks then do not depend on timing).
         // A file stores each batch as it comes, so there batches stay near WRITE_BATCH bytes:
         // chunks too large for one per thread are built one at a time (each with every
-        // thread), then stored. (In memory every chunk is kept anyway.)
+        // thread), then stored. In memory every chunk is kept anyway: one parallel pass
+        // builds them all, so the threads never wait for each other between batches (under
+        // a loaded machine each such wait is a trip through the run queue).
         let file = self.schunk.reads_from_files();
         let cb = self.geom.chunk_bytes().max(1);
         let one_by_one = file && cb.saturating_mul(nt) > WRITE_BATCH;
@@ -662,9 +675,11 @@ impl NdArray {
         let per_batch = match (file, sequential) {
             (true, true) => 1,
             (true, false) => (WRITE_BATCH / cb).clamp(nt, nt * 4),
-            (false, _) => (nt * 4).max(1),
+            (false, true) => nt * 4,
+            (false, false) => chunks.len().max(1),
         };
         for batch in chunks.chunks(per_batch) {
+            self.write_batches.fetch_add(1, Ordering::Relaxed);
             let built: Vec<Result<Option<NewChunk>>> = if sequential || batch.len() <= 1 {
                 batch.iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt)).collect()
             } else {
