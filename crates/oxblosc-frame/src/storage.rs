@@ -132,6 +132,18 @@ impl Backing {
         read_exact_at(file, buf, pos).map_err(|e| Error::io(Some(pos), e))
     }
 
+    /// Read `out.len()` bytes at absolute `pos` of a frame file into `out` (file backings only:
+    /// the others borrow their bytes).
+    pub(crate) fn read_into_slice(&self, pos: u64, out: &mut [u8], what: &'static str) -> Result<()> {
+        let Backing::File { file, .. } = self else {
+            return Err(Error::param("storage", "not a frame file"));
+        };
+        let _g = self.read_guard()?;
+        let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
+        check_range(pos, out.len() as u64, len, what)?;
+        read_exact_at(file, out, pos).map_err(|e| Error::io(Some(pos), e))
+    }
+
     /// Read a chunk file of a sparse frame (refused above `max` bytes) into `buf` (replacing
     /// its contents): the whole file, or only its first `head` bytes when given.
     pub(crate) fn read_chunk_file_into(
