@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import blosc2
 import numpy as np
-import pytest
-
 import oxblosc
+import pytest
 
 SLICES = [
     np.s_[:, 10, :],
