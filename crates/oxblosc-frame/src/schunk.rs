@@ -777,22 +777,12 @@ impl SChunk {
             rest = tail;
             b = end;
         }
-        let first_err = std::sync::Mutex::new(None);
+        // The caller reads pieces too, its helpers kept off its CPU (`map_jobs`): with the
+        // pool's threads alone the caller slept, and on a loaded machine the woken workers
+        // often queued on one CPU.
         let dp = DParams { nthreads: 1 };
-        oxblosc_chunk::parallel::pool(nt).scope(|scope| {
-            for (i, lo, dst) in pieces {
-                let (first_err, dp) = (&first_err, &dp);
-                scope.spawn(move |_| {
-                    if let Err(e) = self.read_piece(i, lo, dst, dp) {
-                        first_err.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
-                    }
-                });
-            }
-        });
-        match first_err.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(true),
-        }
+        oxblosc_chunk::parallel::map_jobs(pieces, nt, |(i, lo, dst)| self.read_piece(i, lo, dst, &dp))?;
+        Ok(true)
     }
 
     /// Bytes `[lo, lo + dst.len())` of chunk `i` (of the fixed chunk size) into `dst`.
