@@ -127,7 +127,8 @@ impl Backing {
         let _g = self.read_guard()?;
         let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
         check_range(pos, n, len, what)?;
-        buf.clear();
+        // The read overwrites every byte: a reused buffer is not cleared first (a memset of
+        // each whole chunk read, a tenth of a file read's CPU).
         buf.resize(n as usize, 0);
         read_exact_at(file, buf, pos).map_err(|e| Error::io(Some(pos), e))
     }
@@ -161,8 +162,7 @@ impl Backing {
         if len > max {
             return Err(Error::field("chunk file size", 0, format!("{len} bytes exceeds the chunk limit")).in_file(&p));
         }
-        buf.clear();
-        buf.resize(head.map_or(len, |h| h.min(len)) as usize, 0);
+        buf.resize(head.map_or(len, |h| h.min(len)) as usize, 0); // (overwritten by the read)
         read_exact_at(&f, buf, 0).map_err(|e| Error::io(Some(0), e).in_file(&p))
     }
 }
