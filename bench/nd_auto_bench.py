@@ -30,7 +30,7 @@ a = _datasets.make("climate_f4", (T + 2) * 721 * 1440 * 4).reshape(-1)[: T * 721
 a = np.ascontiguousarray(a)
 CH = tuple(map(int, sys.argv[2].split(","))) if len(sys.argv) > 2 else None
 BL = tuple(map(int, sys.argv[3].split(","))) if len(sys.argv) > 3 else None
-print("field", a.shape, a.nbytes / 1e6, "MB")
+print("field", a.shape, a.nbytes / 1e6, "MB", f"load average {os.getloadavg()[0]:.1f} at the start")
 for lib in (oxblosc, blosc2):
     lib.set_nthreads(2)
 
@@ -92,3 +92,7 @@ for where in ("mem", "file"):
         speeds += f"  slices {med(b, 2, k) / med(o, 2, k):.2f}"
         gbs = f"ox {a.nbytes / med(o, 0, k) / 1e9:.2f}/{a.nbytes / med(o, 1, k) / 1e9:.2f} GB/s"
         print(f"  ox/b2 speed ({clk}): {speeds}  ({gbs} write/read {clk})")
+        ops = enumerate(("write", "read", "slices"))
+        ms = "  ".join(f"{op} {med(o, i, k) * 1e3:.1f}/{med(b, i, k) * 1e3:.1f}" for i, op in ops)
+        print(f"    ms ox/b2 ({clk}): {ms}")
+print(f"load average {os.getloadavg()[0]:.1f} at the end ({os.getloadavg()[2]:.1f} over 15 min)")

@@ -519,6 +519,26 @@ impl SChunk {
         out
     }
 
+    /// Bytes `[lo, lo + out.len())` of chunk `i` as stored in its frame file, read without the
+    /// rest of the chunk (n-d slices that need a few blocks of large chunks read only those).
+    /// Returns how many bytes were read: fewer than asked when the chunk ends first. None,
+    /// having read nothing, when the chunk is not stored in a contiguous frame file (memory,
+    /// mapped, sparse, special) or when chunk checksums are checked on read (they cover whole
+    /// chunks): use [`SChunk::with_chunk`] then.
+    pub fn read_stored_part(&self, i: usize, lo: u64, out: &mut [u8]) -> Result<Option<usize>> {
+        self.check_index(i)?;
+        let pos = match (self.slots.get(i), &self.backing) {
+            (Slot::Stored(pos), Backing::File { .. }) if !self.checksums.verify_on_read() => pos,
+            _ => return Ok(None),
+        };
+        let stored = self.stored_len(i, pos)?;
+        let n = (out.len() as u64).min(stored.saturating_sub(lo)) as usize;
+        self.backing
+            .read_into_slice(pos + lo, &mut out[..n], "chunk")
+            .map_err(|e| self.in_backing_file(at_chunk(e, i)))?;
+        Ok(Some(n))
+    }
+
     /// The stored chunk at the highest position (index, position), if any.
     pub(crate) fn last_stored(&self) -> Option<(usize, u64)> {
         (0..self.slots.len())
@@ -757,22 +777,12 @@ impl SChunk {
             rest = tail;
             b = end;
         }
-        let first_err = std::sync::Mutex::new(None);
+        // The caller reads pieces too, its helpers kept off its CPU (`map_jobs`): with the
+        // pool's threads alone the caller slept, and on a loaded machine the woken workers
+        // often queued on one CPU.
         let dp = DParams { nthreads: 1 };
-        oxblosc_chunk::parallel::pool(nt).scope(|scope| {
-            for (i, lo, dst) in pieces {
-                let (first_err, dp) = (&first_err, &dp);
-                scope.spawn(move |_| {
-                    if let Err(e) = self.read_piece(i, lo, dst, dp) {
-                        first_err.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
-                    }
-                });
-            }
-        });
-        match first_err.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(true),
-        }
+        oxblosc_chunk::parallel::map_jobs(pieces, nt, |(i, lo, dst)| self.read_piece(i, lo, dst, &dp))?;
+        Ok(true)
     }
 
     /// Bytes `[lo, lo + dst.len())` of chunk `i` (of the fixed chunk size) into `dst`.

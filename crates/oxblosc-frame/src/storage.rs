@@ -127,9 +127,22 @@ impl Backing {
         let _g = self.read_guard()?;
         let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
         check_range(pos, n, len, what)?;
-        buf.clear();
+        // The read overwrites every byte: a reused buffer is not cleared first (a memset of
+        // each whole chunk read, a tenth of a file read's CPU).
         buf.resize(n as usize, 0);
         read_exact_at(file, buf, pos).map_err(|e| Error::io(Some(pos), e))
+    }
+
+    /// Read `out.len()` bytes at absolute `pos` of a frame file into `out` (file backings only:
+    /// the others borrow their bytes).
+    pub(crate) fn read_into_slice(&self, pos: u64, out: &mut [u8], what: &'static str) -> Result<()> {
+        let Backing::File { file, .. } = self else {
+            return Err(Error::param("storage", "not a frame file"));
+        };
+        let _g = self.read_guard()?;
+        let len = file.metadata().map_err(|e| Error::io(None, e))?.len();
+        check_range(pos, out.len() as u64, len, what)?;
+        read_exact_at(file, out, pos).map_err(|e| Error::io(Some(pos), e))
     }
 
     /// Read a chunk file of a sparse frame (refused above `max` bytes) into `buf` (replacing
@@ -149,8 +162,7 @@ impl Backing {
         if len > max {
             return Err(Error::field("chunk file size", 0, format!("{len} bytes exceeds the chunk limit")).in_file(&p));
         }
-        buf.clear();
-        buf.resize(head.map_or(len, |h| h.min(len)) as usize, 0);
+        buf.resize(head.map_or(len, |h| h.min(len)) as usize, 0); // (overwritten by the read)
         read_exact_at(&f, buf, 0).map_err(|e| Error::io(Some(0), e).in_file(&p))
     }
 }

@@ -11,7 +11,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use oxblosc_chunk::{parallel::pool, ChunkHeader, DParams, SpecialKind};
+use oxblosc_chunk::parallel::{map_jobs, pool};
+use oxblosc_chunk::{ChunkHeader, DParams, SpecialKind};
 use oxblosc_frame::{SChunk, SpecialValue};
 use rayon::prelude::*;
 
@@ -64,6 +65,10 @@ pub struct NdArray {
     decoded_blocks: AtomicU64,
     /// Reads inside one chunk decoded straight into the caller's buffer.
     decoded_in_place: AtomicU64,
+    /// Batches of chunks built by writes (see [`NdArray::write_batches`]).
+    write_batches: AtomicU64,
+    /// Chunks whose needed blocks were read from the file without the rest.
+    read_in_part: AtomicU64,
 }
 
 impl NdArray {
@@ -111,6 +116,8 @@ impl NdArray {
             nthreads,
             decoded_blocks: AtomicU64::new(0),
             decoded_in_place: AtomicU64::new(0),
+            write_batches: AtomicU64::new(0),
+            read_in_part: AtomicU64::new(0),
         })
     }
 
@@ -147,8 +154,18 @@ impl NdArray {
         }
         schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
-        let (decoded_blocks, decoded_in_place) = (AtomicU64::new(0), AtomicU64::new(0));
-        Ok(NdArray { schunk, geom, dtype, meta_name, nthreads, decoded_blocks, decoded_in_place })
+        let zero = || AtomicU64::new(0);
+        Ok(NdArray {
+            schunk,
+            geom,
+            dtype,
+            meta_name,
+            nthreads,
+            decoded_blocks: zero(),
+            decoded_in_place: zero(),
+            write_batches: zero(),
+            read_in_part: zero(),
+        })
     }
 
     /// The metalayer of `schunk`, checked against the frame: its name, dtype and geometry.
@@ -268,6 +285,19 @@ impl NdArray {
     /// blocks laid out in C order, only the touched ones decoded), for tests.
     pub fn chunks_decoded_in_place(&self) -> u64 {
         self.decoded_in_place.load(Ordering::Relaxed)
+    }
+
+    /// Chunks of which reads of this handle read only the needed blocks from the file (not
+    /// the whole stored chunk), for tests.
+    pub fn chunks_read_in_part(&self) -> u64 {
+        self.read_in_part.load(Ordering::Relaxed)
+    }
+
+    /// Batches of chunks built by writes of this handle so far, for tests. Each batch ends
+    /// with the threads waiting for the slowest of them: on a loaded machine every such wait
+    /// is a trip through the run queue (milliseconds), so fewer batches write faster.
+    pub fn write_batches(&self) -> u64 {
+        self.write_batches.load(Ordering::Relaxed)
     }
 
     // ------------------------------------------------------------------ reading
@@ -473,9 +503,11 @@ impl NdArray {
                 pieces.push((row, head));
                 rest = tail;
             }
-            return pool(nt).install(|| {
-                pieces.into_par_iter().try_for_each(|(row, piece)| self.read_chunks(&plan.piece(d, row), piece, 1))
-            });
+            // The calling thread reads pieces too, helpers kept off its CPU (`map_jobs`): woken
+            // pool threads were queued on one CPU behind each other for whole reads (a column
+            // of the 415 MB field: 49 ms at one thread's speed under load).
+            map_jobs(pieces, nt, |(row, piece)| self.read_chunks(&plan.piece(d, row), piece, 1))?;
+            return Ok(());
         }
         self.read_chunks(plan, out, nt)
     }
@@ -578,6 +610,13 @@ impl NdArray {
         nthreads: usize,
         mut buf: Vec<u8>,
     ) -> Result<Fetched> {
+        let blocks = plan.blocks_of(&self.geom, parts);
+        if blocks.len() * 2 <= self.geom.blocks_per_chunk
+            && self.schunk.reads_from_files()
+            && self.fetch_part_from_file(n, &blocks, nthreads, &mut buf)?
+        {
+            return Ok(Fetched::Listed(buf));
+        }
         self.with_checked_chunk(n, |c| {
             let err = |source| oxblosc_frame::Error::Chunk { chunk: oxblosc_frame::ChunkId::Data(n as usize), source };
             let h = ChunkHeader::parse(c).map_err(err)?;
@@ -585,7 +624,6 @@ impl NdArray {
             if matches!(special, SpecialKind::Zeros | SpecialKind::Uninit) {
                 return Ok(Fetched::Zeros(buf));
             }
-            let blocks = plan.blocks_of(&self.geom, parts);
             let bb = self.geom.block_bytes();
             let counted = if special == SpecialKind::None { 1 } else { 0 };
             // Decoding overwrites every byte it is given: no need to clear a reused buffer.
@@ -603,6 +641,101 @@ impl NdArray {
             self.decoded_blocks.fetch_add(counted * blocks.len() as u64, Ordering::Relaxed);
             Ok(Fetched::Listed(buf))
         })
+    }
+
+    /// [`Self::fetch`] of a few `blocks` of chunk `n` stored in a frame file, reading only
+    /// what they need: the chunk's header and block-offset table, then each block's stream,
+    /// placed at its own offset in a per-thread copy of the stored chunk (the bytes between
+    /// are never read by the decoder), decoded into `out` (the k-th block at `k *
+    /// block_bytes`). A slice needing 2 of a chunk's 33 blocks read the whole 4 MB chunk
+    /// before (python-blosc2 reads the blocks only). Returns false, having decoded nothing,
+    /// when the chunk is not read from a frame file this way (see
+    /// `SChunk::read_stored_part`), is special, or has a layout that is read whole
+    /// (memcpyed, variable-length blocks, a dictionary, a block table that does not add up:
+    /// the whole read reports what is wrong).
+    fn fetch_part_from_file(&self, n: u64, blocks: &[usize], nthreads: usize, out: &mut Vec<u8>) -> Result<bool> {
+        let mut stored = PART_BUF.with(std::cell::Cell::take);
+        let r = self.read_blocks_stored(n, blocks, &mut stored);
+        let r = match r {
+            Ok(true) => {
+                let bb = self.geom.block_bytes();
+                let ranges: Vec<(usize, usize)> = blocks.iter().map(|&b| (b * bb, (b + 1) * bb)).collect();
+                out.resize(blocks.len() * bb, 0);
+                oxblosc_chunk::decompress_ranges_with(&stored, &ranges, out, nthreads, self.schunk.chunk_context())
+                    .map(|_| {
+                        self.decoded_blocks.fetch_add(blocks.len() as u64, Ordering::Relaxed);
+                        self.read_in_part.fetch_add(1, Ordering::Relaxed);
+                        true
+                    })
+                    .map_err(|source| {
+                        let chunk = oxblosc_frame::ChunkId::Data(n as usize);
+                        oxblosc_frame::Error::Chunk { chunk, source }.into()
+                    })
+            }
+            other => other,
+        };
+        if stored.capacity() <= 64 << 20 {
+            PART_BUF.with(|c| c.set(stored));
+        }
+        r
+    }
+
+    /// The header, block table and `blocks`' streams of stored chunk `n` into `stored`, at
+    /// their offsets in the chunk (see [`Self::fetch_part_from_file`]); false when that does
+    /// not apply.
+    fn read_blocks_stored(&self, n: u64, blocks: &[usize], stored: &mut Vec<u8>) -> Result<bool> {
+        const HEAD: usize = 32;
+        let nb = self.geom.blocks_per_chunk;
+        let table = HEAD + 4 * nb;
+        if stored.len() < table {
+            stored.resize(table, 0);
+        }
+        let Some(got) = self.schunk.read_stored_part(n as usize, 0, &mut stored[..table])? else {
+            return Ok(false);
+        };
+        let Ok(h) = ChunkHeader::parse_head(&stored[..got]) else { return Ok(false) };
+        let plain = matches!(h.special(), Ok(SpecialKind::None))
+            && h.header_len() == HEAD
+            && h.nbytes == self.geom.chunk_bytes()
+            && h.nblocks() == nb
+            && !(h.is_memcpyed() || h.is_vlblocks() || h.uses_dict());
+        if !plain || got < table || h.cbytes < table {
+            return Ok(false);
+        }
+        let starts: Vec<usize> = stored[HEAD..table]
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .collect();
+        let mut sorted = starts.clone();
+        sorted.sort_unstable();
+        // A block's stream runs to the next block's start (or the chunk's end).
+        let mut ranges: Vec<(usize, usize)> = blocks
+            .iter()
+            .map(|&b| {
+                let a = starts[b];
+                (a, sorted.get(sorted.partition_point(|&x| x <= a)).copied().unwrap_or(h.cbytes))
+            })
+            .collect();
+        if ranges.iter().any(|&(a, e)| a < table || e > h.cbytes || a >= e) {
+            return Ok(false);
+        }
+        ranges.sort_unstable();
+        ranges.dedup();
+        stored.resize(h.cbytes, 0); // (only grows the reused buffer: stale bytes are never read)
+        let mut k = 0;
+        while k < ranges.len() {
+            // Adjacent streams in one read.
+            let (a, mut e) = ranges[k];
+            while k + 1 < ranges.len() && ranges[k + 1].0 == e {
+                k += 1;
+                e = ranges[k].1;
+            }
+            if self.schunk.read_stored_part(n as usize, a as u64, &mut stored[a..e])? != Some(e - a) {
+                return Ok(false);
+            }
+            k += 1;
+        }
+        Ok(true)
     }
 
     /// Copy a fetched chunk's selected items into `out`; returns the buffer for reuse.
@@ -654,7 +787,9 @@ impl NdArray {
         // sees the chunks one at a time, in order (its picks then do not depend on timing).
         // A file stores each batch as it comes, so there batches stay near WRITE_BATCH bytes:
         // chunks too large for one per thread are built one at a time (each with every
-        // thread), then stored. (In memory every chunk is kept anyway.)
+        // thread), then stored. In memory every chunk is kept anyway: one parallel pass
+        // builds them all, so the threads never wait for each other between batches (under
+        // a loaded machine each such wait is a trip through the run queue).
         let file = self.schunk.reads_from_files();
         let cb = self.geom.chunk_bytes().max(1);
         let one_by_one = file && cb.saturating_mul(nt) > WRITE_BATCH;
@@ -662,18 +797,30 @@ impl NdArray {
         let per_batch = match (file, sequential) {
             (true, true) => 1,
             (true, false) => (WRITE_BATCH / cb).clamp(nt, nt * 4),
-            (false, _) => (nt * 4).max(1),
+            (false, true) => nt * 4,
+            (false, false) => chunks.len().max(1),
         };
         for batch in chunks.chunks(per_batch) {
-            let built: Vec<Result<Option<NewChunk>>> = if sequential || batch.len() <= 1 {
-                batch.iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt)).collect()
+            self.write_batches.fetch_add(1, Ordering::Relaxed);
+            let built: Vec<Option<NewChunk>> = if sequential || batch.len() <= 1 {
+                batch
+                    .iter()
+                    .map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, nt))
+                    .collect::<Result<_>>()?
             } else {
+                // On the pool's threads, not with the caller working too (`map_jobs`, as reads
+                // do): chunks built on the calling thread (Python's main thread) took 2-4x the
+                // page faults for their memory (glibc's main heap there), 40% more CPU for an
+                // 830 MB `asarray`.
                 pool(nt).install(|| {
-                    batch.par_iter().map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, 1)).collect()
-                })
+                    batch
+                        .par_iter()
+                        .map(|(n, parts)| self.build_chunk(plan, *n, parts, data, &cp, 1))
+                        .collect::<Result<_>>()
+                })?
             };
             for r in built {
-                match r? {
+                match r {
                     // A chunk past the last one (only while `from_buffer_appending` builds
                     // the array, in chunk order) is appended: a file stores it right away.
                     Some((n, c)) if n as usize == self.schunk.nchunks() => {
@@ -1014,6 +1161,8 @@ const WRITE_BATCH: usize = 8 << 20;
 thread_local! {
     /// Per-thread buffer for decoded chunks of reads (taken out while in use).
     static DECODE_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// Per-thread stand-in for stored chunks read in part (`fetch_part_from_file`).
+    static PART_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     /// Per-thread (uncompressed, compressed) buffers for building chunks, reused across
     /// chunks and calls: fresh multi-megabyte buffers cost more in page faults than the work.
     static BUILD: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = Default::default();

@@ -85,3 +85,62 @@ fn large_chunks_one_at_a_time() {
     assert_eq!(NdArray::from_schunk(open(&p, Mode::Read).unwrap()).unwrap().to_vec().unwrap(), d);
     std::fs::remove_file(&p).unwrap();
 }
+
+/// A slice that needs a few blocks of each chunk of a frame file reads only those blocks
+/// (and the chunk's header and block table), not the whole stored chunk; the result is the
+/// same, and damaged block bytes are reported as an error of that chunk.
+#[test]
+fn few_blocks_are_read_from_the_file_alone() {
+    let p = temp("part.b2nd");
+    let cp = CParams { typesize: 4, nthreads: 2, clevel: 5, ..CParams::default() };
+    let s = SChunk::create(&p, true, cp, DParams { nthreads: 2 }).unwrap();
+    // Chunks of 4 fields of 64 x 64, blocks of 8 rows: 32 blocks per chunk, 10 chunks.
+    let geom = Geometry::new(&[40, 64, 64], &[4, 64, 64], &[1, 8, 64], 4).unwrap();
+    let d: Vec<u8> = (0..40 * 64 * 64u32).flat_map(|i| ((i / 7) ^ ((i % 64) * 3)).to_le_bytes()).collect();
+    drop(NdArray::from_buffer_appending(s, geom, Some("<u4"), &d).unwrap());
+    let item = |t: usize, y: usize, x: usize| &d[((t * 64 + y) * 64 + x) * 4..][..4];
+    let a = NdArray::from_schunk(open(&p, Mode::Read).unwrap()).unwrap();
+    // Row 10 of every field: one block of each field, 4 of each chunk's 32.
+    let row = a.get_slice(&[DimSlice::new(0, 40, 1), DimSlice::new(10, 11, 1), DimSlice::new(0, 64, 1)]).unwrap();
+    let want: Vec<u8> = (0..40).flat_map(|t| (0..64).flat_map(move |x| item(t, 10, x).to_vec())).collect();
+    assert_eq!(row, want);
+    assert_eq!((a.chunks_read_in_part(), a.blocks_decoded()), (10, 40));
+    // A box inside one block of one chunk, with a step.
+    let bx = a.get_slice(&[DimSlice::new(13, 14, 1), DimSlice::new(17, 23, 2), DimSlice::new(5, 60, 9)]).unwrap();
+    let want: Vec<u8> =
+        (17..23).step_by(2).flat_map(|y| (5..60).step_by(9).flat_map(move |x| item(13, y, x).to_vec())).collect();
+    assert_eq!(bx, want);
+    assert_eq!(a.chunks_read_in_part(), 11);
+    // A whole read decodes whole chunks.
+    assert_eq!(a.to_vec().unwrap(), d);
+    assert_eq!(a.chunks_read_in_part(), 11);
+    drop(a);
+    // Damage the middle of chunk 0's stored bytes (its blocks' streams): the slice fails,
+    // naming chunk 0, instead of returning wrong items.
+    let mut bytes = std::fs::read(&p).unwrap();
+    let s = open(&p, Mode::Read).unwrap();
+    let c0 = s.get_chunk(0).unwrap().into_owned();
+    drop(s);
+    let at = bytes.windows(c0.len()).position(|w| w == &c0[..]).unwrap();
+    for b in &mut bytes[at + c0.len() / 2..at + c0.len() / 2 + 64] {
+        *b ^= 0x5A;
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    let a = NdArray::from_schunk(open(&p, Mode::Read).unwrap()).unwrap();
+    let mut failed = 0;
+    for y in (0..64).step_by(8) {
+        match a.get_slice(&[DimSlice::new(0, 4, 1), DimSlice::new(y, y + 1, 1), DimSlice::new(0, 64, 1)]) {
+            Ok(v) => assert_eq!(
+                v,
+                (0..4).flat_map(|t| (0..64).flat_map(move |x| item(t, y as usize, x).to_vec())).collect::<Vec<u8>>()
+            ),
+            Err(e) => {
+                failed += 1;
+                assert!(e.to_string().contains("chunk 0"), "{e}");
+            }
+        }
+    }
+    assert!(failed > 0, "the damaged blocks were not noticed");
+    drop(a);
+    std::fs::remove_file(&p).unwrap();
+}

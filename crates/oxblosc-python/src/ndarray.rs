@@ -257,6 +257,12 @@ impl NativeNDArray {
         self.inner.read(py, |a| a.blocks_decoded())
     }
 
+    /// Chunks whose needed blocks reads took from the file without the rest (for tests).
+    #[getter]
+    fn _chunks_read_in_part(&self, py: Python<'_>) -> u64 {
+        self.inner.read(py, |a| a.chunks_read_in_part())
+    }
+
     /// Most threads seen inside reads of this handle at once (shows that reads overlap).
     #[getter]
     fn _peak_readers(&self) -> usize {
