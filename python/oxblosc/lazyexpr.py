@@ -637,27 +637,37 @@ def _native_order(dt: np.dtype) -> bool:
     return dt.byteorder in "=|" or (dt.byteorder == "<") == (sys.byteorder == "little")
 
 
-def _compute_native(e: LazyExpr, out: NDArray) -> bool:
-    """Evaluate ``e`` into the new array ``out`` entirely in the engine (decode, evaluate and
-    compress block by block, in parallel, GIL released) when every array operand has
-    ``out``'s shape, chunks and blocks and the rest are scalars; False (nothing written)
-    otherwise. Arrays behind file locks take the general path, which re-syncs them."""
-    if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
-        return False
+def native_args(e: LazyExpr, geometry: tuple) -> tuple[list, list] | None:
+    """The engine's operands of ``e`` (``(name, native array, dtype)`` and ``(name, dtype,
+    bytes)``) when every array operand is a native NDArray of ``geometry`` (shape, chunks,
+    blocks) and the rest are scalars; None otherwise. Arrays behind file locks take the
+    general paths, which re-sync them."""
     arrays, scalars = [], []
     for name, o in e._ops.items():
         if not _native_order(o.dtype):
-            return False
+            return None
         if isinstance(o, NDArray) and o.ndim:
-            if type(o._n) is not NativeNDArray or (o.shape, o.chunks, o.blocks) != (out.shape, out.chunks, out.blocks):
-                return False
+            if type(o._n) is not NativeNDArray or (o.shape, o.chunks, o.blocks) != geometry:
+                return None
             arrays.append((name, o._n, o.dtype.str))
         elif o.ndim == 0:
             v = np.ascontiguousarray(o[()])
             scalars.append((name, v.dtype.str, v.tobytes()))
         else:
-            return False
-    expr_compute(e._body, arrays, scalars, out._n, _core.call_nthreads(None))
+            return None
+    return arrays, scalars
+
+
+def _compute_native(e: LazyExpr, out: NDArray) -> bool:
+    """Evaluate ``e`` into the new array ``out`` entirely in the engine (decode, evaluate and
+    compress block by block, in parallel, GIL released) when :func:`native_args` takes it
+    with ``out``'s geometry; False (nothing written) otherwise."""
+    if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
+        return False
+    args = native_args(e, (out.shape, out.chunks, out.blocks))
+    if args is None:
+        return False
+    expr_compute(e._body, *args, out._n, _core.call_nthreads(None))
     return True
 
 

@@ -193,7 +193,21 @@ fn eval_chunk(
     chunk: &mut Vec<u8>,
     parallel: bool,
 ) -> Result<()> {
-    let chunks: Vec<Option<Cow<'_, [u8]>>> = operands
+    let chunks = operand_chunks(operands, n)?;
+    let origin = chunk_origin(geom, n);
+    // Every byte is written below (results or zero padding): no need to clear.
+    chunk.resize(geom.chunk_bytes(), 0);
+    let block = |(k, out): (usize, &mut [u8])| eval_block(prog, operands, &chunks, geom, &origin, n, k, out);
+    match parallel {
+        true => chunk.par_chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
+        false => chunk.chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
+    }
+}
+
+/// The compressed chunk `n` of each array operand (None for scalars), checked to hold a
+/// whole chunk of its geometry.
+pub(crate) fn operand_chunks<'o>(operands: &[Operand<'o>], n: u64) -> Result<Vec<Option<Cow<'o, [u8]>>>> {
+    operands
         .iter()
         .map(|op| match op {
             Operand::Array(a) => {
@@ -213,20 +227,17 @@ fn eval_chunk(
             }
             Operand::Scalar(_) => Ok(None),
         })
-        .collect::<Result<_>>()?;
-    let origin: Vec<u64> = geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect();
-    // Every byte is written below (results or zero padding): no need to clear.
-    chunk.resize(geom.chunk_bytes(), 0);
-    let block = |(k, out): (usize, &mut [u8])| eval_block(prog, operands, &chunks, geom, &origin, n, k, out);
-    match parallel {
-        true => chunk.par_chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
-        false => chunk.chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
-    }
+        .collect()
+}
+
+/// The global coordinates of chunk `n`'s first item.
+pub(crate) fn chunk_origin(geom: &Geometry, n: u64) -> Vec<u64> {
+    geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect()
 }
 
 /// Block `k` of the result's chunk `n` (at `origin`), into `out` (the block's bytes).
 #[allow(clippy::too_many_arguments)]
-fn eval_block(
+pub(crate) fn eval_block(
     prog: &Program,
     operands: &[Operand<'_>],
     chunks: &[Option<Cow<'_, [u8]>>],
@@ -324,7 +335,7 @@ fn valid_runs(geom: &Geometry, origin: &[u64], k: usize) -> Vec<(usize, usize)> 
 
 /// Every operand fits: one per program input, arrays of the result's geometry and of the
 /// input's item size, scalars of one row; the output holds the program's type.
-fn check(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, out_typesize: usize) -> Result<()> {
+pub(crate) fn check(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, out_typesize: usize) -> Result<()> {
     let mismatch = |m: String| Err(ComputeError::Mismatch(m));
     if operands.len() != prog.inputs().len() {
         return mismatch(format!("{} operands given, the program reads {}", operands.len(), prog.inputs().len()));
