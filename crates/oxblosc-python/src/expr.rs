@@ -203,3 +203,33 @@ pub fn expr_compute(
     });
     r.map_err(|e| compute_err(py, e))
 }
+
+/// Evaluate `text` over `arrays` (NDArrays of one shape, chunks and blocks) and `scalars`
+/// into `out`, a writable C-contiguous NumPy array of the result's shape and type, all in
+/// Rust with the GIL released (`oxblosc::lazy_read`): operands' blocks decoded one by one,
+/// results written in place.
+#[pyfunction]
+#[pyo3(signature = (text, arrays, scalars, out, nthreads))]
+pub fn expr_read(
+    py: Python<'_>,
+    text: &str,
+    arrays: Vec<ArrayArg>,
+    scalars: Vec<ScalarArg>,
+    out: &Bound<'_, PyAny>,
+    nthreads: usize,
+) -> PyResult<()> {
+    let (prog, schema) = compile_args(text, &arrays, &scalars)?;
+    let dstr: String = out.getattr("dtype")?.getattr("str")?.extract()?;
+    if DType::from_numpy_str(&dstr) != Some(prog.dtype()) {
+        return Err(PyTypeError::new_err(format!("out has dtype {dstr}, the result is {}", prog.dtype())));
+    }
+    let mut view = ByteView::writable(out)?;
+    let buf = view.as_mut_slice();
+    let r = py.allow_threads(|| {
+        with_operands(&prog, &schema, &arrays, &scalars, |operands| {
+            oxblosc::lazy_read::evaluate_into(&prog, operands, buf, nthreads)
+        })
+    });
+    drop(view);
+    r.map_err(|e| compute_err(py, e))
+}

@@ -258,6 +258,23 @@ pub(crate) fn eval_block(
     if runs.is_empty() {
         return Ok(());
     }
+    with_operand_blocks(operands, chunks, n, k, |blocks| {
+        for &(start, len) in &runs {
+            eval_run(prog, operands, blocks, start, len, &mut out[start * size..(start + len) * size])?;
+        }
+        Ok(())
+    })
+}
+
+/// `f` over block `k` of each array operand (decoded from `chunks`, the operands' chunk
+/// `n`, into this thread's buffers; a scalar's buffer is empty).
+pub(crate) fn with_operand_blocks<R>(
+    operands: &[Operand<'_>],
+    chunks: &[Option<Cow<'_, [u8]>>],
+    n: u64,
+    k: usize,
+    f: impl FnOnce(&[Vec<u8>]) -> Result<R>,
+) -> Result<R> {
     BLOCKS.with(|cell| {
         let mut held = cell.try_borrow_mut();
         let mut fresh = Vec::new();
@@ -277,23 +294,31 @@ pub(crate) fn eval_block(
                 })?;
             }
         }
-        for &(start, len) in &runs {
-            let cols: Vec<ColumnRef<'_>> = operands
-                .iter()
-                .zip(blocks.iter())
-                .zip(prog.input_dtypes())
-                .map(|((op, b), &dt)| match op {
-                    Operand::Array(_) => {
-                        ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()])
-                    }
-                    Operand::Scalar(c) => Ok(*c),
-                })
-                .collect::<std::result::Result<_, _>>()?;
-            let o = ColumnMut::from_bytes(prog.dtype(), &mut out[start * size..(start + len) * size])?;
-            prog.eval_into(&cols, o)?;
-        }
-        Ok(())
+        f(blocks)
     })
+}
+
+/// The program over items `start..start + len` of the operands' decoded `blocks`, into
+/// `out` (those items' bytes).
+pub(crate) fn eval_run(
+    prog: &Program,
+    operands: &[Operand<'_>],
+    blocks: &[Vec<u8>],
+    start: usize,
+    len: usize,
+    out: &mut [u8],
+) -> Result<()> {
+    let cols: Vec<ColumnRef<'_>> = operands
+        .iter()
+        .zip(blocks)
+        .zip(prog.input_dtypes())
+        .map(|((op, b), &dt)| match op {
+            Operand::Array(_) => ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()]),
+            Operand::Scalar(c) => Ok(*c),
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    prog.eval_into(&cols, ColumnMut::from_bytes(prog.dtype(), out)?)?;
+    Ok(())
 }
 
 /// The runs `(first item, items)` of block `k` of the chunk at `origin` that lie inside the

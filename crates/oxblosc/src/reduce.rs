@@ -470,12 +470,12 @@ fn better<T: Num>(min: bool, v: T, i: u64, av: T, ai: u64) -> bool {
 
 /// The valid part of block `k` of chunk `n`: its first item's global coordinates and its
 /// extent per axis; None when it is all padding.
-struct BlockBox {
-    start: Vec<u64>,
-    valid: Vec<u64>,
+pub(crate) struct BlockBox {
+    pub(crate) start: Vec<u64>,
+    pub(crate) valid: Vec<u64>,
 }
 
-fn block_box(g: &Geometry, n: u64, k: usize) -> Option<BlockBox> {
+pub(crate) fn block_box(g: &Geometry, n: u64, k: usize) -> Option<BlockBox> {
     let nd = g.ndim();
     let cc = g.chunk_coords(n);
     let mut rest = k as u64;
