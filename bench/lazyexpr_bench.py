@@ -168,7 +168,9 @@ def main() -> None:
     for k in ("sum()", "sum(axis=0)"):
         cases += [(f"`(a * b + c).{k}`", (lambda k: lambda t: plain[t][k]())(k))]
     cases += [(f"`a.sum(axis={ax})`", (lambda ax: lambda t: built[t]["red"](ax))(ax)) for ax in (0, 1, 2, None)]
-    cases += [(f"`a.{op}()`", (lambda op: lambda t: built[t]["red"](None, op))(op)) for op in ("mean", "min", "max", "std")]
+    cases += [
+        (f"`a.{op}()`", (lambda op: lambda t: built[t]["red"](None, op))(op)) for op in ("mean", "min", "max", "std")
+    ]
     if skip:
         print("python-blosc2 4.14.1 aborts on `a * b + sin(c)` of float32 arrays: nan there", file=sys.stderr)
     times = {(c, t): [] for c, _ in cases for t in tools}
@@ -185,7 +187,9 @@ def main() -> None:
     load = (b1 - b0) / (w1 - w0)
     rss_ops = ("compute", "[:]", "sum()", "red")
     rss = {
-        (w, t): float("nan") if ("a * b + sin(c)", t) in skip and w != "red" else _rss_child(t, args.n, args.nthreads, w, args.data)
+        (w, t): float("nan")
+        if ("a * b + sin(c)", t) in skip and w != "red"
+        else _rss_child(t, args.n, args.nthreads, w, args.data)
         for w in rss_ops
         for t in tools
     }

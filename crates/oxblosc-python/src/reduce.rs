@@ -73,9 +73,10 @@ pub fn nd_reduce<'py>(
     let op = op_of(op)?;
     let dt = DType::from_numpy_str(dtype).ok_or_else(|| PyTypeError::new_err(format!("cannot reduce {dtype} here")))?;
     let means = means_of(means);
-    let r = array.get().shared().read(py, |a| {
-        reduce(&Source::Array(a, dt), op, acc_of(dt, float_acc), &axes, means.as_deref(), nthreads)
-    });
+    let r = array
+        .get()
+        .shared()
+        .read(py, |a| reduce(&Source::Array(a, dt), op, acc_of(dt, float_acc), &axes, means.as_deref(), nthreads));
     Ok(out(py, r.map_err(|e| compute_err(py, e))?))
 }
 

@@ -31,7 +31,11 @@ pub fn evaluate_into(prog: &Program, operands: &[Operand<'_>], out: &mut [u8], n
     let ts = prog.dtype().itemsize();
     check(prog, operands, g, ts)?;
     if out.len() as u64 != g.nitems * ts as u64 {
-        return Err(ComputeError::Mismatch(format!("the output has {} bytes, the result {}", out.len(), g.nitems * ts as u64)));
+        return Err(ComputeError::Mismatch(format!(
+            "the output has {} bytes, the result {}",
+            out.len(),
+            g.nitems * ts as u64
+        )));
     }
     if g.nitems == 0 {
         return Ok(());

@@ -209,7 +209,12 @@ impl<'g> Plan<'g> {
 }
 
 /// The reduction with accumulator type `T`: cells, and indices for argmin/argmax.
-fn run<T: Num>(src: &Source<'_>, plan: &Plan<'_>, means: Option<&[f64]>, nthreads: usize) -> Result<(Vec<T>, Vec<u64>)> {
+fn run<T: Num>(
+    src: &Source<'_>,
+    plan: &Plan<'_>,
+    means: Option<&[f64]>,
+    nthreads: usize,
+) -> Result<(Vec<T>, Vec<u64>)> {
     let g = plan.g;
     let op = plan.op;
     let total = g.nchunks as usize * g.blocks_per_chunk;
@@ -696,7 +701,8 @@ mod tests {
         let ts = dt.itemsize();
         let cp = CParams { typesize: ts, nthreads: 1, clevel: 5, ..CParams::default() };
         let g = Geometry::new(&SHAPE, &CHUNKS, &BLOCKS, ts).unwrap();
-        NdArray::from_buffer(SChunk::new(cp, DParams { nthreads: 1 }).unwrap(), g, Some(&dt.numpy_str()), bytes).unwrap()
+        NdArray::from_buffer(SChunk::new(cp, DParams { nthreads: 1 }).unwrap(), g, Some(&dt.numpy_str()), bytes)
+            .unwrap()
     }
 
     #[test]
