@@ -150,7 +150,7 @@ pub fn reduce(
     if op.is_arg() && axes.len() != 1 && axes.len() != nd {
         return mismatch(format!("argmin/argmax reduce one axis or all, not {axes:?}"));
     }
-    if (op == Op::SqDev && acc != Acc::F64) || (dt.is_float() && acc != Acc::F64) {
+    if (dt.is_float() || op == Op::SqDev) && acc != Acc::F64 {
         return mismatch(format!("{op:?} of {dt} items cannot accumulate in {acc:?}"));
     }
     let plan = Plan::new(g, dt, op, axes);
