@@ -57,3 +57,14 @@ def test_other_reads_keep_the_general_path():
     np.testing.assert_array_equal((a + b)[:], x + x)
     np.testing.assert_array_equal((a + x)[:], x + x)  # a NumPy operand
     np.testing.assert_array_equal((a * 2)[1:4, ::3], (x * 2)[1:4, ::3])
+
+
+def test_operands_in_files_are_read_by_chunk_rows(engine_only, tmp_path):
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(7, 10, 9)), rng.normal(size=(7, 10, 9))
+    geo = {"chunks": (3, 4, 5), "blocks": (2, 3, 2)}
+    a = oxblosc.asarray(x, urlpath=str(tmp_path / "a.b2nd"), mode="w", **geo)
+    b = oxblosc.asarray(y, urlpath=str(tmp_path / "b.b2nd"), mode="w", **geo)
+    np.testing.assert_allclose((a * b - 2)[:], x * y - 2, rtol=1e-15)
+    reopened = oxblosc.open(str(tmp_path / "a.b2nd"))
+    np.testing.assert_allclose((reopened + b)[...], x + y, rtol=1e-15)

@@ -188,4 +188,26 @@ mod tests {
             assert!(matches!(e, ComputeError::Mismatch(_)));
         }
     }
+
+    #[test]
+    fn a_chunk_that_fails_to_decode_is_named() {
+        let (shape, chunks, blocks): (&[u64], &[u64], &[u64]) = (&[7, 10, 5], &[3, 4, 5], &[2, 3, 2]);
+        let n = 350;
+        let mut a = array(shape, chunks, blocks, &(0..n).map(|i| i as f64).collect::<Vec<_>>());
+        let mut c = a.schunk().get_chunk(2).unwrap().into_owned();
+        c[40..].iter_mut().for_each(|b| *b = 0xA5);
+        a.schunk_mut().update_chunk(2, &c).unwrap();
+        let prog = parse("a + 1.0").unwrap().compile_columns(&[("a", DType::F64)]).unwrap();
+        for nt in [1, 2] {
+            let mut out = vec![0u8; n * 8];
+            let e = evaluate_into(&prog, &[Operand::Array(&a)], &mut out, nt).unwrap_err();
+            assert!(e.to_string().contains("chunk 2"), "{e}");
+            let src = crate::reduce::Source::Expr(&prog, &[Operand::Array(&a)]);
+            let e = crate::reduce::reduce(&src, crate::reduce::Op::Sum, crate::reduce::Acc::F64, &[0], None, nt);
+            assert!(e.unwrap_err().to_string().contains("chunk 2"));
+            let src = crate::reduce::Source::Array(&a, DType::F64);
+            let e = crate::reduce::reduce(&src, crate::reduce::Op::Max, crate::reduce::Acc::F64, &[1, 2], None, nt);
+            assert!(e.unwrap_err().to_string().contains("chunk 2"));
+        }
+    }
 }
