@@ -25,7 +25,7 @@ import numpy as np
 
 from . import core as _core
 from . import lazytext
-from ._native import NativeNDArray, auto_chunks_blocks, expr_compute, expr_evaluate, expr_names
+from ._native import NativeNDArray, auto_chunks_blocks, expr_compute, expr_evaluate, expr_names, expr_read
 from .info import InfoTable
 from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
 from .operators import Operators
@@ -322,6 +322,8 @@ class LazyExpr(Operators, LazyArray):
             return masked(self, key)
         if any(isinstance(k, list | np.ndarray) for k in (key if isinstance(key, tuple) else (key,))):
             return self._fancy(key)
+        if _whole(key) and (whole := _read_native(self)) is not None:
+            return whole
         sel = _Selection(key, self._shape)
         return self._eval_box(sel)[sel.post]
 
@@ -637,28 +639,59 @@ def _native_order(dt: np.dtype) -> bool:
     return dt.byteorder in "=|" or (dt.byteorder == "<") == (sys.byteorder == "little")
 
 
-def _compute_native(e: LazyExpr, out: NDArray) -> bool:
-    """Evaluate ``e`` into the new array ``out`` entirely in the engine (decode, evaluate and
-    compress block by block, in parallel, GIL released) when every array operand has
-    ``out``'s shape, chunks and blocks and the rest are scalars; False (nothing written)
-    otherwise. Arrays behind file locks take the general path, which re-syncs them."""
-    if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
-        return False
+def native_args(e: LazyExpr, geometry: tuple) -> tuple[list, list] | None:
+    """The engine's operands of ``e`` (``(name, native array, dtype)`` and ``(name, dtype,
+    bytes)``) when every array operand is a native NDArray of ``geometry`` (shape, chunks,
+    blocks) and the rest are scalars; None otherwise. Arrays behind file locks take the
+    general paths, which re-sync them."""
     arrays, scalars = [], []
     for name, o in e._ops.items():
         if not _native_order(o.dtype):
-            return False
+            return None
         if isinstance(o, NDArray) and o.ndim:
-            if type(o._n) is not NativeNDArray or (o.shape, o.chunks, o.blocks) != (out.shape, out.chunks, out.blocks):
-                return False
+            if type(o._n) is not NativeNDArray or (o.shape, o.chunks, o.blocks) != geometry:
+                return None
             arrays.append((name, o._n, o.dtype.str))
         elif o.ndim == 0:
             v = np.ascontiguousarray(o[()])
             scalars.append((name, v.dtype.str, v.tobytes()))
         else:
-            return False
-    expr_compute(e._body, arrays, scalars, out._n, _core.call_nthreads(None))
+            return None
+    return arrays, scalars
+
+
+def _compute_native(e: LazyExpr, out: NDArray) -> bool:
+    """Evaluate ``e`` into the new array ``out`` entirely in the engine (decode, evaluate and
+    compress block by block, in parallel, GIL released) when :func:`native_args` takes it
+    with ``out``'s geometry; False (nothing written) otherwise."""
+    if type(out._n) is not NativeNDArray or not out.ndim or not _native_order(out.dtype):
+        return False
+    args = native_args(e, (out.shape, out.chunks, out.blocks))
+    if args is None:
+        return False
+    expr_compute(e._body, *args, out._n, _core.call_nthreads(None))
     return True
+
+
+def _whole(key: Any) -> bool:
+    """Whether ``key`` selects the whole array as it is (``()``, ``...``, ``:``, ``:, :``)."""
+    items = key if isinstance(key, tuple) else (key,)
+    return all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in items)
+
+
+def _read_native(e: LazyExpr) -> np.ndarray | None:
+    """The whole of ``e`` as a new NumPy array, evaluated in the engine block by block
+    straight into it (in parallel, GIL released) when :func:`native_args` takes it; None
+    otherwise."""
+    base = e._base()
+    if base is None or not _native_order(e._dtype) or e._dtype.kind not in "biuf":
+        return None
+    args = native_args(e, (base.shape, base.chunks, base.blocks))
+    if args is None:
+        return None
+    out = np.empty(e._shape, e._dtype)
+    expr_read(e._body, *args, out, _core.call_nthreads(None))
+    return out
 
 
 def _fill(out: NDArray, e: LazyExpr) -> NDArray:

@@ -280,41 +280,84 @@ def _chunked(obj: Any, op: str, axes: tuple[int, ...], dtype: Any, where: Any, d
     return red.result()
 
 
-# Result cells up to which the engine reduces float64 NDArrays (each thread keeps a partial
-# result of that many cells).
+# Result cells up to which the engine reduces (each part keeps a partial result of that
+# many cells).
 _NATIVE_MAX_CELLS = 1 << 22
 
 
-def _native_reduce(obj: Any, op: str, axes: tuple[int, ...], dtype: Any, where: Any, initial: Any, ddof: int) -> Any:
-    """sum/prod/min/max/mean/var/std of a float64 NDArray in the engine (blocks decoded and
-    folded in Rust, in parallel, GIL released), with the reduced axes of length 1; None when
-    the case is not one it takes (then NumPy reduces chunk by chunk)."""
-    from ._native import NativeNDArray, nd_reduce_f64
+def _native_source(obj: Any) -> Any:
+    """A function ``(op, axes, means, float_acc, nthreads) -> (cells, acc, index)`` reducing
+    ``obj`` in the engine: an NDArray's blocks decoded and folded, or a lazy expression's
+    operands' blocks decoded, evaluated and folded at once (fused: nothing else is stored);
+    None when ``obj`` is not one the engine takes."""
+    from ._native import NativeNDArray, expr_reduce, nd_reduce
+    from .lazyexpr import LazyExpr, _native_order, native_args
     from .ndarray import NDArray
 
-    if op not in ("sum", "prod", "min", "max", "mean", "var", "std") or where is not None or initial is not None:
+    if not obj.ndim or not _native_order(obj.dtype) or obj.dtype.kind not in "biuf" or obj.dtype == np.float16:
         return None
-    if not isinstance(obj, NDArray) or type(obj._n) is not NativeNDArray or not obj.ndim:
+    if isinstance(obj, NDArray):
+        if type(obj._n) is not NativeNDArray:
+            return None
+        return lambda *a: nd_reduce(obj._n, obj.dtype.str, *a)
+    if isinstance(obj, LazyExpr):
+        base = obj._base()
+        args = None if base is None else native_args(obj, (base.shape, base.chunks, base.blocks))
+        if args is None:
+            return None
+        return lambda *a: expr_reduce(obj._body, *args, *a)
+    return None
+
+
+def _result_dtype(op: str, dt: np.dtype, dtype: Any) -> np.dtype:
+    """NumPy's result type of ``op`` on ``dt`` items (with ``dtype=``)."""
+    if op in ("argmin", "argmax"):
+        return np.dtype(np.intp)
+    if op in ("any", "all"):
+        return np.dtype(bool)
+    if op in ("min", "max"):
+        return dt
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return getattr(np, op)(np.zeros(1, dt), dtype=dtype).dtype
+
+
+def _native_reduce(obj: Any, op: str, axes: tuple[int, ...], dtype: Any, where: Any, initial: Any, ddof: int) -> Any:
+    """``op`` of an NDArray or a lazy expression over NDArrays of one geometry in the engine
+    (blocks decoded, evaluated and folded in Rust, in parallel, GIL released), with the
+    reduced axes of length 1 and NumPy's result type; None when the case is not one it takes
+    (then NumPy reduces chunk by chunk)."""
+    if op not in OPS or where is not None or initial is not None:
         return None
-    if obj.dtype != np.dtype("<f8") or (dtype is not None and np.dtype(dtype) != np.float64):
+    src = _native_source(obj)
+    if src is None:
         return None
+    dt = np.dtype(obj.dtype)
+    rdtype = _result_dtype(op, dt, None)
+    float_acc = op in ("mean", "var", "std")
+    if dtype is not None and np.dtype(dtype) != rdtype:
+        if np.dtype(dtype) != np.float64 or op not in ("sum", "prod", "mean", "var", "std"):
+            return None
+        rdtype, float_acc = np.dtype(np.float64), True  # items converted to float64, as NumPy does
     kshape = tuple(1 if d in axes else n for d, n in enumerate(obj.shape))
     count = math.prod(obj.shape[d] for d in axes)
     if math.prod(kshape) > _NATIVE_MAX_CELLS or (op in ("var", "std") and count - ddof <= 0):
         return None
     nthreads = _core.call_nthreads(None)
 
-    def run(what: str, means: Any = None) -> np.ndarray:
-        raw = nd_reduce_f64(obj._n, what, list(axes), means, nthreads)
-        return np.frombuffer(raw, "<f8").reshape(kshape)
+    def run(what: str, means: Any = None) -> tuple[np.ndarray, Any]:
+        raw, acc, index = src(what, list(axes), means, float_acc, nthreads)
+        return np.frombuffer(raw, acc).reshape(kshape), index
 
-    if op in ("sum", "prod", "min", "max"):
-        return run(op).copy()
-    mean = run("sum") / count
+    if op in ("argmin", "argmax"):
+        return np.frombuffer(run(op)[1], "<u8").astype(np.intp).reshape(kshape)
+    if op not in ("mean", "var", "std"):
+        return run(op)[0].astype(rdtype)
+    mean = run("sum")[0] / count
     if op == "mean":
-        return mean
-    var = run("sqdev", mean.tobytes()) / (count - ddof)
-    return np.sqrt(var) if op == "std" else var
+        return mean.astype(rdtype)
+    var = run("sqdev", mean.tobytes())[0] / (count - ddof)
+    return (np.sqrt(var) if op == "std" else var).astype(rdtype)
 
 
 def _numpy_kwargs(op: str, dtype: Any, keepdims: bool, where: Any, ddof: int, initial: Any, shape: tuple) -> dict:

@@ -2,7 +2,7 @@
 //! `expr_names(text)`. Operands are NumPy arrays (or anything `numpy.asarray` takes); the
 //! text is parsed and typed by `oxblosc::expr`, never by Python.
 
-use oxblosc::expr::{parse, ColumnMut, ColumnRef, DType, ErrorKind, ExprError};
+use oxblosc::expr::{parse, ColumnMut, ColumnRef, DType, ErrorKind, ExprError, Program};
 use pyo3::exceptions::{PyNameError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -111,6 +111,75 @@ pub fn expr_evaluate<'py>(
     Ok(out)
 }
 
+/// An array operand: (name, array, NumPy dtype); a scalar: (name, NumPy dtype, its bytes).
+pub(crate) type ArrayArg = (String, Py<NativeNDArray>, String);
+pub(crate) type ScalarArg = (String, String, Vec<u8>);
+
+/// `text` compiled over `arrays` and `scalars`, with the schema it was compiled against.
+pub(crate) fn compile_args(
+    text: &str,
+    arrays: &[ArrayArg],
+    scalars: &[ScalarArg],
+) -> PyResult<(Program, Vec<(String, DType)>)> {
+    let expr = parse(text).map_err(expr_err)?;
+    let dtype_of = |dstr: &str, name: &str| {
+        DType::from_numpy_str(dstr).ok_or_else(|| {
+            PyTypeError::new_err(format!("operand '{name}' has dtype {dstr}, which expressions do not take"))
+        })
+    };
+    let mut schema: Vec<(String, DType)> = Vec::new();
+    for (name, _, d) in arrays {
+        schema.push((name.clone(), dtype_of(d, name)?));
+    }
+    for (name, d, _) in scalars {
+        schema.push((name.clone(), dtype_of(d, name)?));
+    }
+    let prog = expr.compile_columns(&schema).map_err(expr_err)?;
+    Ok((prog, schema))
+}
+
+/// `f` over the operands of `prog` (in the order of its inputs), with a read lock on each
+/// distinct array (an array may stand behind several names). Call with the GIL released.
+pub(crate) fn with_operands<R>(
+    prog: &Program,
+    schema: &[(String, DType)],
+    arrays: &[ArrayArg],
+    scalars: &[ScalarArg],
+    f: impl FnOnce(&[Operand<'_>]) -> Result<R, ComputeError>,
+) -> Result<R, ComputeError> {
+    let natives: Vec<&NativeNDArray> = arrays.iter().map(|a| a.1.get()).collect();
+    let mut distinct: Vec<&NativeNDArray> = Vec::new();
+    for a in &natives {
+        if !distinct.iter().any(|d| std::ptr::eq(*d, *a)) {
+            distinct.push(a);
+        }
+    }
+    let guards: Vec<_> = distinct.iter().map(|a| a.shared().read_guard()).collect();
+    let operands: Vec<Operand<'_>> = prog
+        .inputs()
+        .iter()
+        .map(|n| {
+            if let Some(i) = arrays.iter().position(|a| &a.0 == n) {
+                let g = distinct.iter().position(|d| std::ptr::eq(*d, natives[i])).expect("listed above");
+                return Ok(Operand::Array(&guards[g]));
+            }
+            let (_, _, bytes) = scalars.iter().find(|s| &s.0 == n).expect("compiled from these names");
+            let dt = schema.iter().find(|s| &s.0 == n).expect("compiled from these names").1;
+            ColumnRef::from_bytes(dt, bytes).map(Operand::Scalar).map_err(ComputeError::Expr)
+        })
+        .collect::<Result<_, ComputeError>>()?;
+    f(&operands)
+}
+
+/// A `ComputeError` as the Python exception for it.
+pub(crate) fn compute_err(py: Python<'_>, e: ComputeError) -> PyErr {
+    match e {
+        ComputeError::Nd(e) => crate::ndarray::nd_err(py, e),
+        ComputeError::Expr(e) => expr_err(e),
+        ComputeError::Mismatch(m) => PyValueError::new_err(m),
+    }
+}
+
 /// Evaluate `text` into every chunk of the new array `out`, all in Rust with the GIL
 /// released (`oxblosc::lazy`): `arrays` are (name, array, NumPy dtype) with `out`'s shape,
 /// chunks and blocks; `scalars` are (name, NumPy dtype, the value's bytes).
@@ -119,58 +188,48 @@ pub fn expr_evaluate<'py>(
 pub fn expr_compute(
     py: Python<'_>,
     text: &str,
-    arrays: Vec<(String, Py<NativeNDArray>, String)>,
-    scalars: Vec<(String, String, Vec<u8>)>,
+    arrays: Vec<ArrayArg>,
+    scalars: Vec<ScalarArg>,
     out: Py<NativeNDArray>,
     nthreads: usize,
 ) -> PyResult<()> {
-    let expr = parse(text).map_err(expr_err)?;
-    let dtype_of = |dstr: &str, name: &str| {
-        DType::from_numpy_str(dstr).ok_or_else(|| {
-            PyTypeError::new_err(format!("operand '{name}' has dtype {dstr}, which expressions do not take"))
-        })
-    };
-    let mut schema: Vec<(String, DType)> = Vec::new();
-    for (name, _, d) in &arrays {
-        schema.push((name.clone(), dtype_of(d, name)?));
-    }
-    for (name, d, _) in &scalars {
-        schema.push((name.clone(), dtype_of(d, name)?));
-    }
-    let prog = expr.compile_columns(&schema).map_err(expr_err)?;
+    let (prog, schema) = compile_args(text, &arrays, &scalars)?;
     let out = out.get();
-    let natives: Vec<&NativeNDArray> = arrays.iter().map(|a| a.1.get()).collect();
-    if natives.iter().any(|a| std::ptr::eq(*a, out)) {
+    if arrays.iter().any(|a| std::ptr::eq(a.1.get(), out)) {
         return Err(PyValueError::new_err("the output array cannot be an operand"));
     }
-    let nd_err = |e| crate::ndarray::nd_err(py, e);
     let r = out.shared().write(py, |o| {
-        // One read lock per distinct array (an array may stand behind several names).
-        let mut distinct: Vec<&NativeNDArray> = Vec::new();
-        for a in &natives {
-            if !distinct.iter().any(|d| std::ptr::eq(*d, *a)) {
-                distinct.push(a);
-            }
-        }
-        let guards: Vec<_> = distinct.iter().map(|a| a.shared().read_guard()).collect();
-        let operands: Vec<Operand<'_>> = prog
-            .inputs()
-            .iter()
-            .map(|n| {
-                if let Some(i) = arrays.iter().position(|a| &a.0 == n) {
-                    let g = distinct.iter().position(|d| std::ptr::eq(*d, natives[i])).expect("listed above");
-                    return Ok(Operand::Array(&guards[g]));
-                }
-                let (_, _, bytes) = scalars.iter().find(|s| &s.0 == n).expect("compiled from these names");
-                let dt = schema.iter().find(|s| &s.0 == n).expect("compiled from these names").1;
-                ColumnRef::from_bytes(dt, bytes).map(Operand::Scalar).map_err(ComputeError::Expr)
-            })
-            .collect::<Result<_, ComputeError>>()?;
-        compute_into(&prog, &operands, o, nthreads)
+        with_operands(&prog, &schema, &arrays, &scalars, |operands| compute_into(&prog, operands, o, nthreads))
     });
-    r.map_err(|e| match e {
-        ComputeError::Nd(e) => nd_err(e),
-        ComputeError::Expr(e) => expr_err(e),
-        ComputeError::Mismatch(m) => PyValueError::new_err(m),
-    })
+    r.map_err(|e| compute_err(py, e))
+}
+
+/// Evaluate `text` over `arrays` (NDArrays of one shape, chunks and blocks) and `scalars`
+/// into `out`, a writable C-contiguous NumPy array of the result's shape and type, all in
+/// Rust with the GIL released (`oxblosc::lazy_read`): operands' blocks decoded one by one,
+/// results written in place.
+#[pyfunction]
+#[pyo3(signature = (text, arrays, scalars, out, nthreads))]
+pub fn expr_read(
+    py: Python<'_>,
+    text: &str,
+    arrays: Vec<ArrayArg>,
+    scalars: Vec<ScalarArg>,
+    out: &Bound<'_, PyAny>,
+    nthreads: usize,
+) -> PyResult<()> {
+    let (prog, schema) = compile_args(text, &arrays, &scalars)?;
+    let dstr: String = out.getattr("dtype")?.getattr("str")?.extract()?;
+    if DType::from_numpy_str(&dstr) != Some(prog.dtype()) {
+        return Err(PyTypeError::new_err(format!("out has dtype {dstr}, the result is {}", prog.dtype())));
+    }
+    let mut view = ByteView::writable(out)?;
+    let buf = view.as_mut_slice();
+    let r = py.allow_threads(|| {
+        with_operands(&prog, &schema, &arrays, &scalars, |operands| {
+            oxblosc::lazy_read::evaluate_into(&prog, operands, buf, nthreads)
+        })
+    });
+    drop(view);
+    r.map_err(|e| compute_err(py, e))
 }

@@ -315,7 +315,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expr::expr_evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(expr::expr_names, m)?)?;
     m.add_function(wrap_pyfunction!(expr::expr_compute, m)?)?;
-    m.add_function(wrap_pyfunction!(reduce::nd_reduce_f64, m)?)?;
+    m.add_function(wrap_pyfunction!(expr::expr_read, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce::nd_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce::expr_reduce, m)?)?;
     m.add_class::<hdf5::Hdf5ChunkFile>()?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_suggest_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_block_shape, m)?)?;

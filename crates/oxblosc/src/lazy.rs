@@ -193,7 +193,21 @@ fn eval_chunk(
     chunk: &mut Vec<u8>,
     parallel: bool,
 ) -> Result<()> {
-    let chunks: Vec<Option<Cow<'_, [u8]>>> = operands
+    let chunks = operand_chunks(operands, n)?;
+    let origin = chunk_origin(geom, n);
+    // Every byte is written below (results or zero padding): no need to clear.
+    chunk.resize(geom.chunk_bytes(), 0);
+    let block = |(k, out): (usize, &mut [u8])| eval_block(prog, operands, &chunks, geom, &origin, n, k, out);
+    match parallel {
+        true => chunk.par_chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
+        false => chunk.chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
+    }
+}
+
+/// The compressed chunk `n` of each array operand (None for scalars), checked to hold a
+/// whole chunk of its geometry.
+pub(crate) fn operand_chunks<'o>(operands: &[Operand<'o>], n: u64) -> Result<Vec<Option<Cow<'o, [u8]>>>> {
+    operands
         .iter()
         .map(|op| match op {
             Operand::Array(a) => {
@@ -213,20 +227,17 @@ fn eval_chunk(
             }
             Operand::Scalar(_) => Ok(None),
         })
-        .collect::<Result<_>>()?;
-    let origin: Vec<u64> = geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect();
-    // Every byte is written below (results or zero padding): no need to clear.
-    chunk.resize(geom.chunk_bytes(), 0);
-    let block = |(k, out): (usize, &mut [u8])| eval_block(prog, operands, &chunks, geom, &origin, n, k, out);
-    match parallel {
-        true => chunk.par_chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
-        false => chunk.chunks_mut(geom.block_bytes()).enumerate().try_for_each(block),
-    }
+        .collect()
+}
+
+/// The global coordinates of chunk `n`'s first item.
+pub(crate) fn chunk_origin(geom: &Geometry, n: u64) -> Vec<u64> {
+    geom.chunk_coords(n).iter().zip(&geom.chunks).map(|(c, s)| c * s).collect()
 }
 
 /// Block `k` of the result's chunk `n` (at `origin`), into `out` (the block's bytes).
 #[allow(clippy::too_many_arguments)]
-fn eval_block(
+pub(crate) fn eval_block(
     prog: &Program,
     operands: &[Operand<'_>],
     chunks: &[Option<Cow<'_, [u8]>>],
@@ -247,6 +258,23 @@ fn eval_block(
     if runs.is_empty() {
         return Ok(());
     }
+    with_operand_blocks(operands, chunks, n, k, |blocks| {
+        for &(start, len) in &runs {
+            eval_run(prog, operands, blocks, start, len, &mut out[start * size..(start + len) * size])?;
+        }
+        Ok(())
+    })
+}
+
+/// `f` over block `k` of each array operand (decoded from `chunks`, the operands' chunk
+/// `n`, into this thread's buffers; a scalar's buffer is empty).
+pub(crate) fn with_operand_blocks<R>(
+    operands: &[Operand<'_>],
+    chunks: &[Option<Cow<'_, [u8]>>],
+    n: u64,
+    k: usize,
+    f: impl FnOnce(&[Vec<u8>]) -> Result<R>,
+) -> Result<R> {
     BLOCKS.with(|cell| {
         let mut held = cell.try_borrow_mut();
         let mut fresh = Vec::new();
@@ -266,23 +294,31 @@ fn eval_block(
                 })?;
             }
         }
-        for &(start, len) in &runs {
-            let cols: Vec<ColumnRef<'_>> = operands
-                .iter()
-                .zip(blocks.iter())
-                .zip(prog.input_dtypes())
-                .map(|((op, b), &dt)| match op {
-                    Operand::Array(_) => {
-                        ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()])
-                    }
-                    Operand::Scalar(c) => Ok(*c),
-                })
-                .collect::<std::result::Result<_, _>>()?;
-            let o = ColumnMut::from_bytes(prog.dtype(), &mut out[start * size..(start + len) * size])?;
-            prog.eval_into(&cols, o)?;
-        }
-        Ok(())
+        f(blocks)
     })
+}
+
+/// The program over items `start..start + len` of the operands' decoded `blocks`, into
+/// `out` (those items' bytes).
+pub(crate) fn eval_run(
+    prog: &Program,
+    operands: &[Operand<'_>],
+    blocks: &[Vec<u8>],
+    start: usize,
+    len: usize,
+    out: &mut [u8],
+) -> Result<()> {
+    let cols: Vec<ColumnRef<'_>> = operands
+        .iter()
+        .zip(blocks)
+        .zip(prog.input_dtypes())
+        .map(|((op, b), &dt)| match op {
+            Operand::Array(_) => ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()]),
+            Operand::Scalar(c) => Ok(*c),
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    prog.eval_into(&cols, ColumnMut::from_bytes(prog.dtype(), out)?)?;
+    Ok(())
 }
 
 /// The runs `(first item, items)` of block `k` of the chunk at `origin` that lie inside the
@@ -324,7 +360,7 @@ fn valid_runs(geom: &Geometry, origin: &[u64], k: usize) -> Vec<(usize, usize)> 
 
 /// Every operand fits: one per program input, arrays of the result's geometry and of the
 /// input's item size, scalars of one row; the output holds the program's type.
-fn check(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, out_typesize: usize) -> Result<()> {
+pub(crate) fn check(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, out_typesize: usize) -> Result<()> {
     let mismatch = |m: String| Err(ComputeError::Mismatch(m));
     if operands.len() != prog.inputs().len() {
         return mismatch(format!("{} operands given, the program reads {}", operands.len(), prog.inputs().len()));

@@ -11,6 +11,7 @@ pub mod bloscpack;
 pub mod chunk_tuner;
 pub mod hdf5;
 pub mod lazy;
+pub mod lazy_read;
 pub mod plugins;
 pub mod reduce;
 pub mod streamer;
