@@ -13,8 +13,9 @@ file's chunk through a handle opened with ``locking=True``, which takes the fram
 exclusive lock, catches up with what other writers committed, and commits. So tasks in many
 threads and many processes (a ``distributed`` cluster) write one file without losing a
 chunk, and only the commits take turns (writing through the array would hold the lock while
-compressing, and writers in different processes would compress one at a time). ``dask.array.store(x, target)`` works the same way with a
-target opened with ``locking=True`` whose chunks match ``x``'s. Each chunk write is one
+compressing, and writers in different processes would compress one at a time).
+``dask.array.store(x, target)`` works with a target opened with ``locking=True`` whose
+chunks match ``x``'s too, compressing under the lock. Each chunk write is one
 commit: a task that fails (or a worker that dies) leaves the chunks written so far and
 zeros elsewhere, never a torn chunk or a broken file; write again to finish.
 """
@@ -26,7 +27,6 @@ import os
 from typing import Any
 
 import dask.array as da
-
 import numpy as np
 
 from .core import call_nthreads
