@@ -106,8 +106,8 @@ def test_to_oxblosc_threads(tmp_path):
 
 @pytest.mark.parametrize("contiguous", [True, False])
 def test_to_oxblosc_edge_chunks_match_the_array_writer(tmp_path, contiguous):
-    """Chunks written by to_oxblosc (compressed by the task, committed under the lock) are the
-    chunks a write through the array makes, edge chunks padded alike; python-blosc2 reads them."""
+    """Chunks written by to_oxblosc through the locked handle are the chunks of an array made
+    in one go (edge chunks padded alike), contiguous or sparse; python-blosc2 reads them."""
     blosc2 = pytest.importorskip("blosc2")
     data = np.cumsum(np.random.default_rng(2).normal(size=(250, 95)), axis=0).astype("f4")
     cp = {"codec": ox.Codec.LZ4, "clevel": 5}
@@ -118,21 +118,6 @@ def test_to_oxblosc_edge_chunks_match_the_array_writer(tmp_path, contiguous):
     for n in range(28):
         assert out.schunk.get_chunk(n) == ref.schunk.get_chunk(n), n
     np.testing.assert_array_equal(blosc2.open(str(tmp_path / "d.b2nd"))[...], data)
-
-
-def test_to_oxblosc_compresses_before_taking_the_lock(tmp_path, monkeypatch):
-    """Each task compresses its chunk, then opens the locked handle only to commit it (writes
-    through a locked array hold the exclusive lock while compressing: writer processes then
-    compressed one at a time)."""
-    import oxblosc.dask as oxdask  # noqa: PLC0415
-
-    events = []
-    real_asarray, real_open = oxdask.asarray, oxdask._open_native
-    monkeypatch.setattr(oxdask, "asarray", lambda *a, **k: events.append("compress") or real_asarray(*a, **k))
-    monkeypatch.setattr(oxdask, "_open_native", lambda *a: events.append("lock") or real_open(*a))
-    to_oxblosc(da.from_array(DATA, chunks=(40, 30)), str(tmp_path / "o.b2nd"), scheduler="synchronous")
-    assert events == ["compress", "lock"] * 18
-    np.testing.assert_array_equal(ox.open(str(tmp_path / "o.b2nd"))[...], DATA)
 
 
 def test_processes_read_and_write_one_file(tmp_path, client):
