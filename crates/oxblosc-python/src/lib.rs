@@ -166,9 +166,14 @@ fn compress_blosc1<'py>(
     }
     let head = head.as_bytes();
     buffer::new_bytes_with(py, head.len() + data.len(), |out| {
+        // Byte-wise writes that the compiler turns into memcpy (MSRV 1.80 predates
+        // `write_copy_of_slice`).
         let (h, rest) = out.split_at_mut(head.len());
-        h.write_copy_of_slice(head);
-        rest.write_copy_of_slice(data);
+        for (part, src) in [(h, head), (rest, data)] {
+            for (d, &s) in part.iter_mut().zip(src) {
+                d.write(s);
+            }
+        }
         Ok(())
     })
 }
