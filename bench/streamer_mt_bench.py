@@ -23,6 +23,7 @@ thread). Rounds interleaved, medians; ratio = multitables time / Streamer time.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -35,8 +36,14 @@ from pathlib import Path
 
 import multitables
 import numpy as np
-import oxblosc as ox
-import tables
+
+if not hasattr(np, "isdtype"):
+    # oxblosc's array-API namespace names np.isdtype (NumPy 2) at import; NumPy 1.26 lacks it
+    # and nothing here calls it.
+    np.isdtype = None
+
+import oxblosc as ox  # noqa: E402
+import tables  # noqa: E402
 
 
 def pytables_file(path: str, data: np.ndarray, complevel: int, block: int) -> None:
@@ -105,13 +112,30 @@ def plain_ox(path, block, nrows):
         a[i : i + block].sum()
 
 
+def _cpu() -> float:
+    """CPU seconds of this process (every thread) and of its finished children (multitables'
+    reader processes, joined when its queue closes)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+# CPU seconds (median) of the last interleaved() call, per case
+CPU: dict[str, float] = {}
+
+
 def interleaved(cases: dict, rounds: int) -> dict[str, float]:
     times = {k: [] for k in cases}
+    cpu = {k: [] for k in cases}
     for _ in range(rounds):
         for k, fn in cases.items():
-            t = time.perf_counter()
+            t, c = time.perf_counter(), _cpu()
             fn()
             times[k].append(time.perf_counter() - t)
+            for p in multiprocessing.active_children():  # reap multitables' readers (untimed)
+                p.join(30)
+            cpu[k].append(_cpu() - c)
+    CPU.clear()
+    CPU.update({k: statistics.median(v) for k, v in cpu.items()})
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -149,7 +173,8 @@ def main() -> None:
             t = interleaved({"pt": partial(plain_pt, h5, block, rows), "ox": partial(plain_ox, b2, block, rows)},
                             args.rounds)  # fmt: skip
             mbp = data.nbytes / 1e6
-            out.append((level, "plain read, 1 thread", "-", mbp / t["pt"], mbp / t["ox"]))
+            plain = mbp / t["ox"]  # our plain loop's MB/s at this level
+            out.append((level, "plain read, 1 thread", "-", mbp / t["pt"], plain, CPU["pt"], CPU["ox"], None))
             print(out[-1], file=sys.stderr, flush=True)
             for n in workers:
                 for ordered in (True, False):
@@ -157,34 +182,41 @@ def main() -> None:
                         "mt": partial(mt_queue, h5, n, block, nblocks, ordered),
                         "ox": partial(ox_queue, b2, n, block, nblocks, ordered),
                     }, args.rounds)  # fmt: skip
-                    out.append(
-                        (level, "queue, " + ("ordered" if ordered else "unordered"), n, mb / t["mt"], mb / t["ox"])
-                    )
+                    access = "queue, " + ("ordered" if ordered else "unordered")
+                    out.append((level, access, n, mb / t["mt"], mb / t["ox"], CPU["mt"], CPU["ox"], plain))
                     print(out[-1], file=sys.stderr, flush=True)
                 t = interleaved({
                     "mt": partial(mt_gen, h5, n, block, rows * args.cycles),
                     "ox": partial(ox_gen, b2, n, block, rows * args.cycles),
                 }, args.rounds)  # fmt: skip
-                out.append((level, "generator (rows), ordered", n, mb / t["mt"], mb / t["ox"]))
+                out.append(
+                    (level, "generator (rows), ordered", n, mb / t["mt"], mb / t["ox"], CPU["mt"], CPU["ox"], None)
+                )
                 print(out[-1], file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     w1, c1 = cpu_busy()
     ncpu = os.cpu_count()
+    load = os.getloadavg()
     lines = [
         f"Python {sys.version.split()[0]}, NumPy {np.__version__}, PyTables {tables.__version__}, multitables "
         f"{metadata.version('multitables')}, wrapt {metadata.version('wrapt')}; oxblosc release wheel. {ncpu} cores, "
         "shared with other jobs: "
-        f"{100 * (c1 - c0) / (w1 - w0) / ncpu:.0f}% busy on average during the run (ours included). "
+        f"{100 * (c1 - c0) / (w1 - w0) / ncpu:.0f}% busy on average during the run (ours included; load average "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end). "
         f"{rows} x 16 float64 normal random ({data.nbytes / 1e6:.0f} MB), chunks of {block} rows, BloscLZ + shuffle "
         f"(PyTables' `complib=\"blosc\"`; no filter at level 0), page-cached files; {args.cycles} cycles per run "
-        f"(`cyclic=True`), {args.rounds} interleaved rounds, medians. MB/s; ratio = multitables time / Streamer time.",
+        f"(`cyclic=True`), {args.rounds} interleaved rounds, medians. MB/s; ratio = multitables time / Streamer time; "
+        "CPU = seconds of CPU of the run (every thread, and multitables' reader processes), median; vs plain = "
+        "Streamer MB/s / our plain one-thread block loop's MB/s at that level (queue rows: both sum each block).",
         "",
-        "| complevel | access | workers | multitables (or PyTables) MB/s | oxblosc MB/s | ratio |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| complevel | access | workers | multitables (or PyTables) MB/s | oxblosc MB/s | ratio | CPU s peer / ours "
+        "| vs plain |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for level, access, n, a, b in out:
-        lines.append(f"| {level} | {access} | {n} | {a:.0f} | {b:.0f} | {b / a:.2f} |")
+    for level, access, n, a, b, ca, cb, plain in out:
+        vs = f"{b / plain:.2f}" if plain else "-"
+        lines.append(f"| {level} | {access} | {n} | {a:.0f} | {b:.0f} | {b / a:.2f} | {ca:.2f} / {cb:.2f} | {vs} |")
     text = "\n".join(lines)
     print(text)
     if not args.no_write:

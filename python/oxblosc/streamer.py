@@ -4,6 +4,8 @@
 Reader threads (``nthreads``) each open the file, read and decompress consecutive blocks of
 ``block_rows`` rows (axis 0 of an array, items of a plain super-chunk) without the GIL into
 a ring of ``nslots`` reusable NumPy buffers; memory stays at the ring whatever the file size.
+When the block the consumer asks for has not been started by a reader yet, the consumer's own
+thread reads it (GIL released) instead of waiting for a reader thread to be scheduled.
 
 Two ways to consume:
 

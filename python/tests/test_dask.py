@@ -104,6 +104,22 @@ def test_to_oxblosc_threads(tmp_path):
     np.testing.assert_array_equal(out[...], DATA)
 
 
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_to_oxblosc_edge_chunks_match_the_array_writer(tmp_path, contiguous):
+    """Chunks written by to_oxblosc through the locked handle are the chunks of an array made
+    in one go (edge chunks padded alike), contiguous or sparse; python-blosc2 reads them."""
+    blosc2 = pytest.importorskip("blosc2")
+    data = np.cumsum(np.random.default_rng(2).normal(size=(250, 95)), axis=0).astype("f4")
+    cp = {"codec": ox.Codec.LZ4, "clevel": 5}
+    out = to_oxblosc(da.from_array(data, chunks=(60, 50)), str(tmp_path / "d.b2nd"), chunks=(40, 30),
+                     blocks=(10, 30), cparams=cp, contiguous=contiguous, scheduler="threads")  # fmt: skip
+    ref = ox.asarray(data, chunks=(40, 30), blocks=(10, 30), cparams=cp)
+    assert out.schunk.nchunks == ref.schunk.nchunks == 28
+    for n in range(28):
+        assert out.schunk.get_chunk(n) == ref.schunk.get_chunk(n), n
+    np.testing.assert_array_equal(blosc2.open(str(tmp_path / "d.b2nd"))[...], data)
+
+
 def test_processes_read_and_write_one_file(tmp_path, client):
     # reading: workers in other processes reopen the file from the pickled reference
     a = ox.asarray(DATA, urlpath=str(tmp_path / "src.b2nd"), mode="w", chunks=(40, 30))

@@ -187,6 +187,22 @@ def test_blosclz_gives_up_on_the_same_streams_as_numcodecs(clevel, single_thread
         assert ours[2] & 0x02  # stored whole
 
 
+@pytest.mark.parametrize("cname,clevel", [("blosclz", 5), ("lz4", 9), ("zstd", 0)])
+def test_incompressible_chunks_stored_whole_like_numcodecs(cname, clevel, single_threaded_numcodecs):
+    """A chunk of incompressible data is the header then the data (built straight into the
+    returned bytes, without staging the data in the output buffer first): numcodecs' bytes,
+    with one thread or two, and it decodes on both sides."""
+    x = np.random.default_rng(11).integers(0, 256, 3 * 2**20 + 5, dtype="u1")
+    theirs = bytes(numcodecs.Blosc(cname, clevel, Blosc.NOSHUFFLE).encode(x))
+    assert theirs[2] & 0x02 and theirs[16:] == x.tobytes()  # stored whole
+    for nthreads in (1, 2):
+        ours = Blosc(cname, clevel, Blosc.NOSHUFFLE, nthreads=nthreads).encode(x)
+        assert type(ours) is bytes and ours == theirs
+        assert np.array_equal(np.frombuffer(numcodecs.Blosc().decode(ours), "u1"), x)
+    small = Blosc(cname, clevel, Blosc.NOSHUFFLE).encode(x[:100])  # below the minimum size
+    assert small == bytes(numcodecs.Blosc(cname, clevel, Blosc.NOSHUFFLE).encode(x[:100]))
+
+
 def test_typesize_argument_and_autoshuffle():
     a = np.arange(10_000, dtype="u1")
     # AUTOSHUFFLE picks bitshuffle for 1-byte items and byte shuffle otherwise, per buffer.

@@ -75,6 +75,21 @@ def test_cyclic_wraps_then_break_stops_readers(array_file):
     assert _stream_threads() == 0  # break closed the generator, which joined the readers
 
 
+def test_unordered_cyclic_every_position_once(array_file):
+    """Unordered and cyclic: each stream position comes once, its rows are those of block
+    ``seq % nblocks``, and the positions delivered stay within the ring of the next due."""
+    path, data = array_file
+    with Streamer(path, block_rows=100, ordered=False, cyclic=True, nthreads=3, nslots=4) as s:
+        seqs = []
+        for _ in range(35):  # three and a half cycles of 11 blocks
+            with s.acquire() as slot:
+                assert slot.start == (slot.seq % 11) * 100
+                np.testing.assert_array_equal(slot.block, data[slot.start : slot.start + 100])
+                seqs.append(slot.seq)
+    assert len(set(seqs)) == 35 and max(seqs) < 35 + 4
+    assert _stream_threads() == 0
+
+
 def test_consumer_exception_and_gc_stop_readers(array_file):
     path, _ = array_file
     with pytest.raises(RuntimeError, match="consumer"):

@@ -65,6 +65,25 @@ pub fn compress_blosc1_into(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<
     Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, dst)
 }
 
+/// What [`compress_blosc1_or_raw`] left in `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blosc1Chunk {
+    /// The whole chunk, this long.
+    Encoded(usize),
+    /// Only the 16-byte header of a chunk stored raw: the chunk is that header then `src`.
+    Raw,
+}
+
+/// [`compress_blosc1_into`], except that a chunk stored raw (incompressible data) is not
+/// copied into `dst`: a caller that copies the chunk out anyway (into a Python `bytes`)
+/// then copies `src` once instead of twice. `dst` still needs [`max_blosc1_len`] bytes.
+pub fn compress_blosc1_or_raw(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<Blosc1Chunk> {
+    let mut enc = Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?;
+    enc.copy_raw = false;
+    let n = enc.run(src, dst)?;
+    Ok(if enc.header.flags & flags::MEMCPYED != 0 { Blosc1Chunk::Raw } else { Blosc1Chunk::Encoded(n) })
+}
+
 /// Largest Blosc1 chunk `nbytes` of input can become.
 pub fn max_blosc1_len(nbytes: usize) -> usize {
     nbytes + MIN_HEADER_LEN
@@ -90,6 +109,8 @@ struct Encoder {
     split: bool,
     memcpy: bool,
     blockshape: Vec<usize>,
+    /// Copy `src` behind the header of a chunk stored raw (else only the header is written).
+    copy_raw: bool,
 }
 
 impl Encoder {
@@ -200,6 +221,7 @@ impl Encoder {
             split,
             memcpy,
             blockshape: ctx.blockshape.clone(),
+            copy_raw: true,
         })
     }
 
@@ -207,7 +229,7 @@ impl Encoder {
         self.header.header_len()
     }
 
-    fn run(mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    fn run(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
         debug_assert_eq!(src.len(), self.nbytes);
         let hlen = self.hlen();
         if dst.len() < hlen {
@@ -236,7 +258,9 @@ impl Encoder {
         self.header.blosc2_flags &= !blosc2_flags::USE_DICT;
         self.header.cbytes = total;
         self.header.write(dst);
-        dst[hlen..total].copy_from_slice(src);
+        if self.copy_raw {
+            dst[hlen..total].copy_from_slice(src);
+        }
         Ok(total)
     }
 

@@ -148,7 +148,34 @@ fn compress_blosc1<'py>(
             .into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
-    compress_to_bytes(py, chunk::max_blosc1_len(data.len()), |dst| chunk::compress_blosc1_into(data, dst, &cp))
+    // Incompressible data are stored raw: the chunk is a header then `data`, copied once,
+    // straight into the `bytes` (not into the output buffer first).
+    use chunk::compress::{compress_blosc1_or_raw, Blosc1Chunk};
+    let mut raw = false;
+    let head = compress_to_bytes(py, chunk::max_blosc1_len(data.len()), |dst| {
+        match compress_blosc1_or_raw(data, dst, &cp)? {
+            Blosc1Chunk::Encoded(n) => Ok(n),
+            Blosc1Chunk::Raw => {
+                raw = true;
+                Ok(chunk::format::MIN_HEADER_LEN)
+            }
+        }
+    })?;
+    if !raw {
+        return Ok(head);
+    }
+    let head = head.as_bytes();
+    buffer::new_bytes_with(py, head.len() + data.len(), |out| {
+        // Byte-wise writes that the compiler turns into memcpy (MSRV 1.80 predates
+        // `write_copy_of_slice`).
+        let (h, rest) = out.split_at_mut(head.len());
+        for (part, src) in [(h, head), (rest, data)] {
+            for (d, &s) in part.iter_mut().zip(src) {
+                d.write(s);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Compress a list of buffers into one chunk with variable-length blocks (format version 6).

@@ -13,6 +13,12 @@
 //! buffer is free (all earlier ones were consumed and released) and a worker claims it.
 //! Memory is the ring: `slots` buffers, whatever the file's size. Cyclic streams wrap to
 //! block 0 forever; the consumer stops them with [`Streamer::stop`] (also done on drop).
+//!
+//! The consumer helps: when the block it waits for is not claimed by any reader yet and a
+//! buffer is free, it claims and reads that block itself instead of sleeping until a reader
+//! thread is scheduled (on a busy machine that wait is longer than the read, and a stream with
+//! one reader fell behind a plain read loop). It claims the same way the readers do (buffer
+//! first, then number), so the protocol above is unchanged.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -110,6 +116,7 @@ struct Inner<B> {
     state: Mutex<State>,
     changed: Condvar,
     slots: Vec<Mutex<B>>,
+    path: PathBuf,
     opts: Options,
     nrows: u64,
     row_bytes: usize,
@@ -131,19 +138,61 @@ impl<B> Inner<B> {
         let start = k * self.opts.block_rows;
         (start, (start + self.opts.block_rows).min(self.nrows))
     }
+
+    /// Whether every block of a finite stream has been claimed (or there are none).
+    fn exhausted(&self, st: &State) -> bool {
+        self.total().is_some_and(|t| st.next_claim >= t) || self.nblocks == 0
+    }
+
+    /// Claim the next block into a free buffer, if there is one (the lock is held).
+    fn claim(&self, st: &mut State) -> Option<(usize, u64)> {
+        let slot = st.free.pop()?;
+        st.next_claim += 1;
+        Some((slot, st.next_claim - 1))
+    }
+}
+
+impl<B: AsMut<[u8]>> Inner<B> {
+    /// Read block `seq` into buffer `slot` with `reader` (opened on first use), then publish it.
+    fn fill(&self, reader: &mut Option<Result<Reader>>, slot: usize, seq: u64) {
+        let (start, stop) = self.rows_of(seq);
+        let res = match reader.get_or_insert_with(|| Reader::open(&self.path)) {
+            Ok(r) => {
+                let mut buf = self.slots[slot].lock().unwrap_or_else(PoisonError::into_inner);
+                let len = (stop - start) as usize * self.row_bytes;
+                r.read(start, stop, &mut buf.as_mut()[..len])
+            }
+            Err(e) => Err(Error::Param { name: "source", reason: format!("a reader could not open the file: {e}") }),
+        };
+        let mut st = self.lock();
+        st.done.insert(seq, (slot, res));
+        self.changed.notify_all();
+    }
 }
 
 /// The running stream; dropping it stops and joins the workers.
 pub struct Streamer<B: AsMut<[u8]> + Send + 'static> {
     inner: Arc<Inner<B>>,
     workers: Vec<JoinHandle<()>>,
+    /// The consumer's own reader, for the blocks it reads itself (opened on first use).
+    own: Mutex<Option<Result<Reader>>>,
 }
 
 impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
     /// Start streaming `path` into `buffers` (each at least `block_rows` rows long; their
     /// number bounds what is read ahead). Fails before any thread starts on a bad file or
     /// argument.
-    pub fn start(path: impl Into<PathBuf>, opts: Options, mut buffers: Vec<B>) -> Result<Streamer<B>> {
+    pub fn start(path: impl Into<PathBuf>, opts: Options, buffers: Vec<B>) -> Result<Streamer<B>> {
+        Self::start_with_readers(path, opts, buffers, opts.nthreads)
+    }
+
+    /// [`Streamer::start`] with `nreaders` reader threads (0 in tests: the consumer reads all).
+    fn start_with_readers(
+        path: impl Into<PathBuf>,
+        opts: Options,
+        mut buffers: Vec<B>,
+        nreaders: usize,
+    ) -> Result<Streamer<B>> {
         let path = path.into();
         if opts.block_rows == 0 || opts.nthreads == 0 || buffers.is_empty() {
             return Err(Error::Param {
@@ -176,21 +225,22 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
             }),
             changed: Condvar::new(),
             slots: buffers.into_iter().map(Mutex::new).collect(),
+            path,
             opts,
             nrows,
             row_bytes,
             nblocks,
         });
-        let mut readers = vec![Some(first)];
-        readers.resize_with(opts.nthreads, || None);
+        let mut readers = vec![Some(Ok(first))];
+        readers.resize_with(nreaders, || None);
         let workers = readers
             .into_iter()
             .enumerate()
             .map(|(i, reader)| {
-                let (inner, path) = (Arc::clone(&inner), path.clone());
+                let inner = Arc::clone(&inner);
                 std::thread::Builder::new()
                     .name(format!("oxblosc-stream-{i}"))
-                    .spawn(move || worker(&inner, &path, reader))
+                    .spawn(move || worker(&inner, reader))
                     .map_err(|e| Error::Param {
                         name: "nthreads",
                         reason: format!("cannot start a reader thread: {e}"),
@@ -205,7 +255,7 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
                 return Err(e);
             }
         };
-        Ok(Streamer { inner, workers })
+        Ok(Streamer { inner, workers, own: Mutex::new(None) })
     }
 
     /// Rows in the source and bytes per row.
@@ -241,6 +291,16 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
                         Err((start, stop, e))
                     }
                 });
+            }
+            // Nothing to hand out: read the wanted block here if no reader has claimed it.
+            let unclaimed = !inner.opts.ordered || st.next_claim == st.next_deliver;
+            if unclaimed && !inner.exhausted(&st) {
+                if let Some((slot, seq)) = inner.claim(&mut st) {
+                    drop(st);
+                    inner.fill(&mut self.own.lock().unwrap_or_else(PoisonError::into_inner), slot, seq);
+                    st = inner.lock();
+                    continue;
+                }
             }
             st = inner.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
@@ -282,35 +342,82 @@ impl<B: AsMut<[u8]> + Send + 'static> Drop for Streamer<B> {
 }
 
 /// One reader thread: take a free buffer, claim the next block, fill it, publish it.
-fn worker<B: AsMut<[u8]>>(inner: &Inner<B>, path: &Path, reader: Option<Reader>) {
-    let mut reader = reader.map(Ok);
+fn worker<B: AsMut<[u8]>>(inner: &Inner<B>, mut reader: Option<Result<Reader>>) {
     loop {
         let (slot, seq) = {
             let mut st = inner.lock();
             loop {
-                let exhausted = inner.total().is_some_and(|t| st.next_claim >= t) || inner.nblocks == 0;
-                if st.stopped || exhausted {
+                if st.stopped || inner.exhausted(&st) {
                     return;
                 }
-                if let Some(slot) = st.free.pop() {
-                    let seq = st.next_claim;
-                    st.next_claim += 1;
-                    break (slot, seq);
+                if let Some(claimed) = inner.claim(&mut st) {
+                    break claimed;
                 }
                 st = inner.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let (start, stop) = inner.rows_of(seq);
-        let res = match reader.get_or_insert_with(|| Reader::open(path)) {
-            Ok(r) => {
-                let mut buf = inner.slots[slot].lock().unwrap_or_else(PoisonError::into_inner);
-                let len = (stop - start) as usize * inner.row_bytes;
-                r.read(start, stop, &mut buf.as_mut()[..len])
+        inner.fill(&mut reader, slot, seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A frame file of `n` u32 items 0, 1, 2, ... in chunks of 1000 items.
+    fn items_file(name: &str, n: u32) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("oxblosc-streamer-{}-{name}.b2frame", std::process::id()));
+        let cp = frame::CParams { typesize: 4, nthreads: 1, ..frame::CParams::default() };
+        let mut s = frame::SChunk::create(&path, true, cp, frame::DParams { nthreads: 1 }).unwrap();
+        let data: Vec<u8> = (0..n).flat_map(u32::to_le_bytes).collect();
+        for c in data.chunks(4000) {
+            s.append_data(c).unwrap();
+        }
+        path
+    }
+
+    /// Every block a stream with no reader threads delivers: the consumer reads them all.
+    fn drain(path: PathBuf, ordered: bool, cyclic: bool, take: usize) -> Vec<(u64, Vec<u8>)> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let opts = Options { block_rows: 300, ordered, cyclic, nthreads: 1 };
+            let s = Streamer::start_with_readers(path, opts, vec![vec![0u8; 1200]; 2], 0).unwrap();
+            let mut got = Vec::new();
+            while got.len() < take {
+                let Some(f) = s.next() else { break };
+                let f = f.unwrap();
+                got.push((f.start, s.with_slot(f.slot, |b| b[..f.nrows as usize * 4].to_vec())));
+                s.release(f.slot);
             }
-            Err(e) => Err(Error::Param { name: "source", reason: format!("a reader could not open the file: {e}") }),
-        };
-        let mut st = inner.lock();
-        st.done.insert(seq, (slot, res));
-        inner.changed.notify_all();
+            tx.send(got).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(60)).expect("the consumer waited for readers that do not exist")
+    }
+
+    #[test]
+    fn the_consumer_reads_blocks_no_reader_claimed() {
+        let path = items_file("help", 2500);
+        let all: Vec<u8> = (0..2500u32).flat_map(u32::to_le_bytes).collect();
+        for ordered in [true, false] {
+            let got = drain(path.clone(), ordered, false, usize::MAX);
+            assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), (0..2500).step_by(300).collect::<Vec<u64>>());
+            assert_eq!(got.concat_bytes(), all);
+        }
+        let cyc = drain(path.clone(), true, true, 20);
+        assert_eq!(cyc.iter().map(|g| g.0).collect::<Vec<_>>()[8..11], [2400, 0, 300]);
+        assert_eq!(cyc[9].1, all[..1200]);
+        let _ = std::fs::remove_file(path);
+    }
+
+    trait ConcatBytes {
+        fn concat_bytes(&self) -> Vec<u8>;
+    }
+
+    impl ConcatBytes for Vec<(u64, Vec<u8>)> {
+        fn concat_bytes(&self) -> Vec<u8> {
+            self.iter().flat_map(|g| g.1.iter().copied()).collect()
+        }
     }
 }
