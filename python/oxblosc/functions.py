@@ -208,13 +208,22 @@ def lazywhere(value1: Any = None, value2: Any = None) -> Any:
     return wrap
 
 
+def isdtype(dtype: Any, kind: Any) -> bool:
+    """NumPy's ``isdtype`` (NumPy >= 2.0). Looked up when called, so that importing oxblosc
+    works with NumPy 1.x (which ``pyproject.toml`` allows) and only this call says what it needs."""
+    f = getattr(np, "isdtype", None)
+    if f is None:
+        raise NotImplementedError(f"isdtype needs NumPy >= 2.0 (this is NumPy {np.__version__})")
+    return f(dtype, kind)
+
+
 def namespace() -> dict[str, Any]:
     """Everything this module adds to ``oxblosc``'s namespace."""
     ns: dict[str, Any] = {n: _elementwise(n) for n in ELEMENTWISE}
     ns.update({op: _reduction(op) for op in REDUCTIONS})
     ns.update(count_nonzero=count_nonzero, cumulative_sum=cumulative_sum, cumulative_prod=cumulative_prod)
     ns.update(get_expr_operands=get_expr_operands, validate_expr=validate_expr, lazywhere=lazywhere)
-    ns.update(result_type=result_type, can_cast=can_cast, isdtype=np.isdtype, finfo=np.finfo, iinfo=np.iinfo)
+    ns.update(result_type=result_type, can_cast=can_cast, isdtype=isdtype, finfo=np.finfo, iinfo=np.iinfo)
     ns.update(LazyArray=LazyArray, FPAccuracy=FPAccuracy, lazyudf=lazyudf, LazyUDF=LazyUDF)
     ns.update(
         {

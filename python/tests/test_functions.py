@@ -189,3 +189,15 @@ def test_cumulative_types_and_errors():
         oxblosc.cumulative_prod(oxblosc.asarray(xi), axis=2)
     empty = oxblosc.cumulative_sum(oxblosc.zeros((0, 3)), axis=0, include_initial=True)
     np.testing.assert_array_equal(empty[()], np.zeros((1, 3)))
+
+
+def test_namespace_builds_without_numpy2_isdtype(monkeypatch):
+    """NumPy 1.x has no ``np.isdtype``: importing oxblosc used to fail there (its namespace
+    took ``np.isdtype`` at import). Now only calling ``isdtype`` says it needs NumPy 2."""
+    from oxblosc import functions
+
+    assert oxblosc.isdtype(np.dtype("f4"), "real floating")
+    monkeypatch.delattr(np, "isdtype")
+    ns = functions.namespace()
+    with pytest.raises(NotImplementedError, match="NumPy >= 2.0"):
+        ns["isdtype"](np.dtype("f4"), "real floating")
