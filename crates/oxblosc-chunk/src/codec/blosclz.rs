@@ -134,6 +134,9 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
 /// `limit / oc < min_ratio` the final ratio is below it too: the probe stops there, with
 /// the decision the full pass would take. On incompressible data (`oc` about `p`) this
 /// skips the last 1 - 1/min_ratio of the window (a sixth at ratio 1.2, half at 2.0).
+// Not inlined: inside `compress_h` (with the main pass) its loop ran out of registers and
+// reloaded the window and limits from the stack on every literal.
+#[inline(never)]
 fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
     let limit = w.len().min(1 << H);
     if limit <= 12 {
