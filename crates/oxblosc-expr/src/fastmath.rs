@@ -120,22 +120,50 @@ mod wide {
     unsafe fn kernel_f1_avx2(f: F1, x: &[f64], o: &mut [f64]) -> bool {
         super::kernel_f1::<Fused>(f, x, o)
     }
+
+    /// [`super::kernel_f1_32`] compiled for AVX2 + FMA; only called after [`super::wide`].
+    pub(super) fn kernel_f1_32(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+        // SAFETY: the CPU supports AVX2 and FMA (`wide()` checked it before this call).
+        unsafe { kernel_f1_32_avx2(f, x, o) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn kernel_f1_32_avx2(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+        super::kernel_f1_32::<Fused>(f, x, o)
+    }
 }
 
 impl VecMath for f32 {
-    fn vec_f1(_: F1, _: &[f32], _: &mut [f32]) -> bool {
+    fn vec_f1(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if wide() && matches!(f, F1::Sin | F1::Cos) {
+            return wide::kernel_f1_32(f, x, o);
+        }
+        let _ = (f, x, o);
         false
     }
     fn kernel_f1(f: F1, x: &[f32], o: &mut [f32]) -> bool {
-        match f {
-            F1::Sin => run(x, o, |v: f32| sincos::<Plain>(v as f64, 0) as f32, f32::sin, |v| sincos_ok(v as f64)),
-            F1::Cos => run(x, o, |v: f32| sincos::<Plain>(v as f64, 1) as f32, f32::cos, |v| sincos_ok(v as f64)),
-            F1::Exp => run(x, o, |v: f32| exp::<Plain>(v as f64) as f32, f32::exp, |v| exp_ok(v as f64)),
-            F1::Log => run(x, o, |v: f32| log::<Plain>(v as f64) as f32, f32::ln, |v| log_ok(v as f64)),
-            _ => return false,
+        #[cfg(target_arch = "x86_64")]
+        if wide() {
+            return wide::kernel_f1_32(f, x, o);
         }
-        true
+        kernel_f1_32::<Plain>(f, x, o)
     }
+}
+
+/// The f32 kernels: `sin`/`cos` of their own ([`sincos32`]), `exp`/`log` through the f64
+/// ones (not faster than glibc's `expf`/`logf`, so not used by the engine).
+#[inline(always)]
+fn kernel_f1_32<A: MulAdd>(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+    let ok32 = |v: f32| sincos_ok(v as f64);
+    match f {
+        F1::Sin => run(x, o, |v| sincos32::<A>(v, 0), f32::sin, ok32),
+        F1::Cos => run(x, o, |v| sincos32::<A>(v, 1), f32::cos, ok32),
+        F1::Exp => run(x, o, |v: f32| exp::<A>(v as f64) as f32, f32::exp, |v| exp_ok(v as f64)),
+        F1::Log => run(x, o, |v: f32| log::<A>(v as f64) as f32, f32::ln, |v| log_ok(v as f64)),
+        _ => return false,
+    }
+    true
 }
 
 /// `o[i] = fast(x[i])`, then `slow(x[i])` for the lanes where `ok(x[i])` is false.
@@ -237,6 +265,28 @@ fn sincos<A: MulAdd>(x: f64, shift: u64) -> f64 {
     let odd = (q & 1).wrapping_neg();
     let v = (s.to_bits() & !odd) | (c.to_bits() & odd);
     f64::from_bits(v ^ ((q & 2) << 62))
+}
+
+/// pi/2 - PIO2[0] - PIO2[1], rounded: three parts are enough for f32 arguments.
+const PIO2_LO: f64 = 5.721188726109832e-18;
+
+/// f32 `sin(x)` (`shift` 0) or `cos(x)` (`shift` 1), valid where `sincos_ok`: the reduction
+/// of [`sincos`] with three parts of pi/2, Taylor series to r^11 and r^12 (truncation below
+/// 2^-36 relative), all in f64, then one rounding to f32.
+#[inline(always)]
+fn sincos32<A: MulAdd>(x: f32, shift: u64) -> f32 {
+    let x = x as f64;
+    let t = x * TWO_OVER_PI + ROUND;
+    let q = t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(shift);
+    let k = t - ROUND;
+    let r = ((x - k * PIO2[0]) - k * PIO2[1]) - k * PIO2_LO;
+    let z = r * r;
+    let s = r + r * z * horner::<A, _>(z, [-1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362880.0, -1.0 / 39916800.0]);
+    let c = 1.0 - 0.5 * z
+        + z * z * horner::<A, _>(z, [1.0 / 24.0, -1.0 / 720.0, 1.0 / 40320.0, -1.0 / 3628800.0, 1.0 / 479001600.0]);
+    let odd = (q & 1).wrapping_neg();
+    let v = (s.to_bits() & !odd) | (c.to_bits() & odd);
+    f64::from_bits(v ^ ((q & 2) << 62)) as f32
 }
 
 const LN2_HI: f64 = 0.6931471803691238;
@@ -379,6 +429,70 @@ mod tests {
         worst
     }
 
+    type Kernel32 = fn(F1, &[f32], &mut [f32]) -> bool;
+
+    /// The f32 kernel this CPU runs, and both ways of doing multiply-adds.
+    const KERNELS32: [Kernel32; 3] = [f32::kernel_f1, kernel_f1_32::<Plain>, kernel_f1_32::<Fused>];
+
+    /// Worst ULP distance of the f32 `sin`/`cos` kernels from the correctly rounded value
+    /// (glibc's f64 result rounded to f32), over every f32 whose bits are in `bits`.
+    fn worst_sincos32(bits: impl Iterator<Item = u32>) -> [(u64, f32); 2] {
+        let xs: Vec<f32> = bits.map(f32::from_bits).collect();
+        let mut o = vec![0f32; xs.len()];
+        let mut worst = [(0u64, 0f32); 2];
+        for (w, (f, libm, _)) in worst.iter_mut().zip(FUNCS) {
+            for k in KERNELS32 {
+                assert!(k(f, &xs, &mut o));
+                for (&x, &y) in xs.iter().zip(&o) {
+                    let d = ulp32(y, libm(x as f64) as f32);
+                    if d > w.0 {
+                        *w = (d, x);
+                    }
+                }
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn f32_sincos_within_one_ulp_near_multiples_of_half_pi_and_at_the_limits() {
+        // The 64 floats around each of the first 20000 multiples of pi/2, every 1000th up
+        // to the fast range's end (2^25), and the floats around that end.
+        let mut bits = Vec::new();
+        for k in (1..20_000u64).chain((20_000..21_000_000).step_by(1000)) {
+            let c = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
+            for b in c.to_bits() - 32..c.to_bits() + 32 {
+                bits.extend([b, b | 0x8000_0000]);
+            }
+        }
+        let end = 33554432f32.to_bits();
+        bits.extend((end - 4096..end + 4096).flat_map(|b| [b, b | 0x8000_0000]));
+        // Small and subnormal arguments, where sin x rounds to x.
+        bits.extend((0..1u32 << 20).map(|i| i * 1021));
+        for (worst, at) in worst_sincos32(bits.into_iter()) {
+            assert!(worst <= 1, "{worst} ulp at {at:e}");
+        }
+    }
+
+    /// Every f32 (about a minute per function in a release build on one core):
+    /// `cargo test --release -p oxblosc-expr --lib every_f32 -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn every_f32_sincos_within_one_ulp() {
+        let mut worst = [(0u64, 0f32); 2];
+        for hi in 0..256u32 {
+            for (w, n) in worst.iter_mut().zip(worst_sincos32((hi << 24..=(hi << 24 | 0xFF_FFFF)))) {
+                if n.0 > w.0 {
+                    *w = n;
+                }
+            }
+        }
+        println!("worst sin {:?}, cos {:?}", worst[0], worst[1]);
+        for (worst, at) in worst {
+            assert!(worst <= 1, "{worst} ulp at {at:e}");
+        }
+    }
+
     fn lcg(seed: &mut u64) -> u64 {
         *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         *seed
@@ -393,11 +507,13 @@ mod tests {
             let xs: Vec<f32> =
                 (batch..(batch + (1 << 20)).min(u32::MAX / 97)).map(|i| f32::from_bits(i * 97)).collect();
             for (w, (f, libm, _)) in worst.iter_mut().zip(FUNCS) {
-                assert!(f32::kernel_f1(f, &xs, &mut o[..xs.len()]));
-                for (&x, &y) in xs.iter().zip(&o) {
-                    let d = ulp32(y, libm(x as f64) as f32);
-                    if d > w.0 {
-                        *w = (d, x);
+                for k in KERNELS32 {
+                    assert!(k(f, &xs, &mut o[..xs.len()]));
+                    for (&x, &y) in xs.iter().zip(&o) {
+                        let d = ulp32(y, libm(x as f64) as f32);
+                        if d > w.0 {
+                            *w = (d, x);
+                        }
                     }
                 }
             }
@@ -498,7 +614,10 @@ mod tests {
         let wide = false;
         assert_eq!(f64::vec_f1(F1::Log, &[1.0; 4], &mut o), wide);
         assert_eq!(f64::vec_f1(F1::Exp, &[1.0; 4], &mut o), wide);
-        assert!(!f32::vec_f1(F1::Sin, &[1.0; 4], &mut [0.0; 4]));
+        assert_eq!(f32::vec_f1(F1::Sin, &[1.0; 4], &mut [0.0; 4]), wide);
+        assert_eq!(f32::vec_f1(F1::Cos, &[1.0; 4], &mut [0.0; 4]), wide);
+        assert!(!f32::vec_f1(F1::Exp, &[1.0; 4], &mut [0.0; 4]));
+        assert!(!f32::vec_f1(F1::Log, &[1.0; 4], &mut [0.0; 4]));
         assert!(f64::vec_f1(F1::Sin, &[1.0; 4], &mut o));
         assert!(!f64::kernel_f1(F1::Tan, &[1.0; 4], &mut o));
         assert!(!f32::kernel_f1(F1::Sqrt, &[1.0; 4], &mut [0.0; 4]));
