@@ -11,8 +11,8 @@
 //! are recomputed with libm afterwards, so special values behave exactly as before.
 //!
 //! Accuracy (checked in the tests): within 2 ULP of libm for f64, and for f32 the f64 result
-//! rounded once (at most 1 ULP from the correctly rounded value; f32 `sin`/`cos` checked on
-//! every f32 by an ignored test).
+//! rounded once (at most 1 ULP from the correctly rounded value; checked on a dense sample of
+//! every function, and on every f32 for `sin`/`cos` by an ignored test).
 //!
 //! Derivations (standard math, written for this crate):
 //! - sin/cos: k = round(x * 2/pi); r = x - k*pi/2 with pi/2 split into five 27-bit parts, so
@@ -39,8 +39,9 @@ pub(crate) trait VecMath: Copy {
     /// functions. On the baseline (SSE2, two f64 lanes, no FMA) target: f64 `sin` and `cos`
     /// (2x; glibc's table-driven `exp` and `log` were as fast). On CPUs with AVX2 and FMA
     /// (4 lanes, fused multiply-adds): f64 `sin cos` (4x glibc) and `exp log` (2x), and f32
-    /// `sin cos` (1.5-2.7x glibc's `sinf`/`cosf`; on the baseline target they were 0.7-1.4x,
-    /// so glibc's stay there). f32 `exp log` stay glibc's (docs/benchmarks.md, lazy section).
+    /// `sin cos` (1.5-2.7x glibc's `sinf`/`cosf`) and `exp log` (1-5x `expf`/`logf`, median
+    /// 1.4x). On the baseline target f32 `sin cos` were 0.7-1.4x glibc, so every f32 function
+    /// stays glibc's there (docs/benchmarks.md, lazy section).
     fn vec_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
     /// Every kernel of this module (tested), for the widest instruction set the CPU runs.
     fn kernel_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
@@ -139,7 +140,7 @@ mod wide {
 impl VecMath for f32 {
     fn vec_f1(f: F1, x: &[f32], o: &mut [f32]) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if wide() && matches!(f, F1::Sin | F1::Cos) {
+        if wide() {
             return wide::kernel_f1_32(f, x, o);
         }
         let _ = (f, x, o);
@@ -154,16 +155,15 @@ impl VecMath for f32 {
     }
 }
 
-/// The f32 kernels: `sin`/`cos` of their own ([`sincos32`]), `exp`/`log` through the f64
-/// ones (not faster than glibc's `expf`/`logf`, so not used by the engine).
+/// The f32 kernels: the f64 steps with series only as long as f32 needs, rounded once.
 #[inline(always)]
 fn kernel_f1_32<A: MulAdd>(f: F1, x: &[f32], o: &mut [f32]) -> bool {
     let ok32 = |v: f32| sincos_ok(v as f64);
     match f {
         F1::Sin => run(x, o, |v| sincos32::<A>(v, 0), f32::sin, ok32),
         F1::Cos => run(x, o, |v| sincos32::<A>(v, 1), f32::cos, ok32),
-        F1::Exp => run(x, o, |v: f32| exp::<A>(v as f64) as f32, f32::exp, |v| exp_ok(v as f64)),
-        F1::Log => run(x, o, |v: f32| log::<A>(v as f64) as f32, f32::ln, |v| log_ok(v as f64)),
+        F1::Exp => run(x, o, exp32::<A>, f32::exp, |v: f32| !v.is_nan()),
+        F1::Log => run(x, o, log32::<A>, f32::ln, |v| log_ok(v as f64)),
         _ => return false,
     }
     true
@@ -330,6 +330,43 @@ fn exp<A: MulAdd>(x: f64) -> f64 {
             );
     // Outside exp_ok the lane is recomputed, so a wrapped exponent here is harmless.
     p * f64::from_bits(ki.wrapping_add(1023) << 52)
+}
+
+/// f32 `exp`, valid for every non-NaN `x`: the steps of [`exp`] in f64 with the series to
+/// r^8 (truncation below 2^-32 relative on |r| <= ln2/2), rounded once to f32. `x` is first
+/// clamped to [-150, 100], where f32 results are already 0 and infinity, and the rounding
+/// overflows to infinity and rounds tiny results to subnormals or zero as f32 does.
+#[inline(always)]
+fn exp32<A: MulAdd>(x: f32) -> f32 {
+    let x = (x as f64).clamp(-150.0, 100.0);
+    let t = x * INV_LN2 + ROUND;
+    let k = t - ROUND;
+    let ki = t.to_bits().wrapping_sub(ROUND.to_bits());
+    let r = (x - k * LN2_HI) - k * LN2_LO;
+    let p = 1.0
+        + r
+        + r * r
+            * horner::<A, _>(
+                r,
+                [1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0],
+            );
+    (p * f64::from_bits(ki.wrapping_add(1023) << 52)) as f32
+}
+
+/// f32 `log`: the steps of [`log`] in f64 with the atanh series to s^12 (|s| <= 0.172, so
+/// the first term left out is below 2^-36 relative), rounded once to f32.
+#[inline(always)]
+fn log32<A: MulAdd>(x: f32) -> f32 {
+    let x = x as f64;
+    let h = x.to_bits().wrapping_add(0x3FF0000000000000 - SQRT_HALF_BITS);
+    let m = f64::from_bits((h & 0x000F_FFFF_FFFF_FFFF).wrapping_add(SQRT_HALF_BITS));
+    let e = f64::from_bits(0x4330000000000000 | (h >> 52)) - (4503599627370496.0 + 1023.0);
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let r = z * horner::<A, _>(z, [2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0]);
+    let hfsq = 0.5 * f * f;
+    (e * std::f64::consts::LN_2 + (f - (hfsq - s * (hfsq + r)))) as f32
 }
 
 /// Positive, normal, finite.
@@ -619,8 +656,8 @@ mod tests {
         assert_eq!(f64::vec_f1(F1::Exp, &[1.0; 4], &mut o), wide);
         assert_eq!(f32::vec_f1(F1::Sin, &[1.0; 4], &mut [0.0; 4]), wide);
         assert_eq!(f32::vec_f1(F1::Cos, &[1.0; 4], &mut [0.0; 4]), wide);
-        assert!(!f32::vec_f1(F1::Exp, &[1.0; 4], &mut [0.0; 4]));
-        assert!(!f32::vec_f1(F1::Log, &[1.0; 4], &mut [0.0; 4]));
+        assert_eq!(f32::vec_f1(F1::Exp, &[1.0; 4], &mut [0.0; 4]), wide);
+        assert_eq!(f32::vec_f1(F1::Log, &[1.0; 4], &mut [0.0; 4]), wide);
         assert!(f64::vec_f1(F1::Sin, &[1.0; 4], &mut o));
         assert!(!f64::kernel_f1(F1::Tan, &[1.0; 4], &mut o));
         assert!(!f32::kernel_f1(F1::Sqrt, &[1.0; 4], &mut [0.0; 4]));
