@@ -1,5 +1,6 @@
-//! Vectorisable `sin`, `cos`, `exp`, `log` over slices (f64 arithmetic; f32 goes through f64;
-//! which ones the engine uses: [`VecMath::vec_f1`]). Compiled twice: for the baseline target,
+//! Vectorisable `sin`, `cos`, `exp`, `log` over slices (f64 arithmetic; f32 arguments are
+//! widened, computed with shorter series and rounded once; which ones the engine uses:
+//! [`VecMath::vec_f1`]). Compiled twice: for the baseline target,
 //! and for AVX2 + FMA, chosen at run time (`wide`).
 //!
 //! The platform libm computes one element per call and dominates expressions such as
@@ -10,7 +11,8 @@
 //! are recomputed with libm afterwards, so special values behave exactly as before.
 //!
 //! Accuracy (checked in the tests): within 2 ULP of libm for f64, and for f32 the f64 result
-//! rounded once (at most 1 ULP from the correctly rounded value).
+//! rounded once (at most 1 ULP from the correctly rounded value; checked on a dense sample of
+//! every function, and on every f32 of the fast range for `sin`/`cos` by an ignored test).
 //!
 //! Derivations (standard math, written for this crate):
 //! - sin/cos: k = round(x * 2/pi); r = x - k*pi/2 with pi/2 split into five 27-bit parts, so
@@ -36,8 +38,10 @@ pub(crate) trait VecMath: Copy {
     /// The kernels the engine uses: only where they measured faster than glibc's scalar
     /// functions. On the baseline (SSE2, two f64 lanes, no FMA) target: f64 `sin` and `cos`
     /// (2x; glibc's table-driven `exp` and `log` were as fast). On CPUs with AVX2 and FMA
-    /// (4 lanes, fused multiply-adds): f64 `sin cos` (4x glibc) and `exp log` (2x). f32
-    /// functions stay glibc's (docs/benchmarks.md, lazy expressions).
+    /// (4 lanes, fused multiply-adds): f64 `sin cos` (4x glibc) and `exp log` (2x), and f32
+    /// `sin cos` (1.5-2.7x glibc's `sinf`/`cosf`) and `exp log` (1-5x `expf`/`logf`, median
+    /// 1.4x). On the baseline target f32 `sin cos` were 0.7-1.4x glibc, so every f32 function
+    /// stays glibc's there (docs/benchmarks.md, lazy section).
     fn vec_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
     /// Every kernel of this module (tested), for the widest instruction set the CPU runs.
     fn kernel_f1(f: F1, x: &[Self], o: &mut [Self]) -> bool;
@@ -120,22 +124,49 @@ mod wide {
     unsafe fn kernel_f1_avx2(f: F1, x: &[f64], o: &mut [f64]) -> bool {
         super::kernel_f1::<Fused>(f, x, o)
     }
+
+    /// [`super::kernel_f1_32`] compiled for AVX2 + FMA; only called after [`super::wide`].
+    pub(super) fn kernel_f1_32(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+        // SAFETY: the CPU supports AVX2 and FMA (`wide()` checked it before this call).
+        unsafe { kernel_f1_32_avx2(f, x, o) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn kernel_f1_32_avx2(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+        super::kernel_f1_32::<Fused>(f, x, o)
+    }
 }
 
 impl VecMath for f32 {
-    fn vec_f1(_: F1, _: &[f32], _: &mut [f32]) -> bool {
+    fn vec_f1(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if wide() {
+            return wide::kernel_f1_32(f, x, o);
+        }
+        let _ = (f, x, o);
         false
     }
     fn kernel_f1(f: F1, x: &[f32], o: &mut [f32]) -> bool {
-        match f {
-            F1::Sin => run(x, o, |v: f32| sincos::<Plain>(v as f64, 0) as f32, f32::sin, |v| sincos_ok(v as f64)),
-            F1::Cos => run(x, o, |v: f32| sincos::<Plain>(v as f64, 1) as f32, f32::cos, |v| sincos_ok(v as f64)),
-            F1::Exp => run(x, o, |v: f32| exp::<Plain>(v as f64) as f32, f32::exp, |v| exp_ok(v as f64)),
-            F1::Log => run(x, o, |v: f32| log::<Plain>(v as f64) as f32, f32::ln, |v| log_ok(v as f64)),
-            _ => return false,
+        #[cfg(target_arch = "x86_64")]
+        if wide() {
+            return wide::kernel_f1_32(f, x, o);
         }
-        true
+        kernel_f1_32::<Plain>(f, x, o)
     }
+}
+
+/// The f32 kernels: the f64 steps with series only as long as f32 needs, rounded once.
+#[inline(always)]
+fn kernel_f1_32<A: MulAdd>(f: F1, x: &[f32], o: &mut [f32]) -> bool {
+    let ok32 = |v: f32| sincos_ok(v as f64);
+    match f {
+        F1::Sin => run(x, o, |v| sincos32::<A>(v, 0), f32::sin, ok32),
+        F1::Cos => run(x, o, |v| sincos32::<A>(v, 1), f32::cos, ok32),
+        F1::Exp => run(x, o, exp32::<A>, f32::exp, |v: f32| !v.is_nan()),
+        F1::Log => run(x, o, log32::<A>, f32::ln, |v| log_ok(v as f64)),
+        _ => return false,
+    }
+    true
 }
 
 /// `o[i] = fast(x[i])`, then `slow(x[i])` for the lanes where `ok(x[i])` is false.
@@ -239,6 +270,28 @@ fn sincos<A: MulAdd>(x: f64, shift: u64) -> f64 {
     f64::from_bits(v ^ ((q & 2) << 62))
 }
 
+/// pi/2 - PIO2[0] - PIO2[1], rounded: three parts are enough for f32 arguments.
+const PIO2_LO: f64 = 5.721188726109832e-18;
+
+/// f32 `sin(x)` (`shift` 0) or `cos(x)` (`shift` 1), valid where `sincos_ok`: the reduction
+/// of [`sincos`] with three parts of pi/2, Taylor series to r^11 and r^12 (truncation below
+/// 2^-36 relative), all in f64, then one rounding to f32.
+#[inline(always)]
+fn sincos32<A: MulAdd>(x: f32, shift: u64) -> f32 {
+    let x = x as f64;
+    let t = x * TWO_OVER_PI + ROUND;
+    let q = t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(shift);
+    let k = t - ROUND;
+    let r = ((x - k * PIO2[0]) - k * PIO2[1]) - k * PIO2_LO;
+    let z = r * r;
+    let s = r + r * z * horner::<A, _>(z, [-1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362880.0, -1.0 / 39916800.0]);
+    let c = 1.0 - 0.5 * z
+        + z * z * horner::<A, _>(z, [1.0 / 24.0, -1.0 / 720.0, 1.0 / 40320.0, -1.0 / 3628800.0, 1.0 / 479001600.0]);
+    let odd = (q & 1).wrapping_neg();
+    let v = (s.to_bits() & !odd) | (c.to_bits() & odd);
+    f64::from_bits(v ^ ((q & 2) << 62)) as f32
+}
+
 const LN2_HI: f64 = 0.6931471803691238;
 const LN2_LO: f64 = 1.9082149292705877e-10;
 const INV_LN2: f64 = std::f64::consts::LOG2_E;
@@ -277,6 +330,43 @@ fn exp<A: MulAdd>(x: f64) -> f64 {
             );
     // Outside exp_ok the lane is recomputed, so a wrapped exponent here is harmless.
     p * f64::from_bits(ki.wrapping_add(1023) << 52)
+}
+
+/// f32 `exp`, valid for every non-NaN `x`: the steps of [`exp`] in f64 with the series to
+/// r^8 (truncation below 2^-32 relative on |r| <= ln2/2), rounded once to f32. `x` is first
+/// clamped to [-150, 100], where f32 results are already 0 and infinity, and the rounding
+/// overflows to infinity and rounds tiny results to subnormals or zero as f32 does.
+#[inline(always)]
+fn exp32<A: MulAdd>(x: f32) -> f32 {
+    let x = (x as f64).clamp(-150.0, 100.0);
+    let t = x * INV_LN2 + ROUND;
+    let k = t - ROUND;
+    let ki = t.to_bits().wrapping_sub(ROUND.to_bits());
+    let r = (x - k * LN2_HI) - k * LN2_LO;
+    let p = 1.0
+        + r
+        + r * r
+            * horner::<A, _>(
+                r,
+                [1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0],
+            );
+    (p * f64::from_bits(ki.wrapping_add(1023) << 52)) as f32
+}
+
+/// f32 `log`: the steps of [`log`] in f64 with the atanh series to s^12 (|s| <= 0.172, so
+/// the first term left out is below 2^-36 relative), rounded once to f32.
+#[inline(always)]
+fn log32<A: MulAdd>(x: f32) -> f32 {
+    let x = x as f64;
+    let h = x.to_bits().wrapping_add(0x3FF0000000000000 - SQRT_HALF_BITS);
+    let m = f64::from_bits((h & 0x000F_FFFF_FFFF_FFFF).wrapping_add(SQRT_HALF_BITS));
+    let e = f64::from_bits(0x4330000000000000 | (h >> 52)) - (4503599627370496.0 + 1023.0);
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let r = z * horner::<A, _>(z, [2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0]);
+    let hfsq = 0.5 * f * f;
+    (e * std::f64::consts::LN_2 + (f - (hfsq - s * (hfsq + r)))) as f32
 }
 
 /// Positive, normal, finite.
@@ -379,6 +469,74 @@ mod tests {
         worst
     }
 
+    type Kernel32 = fn(F1, &[f32], &mut [f32]) -> bool;
+
+    /// The f32 kernel this CPU runs, and both ways of doing multiply-adds.
+    const KERNELS32: [Kernel32; 3] = [f32::kernel_f1, kernel_f1_32::<Plain>, kernel_f1_32::<Fused>];
+
+    /// Worst ULP distance of the f32 `sin`/`cos` kernels from the correctly rounded value
+    /// (glibc's f64 result rounded to f32), over every f32 whose bits are in `bits`.
+    fn worst_sincos32(bits: impl Iterator<Item = u32>) -> [(u64, f32); 2] {
+        let xs: Vec<f32> = bits.map(f32::from_bits).collect();
+        let mut o = vec![0f32; xs.len()];
+        let mut worst = [(0u64, 0f32); 2];
+        for (w, (f, libm, _)) in worst.iter_mut().zip(FUNCS) {
+            let want: Vec<f32> = xs.iter().map(|&x| libm(x as f64) as f32).collect();
+            for k in KERNELS32 {
+                assert!(k(f, &xs, &mut o));
+                for ((&x, &y), &want) in xs.iter().zip(&o).zip(&want) {
+                    let d = ulp32(y, want);
+                    if d > w.0 {
+                        *w = (d, x);
+                    }
+                }
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn f32_sincos_within_one_ulp_near_multiples_of_half_pi_and_at_the_limits() {
+        // The 64 floats around each of the first 20000 multiples of pi/2, every 1000th up
+        // to the fast range's end (2^25), and the floats around that end.
+        let mut bits = Vec::new();
+        for k in (1..20_000u64).chain((20_000..21_000_000).step_by(1000)) {
+            let c = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
+            for b in c.to_bits() - 32..c.to_bits() + 32 {
+                bits.extend([b, b | 0x8000_0000]);
+            }
+        }
+        let end = 33554432f32.to_bits();
+        bits.extend((end - 4096..end + 4096).flat_map(|b| [b, b | 0x8000_0000]));
+        // Small and subnormal arguments, where sin x rounds to x.
+        bits.extend((0..1u32 << 20).map(|i| i * 1021));
+        for (worst, at) in worst_sincos32(bits.into_iter()) {
+            assert!(worst <= 1, "{worst} ulp at {at:e}");
+        }
+    }
+
+    /// Every f32 of the fast range |x| <= 2^25 (outside it the lanes are glibc's, checked by
+    /// `special_values_are_libms_bit_for_bit`); a few minutes in a release build:
+    /// `cargo test --release -p oxblosc-expr --lib every_f32 -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn every_f32_sincos_within_one_ulp() {
+        let end = 33554432f32.to_bits();
+        let mut worst = [(0u64, 0f32); 2];
+        for start in (0..=end).step_by(1 << 24) {
+            let bits = start..=(start | 0xFF_FFFF).min(end);
+            for (w, n) in worst.iter_mut().zip(worst_sincos32(bits.flat_map(|b| [b, b | 0x8000_0000]))) {
+                if n.0 > w.0 {
+                    *w = n;
+                }
+            }
+        }
+        println!("worst sin {:?}, cos {:?}", worst[0], worst[1]);
+        for (worst, at) in worst {
+            assert!(worst <= 1, "{worst} ulp at {at:e}");
+        }
+    }
+
     fn lcg(seed: &mut u64) -> u64 {
         *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         *seed
@@ -393,11 +551,13 @@ mod tests {
             let xs: Vec<f32> =
                 (batch..(batch + (1 << 20)).min(u32::MAX / 97)).map(|i| f32::from_bits(i * 97)).collect();
             for (w, (f, libm, _)) in worst.iter_mut().zip(FUNCS) {
-                assert!(f32::kernel_f1(f, &xs, &mut o[..xs.len()]));
-                for (&x, &y) in xs.iter().zip(&o) {
-                    let d = ulp32(y, libm(x as f64) as f32);
-                    if d > w.0 {
-                        *w = (d, x);
+                for k in KERNELS32 {
+                    assert!(k(f, &xs, &mut o[..xs.len()]));
+                    for (&x, &y) in xs.iter().zip(&o) {
+                        let d = ulp32(y, libm(x as f64) as f32);
+                        if d > w.0 {
+                            *w = (d, x);
+                        }
                     }
                 }
             }
@@ -498,7 +658,10 @@ mod tests {
         let wide = false;
         assert_eq!(f64::vec_f1(F1::Log, &[1.0; 4], &mut o), wide);
         assert_eq!(f64::vec_f1(F1::Exp, &[1.0; 4], &mut o), wide);
-        assert!(!f32::vec_f1(F1::Sin, &[1.0; 4], &mut [0.0; 4]));
+        assert_eq!(f32::vec_f1(F1::Sin, &[1.0; 4], &mut [0.0; 4]), wide);
+        assert_eq!(f32::vec_f1(F1::Cos, &[1.0; 4], &mut [0.0; 4]), wide);
+        assert_eq!(f32::vec_f1(F1::Exp, &[1.0; 4], &mut [0.0; 4]), wide);
+        assert_eq!(f32::vec_f1(F1::Log, &[1.0; 4], &mut [0.0; 4]), wide);
         assert!(f64::vec_f1(F1::Sin, &[1.0; 4], &mut o));
         assert!(!f64::kernel_f1(F1::Tan, &[1.0; 4], &mut o));
         assert!(!f32::kernel_f1(F1::Sqrt, &[1.0; 4], &mut [0.0; 4]));
