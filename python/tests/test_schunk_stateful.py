@@ -218,12 +218,24 @@ def test_append_after_blosc2_emptied_the_frame(tmp_path):
     assert bytes(blosc2.open(path).get_slice(0, 2 * ITEMS)) == payload(0) + payload(6)
 
 
-@pytest.mark.parametrize("edit", ["update first", "insert first", "delete first", "update all"])
+KNOWN_SHORT_CUT = pytest.mark.xfail(
+    strict=True,
+    reason="known limitation (docs/architecture.md, L2 durability): changed chunks get fresh file "
+    "ids; C-Blosc2 refuses a sparse frame with an id + 32 > cbytes, which python-blosc2's own "
+    "cut of a frame of tiny chunks can produce. Renumbering on close fixed it but gave readers "
+    "opened before the close another chunk's bytes (test_reader_opened_before_writer_closes...)",
+)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [pytest.param(e, marks=KNOWN_SHORT_CUT) for e in ["update first", "insert first", "update all"]] + ["delete first"],
+)
 def test_blosc2_can_cut_our_sparse_frame_short_after_edits(tmp_path, edit):
     """Changed chunks get fresh file ids (never overwritten in place). C-Blosc2 refuses sparse
-    frames with a chunk file id + 32 > cbytes, so when python-blosc2 later cut such a frame of
-    tiny chunks down to its first chunk (deleting from the end, or `resize`), it could no
-    longer open its own result. Our writer puts chunk files back in chunk order on close."""
+    frames with a chunk file id + 32 > cbytes, so when python-blosc2 cuts such a frame of tiny
+    chunks down to its first chunk (deleting from the end, or `resize`), it can no longer open
+    its own result. Known, rare with real chunk sizes (needs id + 32 > the kept chunks' bytes)."""
     path = str(tmp_path / "d.b2frame")
     items = np.arange(2, dtype=np.int32)
     with oxblosc.SChunk(chunksize=8, urlpath=path, contiguous=False, cparams={"typesize": 4}, mode="w") as s:
@@ -254,6 +266,7 @@ def test_blosc2_can_cut_our_sparse_frame_short_after_edits(tmp_path, edit):
     assert oxblosc.open(path).decompress_chunk(0) == model[0]
 
 
+@KNOWN_SHORT_CUT
 def test_blosc2_can_resize_our_sparse_array_after_an_update(tmp_path):
     """The same through b2nd: an update of chunk 0, then python-blosc2's resize to one chunk."""
     path = str(tmp_path / "d.b2nd")
@@ -265,3 +278,24 @@ def test_blosc2_can_resize_our_sparse_array_after_an_update(tmp_path):
     del b
     np.testing.assert_array_equal(blosc2.open(path)[:], [5])
     np.testing.assert_array_equal(oxblosc.open(path)[:], [5])
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_reader_opened_before_writer_closes_reads_the_right_chunks(tmp_path, contiguous):
+    """A reader opened while a writer is still open (Dask's `to_oxblosc` returns one) keeps a
+    view of the committed state; the writer's close must not move chunk files under it (a
+    close-time renumbering of sparse ids once gave it another chunk's bytes)."""
+    path = str(tmp_path / ("f.b2frame" if contiguous else "d.b2frame"))
+    items = np.arange(2, dtype=np.int32)
+    with oxblosc.SChunk(chunksize=8, urlpath=path, contiguous=contiguous, cparams={"typesize": 4}, mode="w") as s:
+        for k in range(12):
+            s.append_data((items + 10 * k).tobytes())
+    model = [(items + 10 * k).tobytes() for k in range(12)]
+    w = oxblosc.open(path, mode="a")
+    for k in (0, 5, 3):
+        model[k] = (items - k - 100).tobytes()
+        w.update_data(k, model[k], copy=True)
+    r = oxblosc.open(path, mode="r")
+    del w
+    assert [r.decompress_chunk(k) for k in range(12)] == model
+    assert [blosc2.open(path).decompress_chunk(k) for k in range(12)] == model

@@ -254,9 +254,6 @@ impl SChunk {
         if bloated && self.txn.is_none() {
             let _ = self.compact();
         }
-        if self.txn.is_none() && self.writer.as_ref().is_some_and(|w| !w.is_contiguous()) {
-            let _ = self.order_sparse_ids();
-        }
     }
 
     /// Whether this handle was opened with locking.

@@ -1345,28 +1345,6 @@ impl SChunk {
         Ok(())
     }
 
-    /// Sparse frames, when the writer closes: chunk files into chunk order if they are far
-    /// from it (the storage renumbers and commits; this view adopts the new ids after).
-    pub(crate) fn order_sparse_ids(&mut self) -> Result<()> {
-        let Some(mut w) = self.writer.take() else { return Ok(()) };
-        let r = self.frame().and_then(|frame| {
-            let ch = StorageChange {
-                frame,
-                dirty: Default::default(),
-                chunksize: self.chunksize,
-                stored_cbytes: self.stored_cbytes,
-                retired: &[],
-            };
-            w.order_sparse_ids(&ch)
-        });
-        self.writer = Some(w);
-        for (i, id) in r? {
-            self.slots.set(i, Slot::Stored(id));
-        }
-        self.starts = OnceLock::new();
-        Ok(())
-    }
-
     /// Adopt a successful commit: chunks it stored, the new end of the chunks section.
     fn apply(&mut self, done: Committed) {
         for (i, pos, len) in done.stored {

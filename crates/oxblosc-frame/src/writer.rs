@@ -149,7 +149,7 @@ pub(crate) struct Committed {
     pub section_end: u64,
     /// Set when the frame was rewritten compactly afterwards.
     pub rewritten: Option<Rewritten>,
-    /// Sparse frames: chunks whose file id changed after the commit ([`Writer::renumber_ids`]).
+    /// Sparse frames: chunks whose file id changed after the commit ([`Writer::compact_ids`]).
     pub renumbered: Vec<(usize, u64)>,
 }
 
@@ -904,105 +904,57 @@ impl Writer {
             let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
         }
         // Optional, like compaction: the change is committed whether or not this succeeds.
-        let renumbered = self.renumber_ids(ch, &stored, cbytes, false).unwrap_or_default();
+        let renumbered = self.compact_ids(ch, &stored, cbytes).unwrap_or_default();
         Ok(Committed { stored, section_end: u64::MAX, rewritten: None, renumbered })
     }
 
     /// C-Blosc2 (python-blosc2 4.14) refuses to open a sparse frame in which a chunk file id
     /// plus 32 exceeds the frame's `cbytes` (it bounds ids like contiguous offsets). Appends
     /// and deletes, or a resize that rewrites every chunk, get there (its own writes too).
-    /// And since chunks get fresh ids when they change (never overwritten in place), a file
-    /// that python-blosc2 later cuts short (its `resize`) can get there too: after an update
-    /// of chunk 0 of many tiny chunks, cutting to one chunk leaves a high id and few bytes.
-    ///
-    /// So the stored chunks are renumbered into chunk order (the k-th stored chunk in file
-    /// k) when the bound fails after a commit, and when the writer closes with some chunk's id
-    /// past 32 times its rank (then any prefix python-blosc2 keeps satisfies the bound, as
-    /// every stored chunk has at least 32 bytes). Each step is crash-safe: hard links (or
-    /// copies) under the new names, an index naming them (atomic rename), then the old names
-    /// go; a crash leaves only unreferenced names. When a new name is still in use by another
-    /// chunk, the chunks first move to names past every id in use, then into order.
-    fn renumber_ids(
-        &mut self,
-        ch: &Change,
-        placed: &[Placed],
-        cbytes: u64,
-        closing: bool,
-    ) -> Result<Vec<(usize, u64)>> {
+    /// When they do, chunks with ids at or past the number of chunk files move to the lowest
+    /// free ids: hard links (or copies) under the new names, then an index naming them
+    /// (atomic rename), then the old names go. A crash or error before the index leaves only
+    /// unreferenced files. Afterwards every id is below the number of chunk files, and each
+    /// stored chunk has at least 32 bytes, so the bound holds.
+    fn compact_ids(&mut self, ch: &Change, placed: &[Placed], cbytes: u64) -> Result<Vec<(usize, u64)>> {
         let chunks = ch.frame.chunks;
         let n = chunks.len();
-        let mut values: Vec<i64> = (0..n).map(|i| Self::entry_value(chunks, i, 0, placed)).collect();
-        let stored: Vec<usize> = (0..n).filter(|&i| values[i] >= 0).collect();
-        let Some(max_id) = stored.iter().map(|&i| values[i] as u64).max() else { return Ok(Vec::new()) };
-        let out_of_order = stored.iter().enumerate().any(|(r, &i)| values[i] as u64 > 32 * r as u64);
-        if max_id + 32 <= cbytes && !(closing && out_of_order) {
+        let values: Vec<i64> = (0..n).map(|i| Self::entry_value(chunks, i, 0, placed)).collect();
+        let ids: std::collections::BTreeSet<u64> = values.iter().filter(|&&v| v >= 0).map(|&v| v as u64).collect();
+        let Some(&max_id) = ids.last() else { return Ok(Vec::new()) };
+        if max_id + 32 <= cbytes {
             return Ok(Vec::new());
         }
-        let before = values.clone();
-        let target = |r: usize| r as i64;
-        let in_use: std::collections::HashSet<i64> = stored.iter().map(|&i| values[i]).collect();
-        let blocked = stored.iter().enumerate().any(|(r, &i)| values[i] != target(r) && in_use.contains(&target(r)));
-        if blocked {
-            // First out of the way: every chunk that moves goes past the highest id in use.
-            let mut next = max_id as i64 + 1;
-            let moves: Vec<(usize, i64)> = stored
-                .iter()
-                .enumerate()
-                .filter(|&(r, &i)| values[i] != target(r))
-                .map(|(_, &i)| {
-                    next += 1;
-                    (i, next - 1)
-                })
-                .collect();
-            self.move_chunk_files(ch, &mut values, &moves, cbytes)?;
-            self.next_id = self.next_id.max(next as u64);
-        }
-        let moves: Vec<(usize, i64)> =
-            stored.iter().enumerate().filter(|&(r, &i)| values[i] != target(r)).map(|(r, &i)| (i, target(r))).collect();
-        // If this second step fails, the first one stays committed: report it all the same.
-        if self.move_chunk_files(ch, &mut values, &moves, cbytes).is_ok() {
-            self.next_id = stored.len() as u64;
-        }
-        Ok((0..n).filter(|&i| values[i] != before[i]).map(|i| (i, values[i] as u64)).collect())
-    }
-
-    /// Give chunk `i` the file id `to` for every `(i, to)` in `moves` (no `to` may be in use):
-    /// link, commit an index naming the new ids, then remove the old names. On error nothing
-    /// referenced changed (new names are removed again) and `values` keeps the old ids.
-    fn move_chunk_files(&mut self, ch: &Change, values: &mut [i64], moves: &[(usize, i64)], cbytes: u64) -> Result<()> {
-        if moves.is_empty() {
-            return Ok(());
-        }
-        let name = |id: i64| self.path.join(chunk_file_name(id as u64));
+        let m = ids.len() as u64;
+        let free = (0..m).filter(|k| !ids.contains(k));
+        let moves: Vec<(u64, u64)> = ids.range(m..).copied().zip(free).collect();
         let mut linked = Vec::with_capacity(moves.len());
-        let undo = |linked: &[i64]| {
+        let undo = |linked: &[u64]| {
             for &id in linked {
-                let _ = fs::remove_file(name(id));
+                let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
             }
         };
-        for &(i, to) in moves {
-            let (from, to_path) = (name(values[i]), name(to));
-            let _ = fs::remove_file(&to_path); // an unreferenced leftover, if any
-            if let Err(e) = fs::hard_link(&from, &to_path).or_else(|_| fs::copy(&from, &to_path).map(drop)) {
+        for &(old, new) in &moves {
+            let (from, to) = (self.path.join(chunk_file_name(old)), self.path.join(chunk_file_name(new)));
+            let _ = fs::remove_file(&to); // an unreferenced leftover, if any
+            if let Err(e) = fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop)) {
                 undo(&linked);
-                return Err(io_at(&to_path, None)(e));
+                return Err(io_at(&to, None)(e));
             }
-            linked.push(to);
+            linked.push(new);
         }
-        let mut new_values = values.to_vec();
-        for &(i, to) in moves {
-            new_values[i] = to;
-        }
+        let moved: std::collections::HashMap<u64, u64> = moves.iter().copied().collect();
+        let new_id = |v: i64| if v < 0 { v } else { moved.get(&(v as u64)).map_or(v, |&new| new as i64) };
         type Encoded = (Vec<Option<Arc<[u8]>>>, IndexStamp);
         let r = (|| -> Result<Encoded> {
-            let mut blocks = Vec::with_capacity(new_values.len().div_ceil(BLOCK_ENTRIES));
-            for part in new_values.chunks(BLOCK_ENTRIES) {
-                let raw: Vec<u8> = part.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut blocks = Vec::with_capacity(n.div_ceil(BLOCK_ENTRIES));
+            for part in values.chunks(BLOCK_ENTRIES) {
+                let raw: Vec<u8> = part.iter().flat_map(|&v| new_id(v).to_le_bytes()).collect();
                 blocks.push(Some(Arc::from(offsets::encode_index_block(&raw)?)));
             }
             let refs: Vec<&[u8]> = blocks.iter().map(|b| &**b.as_ref().expect("just encoded")).collect();
             let mut index = Vec::new();
-            offsets::assemble_index(&mut index, new_values.len(), &refs);
+            offsets::assemble_index(&mut index, n, &refs);
             let stamp = write_sparse_index(&self.path, &ch.frame, Some(&index), cbytes, self.sync_mode)?;
             Ok((blocks, stamp))
         })();
@@ -1015,22 +967,14 @@ impl Writer {
         };
         self.sparse_index.blocks = blocks;
         self.sparse_stamp = Some(stamp);
-        for &(i, _) in moves {
-            let _ = fs::remove_file(name(values[i]));
+        for &(old, _) in &moves {
+            let _ = fs::remove_file(self.path.join(chunk_file_name(old)));
         }
-        values.copy_from_slice(&new_values);
-        Ok(())
-    }
-
-    /// Closing a sparse frame writer: chunk files into chunk order if they are far from it
-    /// (see [`Writer::renumber_ids`]). Returns the chunks whose ids changed.
-    pub(crate) fn order_sparse_ids(&mut self, ch: &Change) -> Result<Vec<(usize, u64)>> {
-        let chunks = ch.frame.chunks;
-        let pending = (0..chunks.len()).any(|i| matches!(chunks.entry(i), Entry::Pending { .. }));
-        if self.contiguous || self.has_other_writers() || pending {
-            return Ok(Vec::new()); // (chunks not stored yet: a failed commit's, kept in memory)
-        }
-        self.locked(|w| w.renumber_ids(ch, &[], ch.stored_cbytes, true))
+        self.next_id = m;
+        Ok((0..n)
+            .filter(|&i| values[i] >= 0 && new_id(values[i]) != values[i])
+            .map(|i| (i, new_id(values[i]) as u64))
+            .collect())
     }
 }
 
