@@ -873,13 +873,32 @@ impl Writer {
             invalid.iter().flat_map(|&j| j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n)).collect();
         let stored = self.store(chunks, &which)?;
         let cbytes = ch.stored_cbytes + Self::added_cbytes(chunks, &stored);
+        // Ids C-Blosc2 would refuse (id + 32 > cbytes) move down before this commit's index is
+        // written, so that no committed state has them (a kill between the commit and a later
+        // renumbering left python-blosc2 a frame it refused: crash test, round 474 of 500).
+        // (`next_id - 1` bounds every id in use: the full scan runs only when it might help.)
+        let moves = if self.next_id.saturating_sub(1) + 32 > cbytes {
+            self.link_moves(&Self::plan_id_moves(chunks, &stored, ch.retired, cbytes))
+        } else {
+            Vec::new()
+        };
+        let moved: std::collections::HashMap<u64, u64> = moves.iter().copied().collect();
+        let value = |i: usize| {
+            let v = Self::entry_value(chunks, i, 0, &stored);
+            if v < 0 {
+                v
+            } else {
+                moved.get(&(v as u64)).map_or(v, |&to| to as i64)
+            }
+        };
+        let invalid = if moves.is_empty() { invalid } else { (0..nblocks).collect() };
         let r = (|| -> Result<()> {
             let index = if ch.frame.nbytes > 0 {
                 let mut raw = Vec::with_capacity(BLOCK_ENTRIES * 8);
                 for &j in &invalid {
                     raw.clear();
                     for i in j * BLOCK_ENTRIES..((j + 1) * BLOCK_ENTRIES).min(n) {
-                        raw.extend_from_slice(&Self::entry_value(chunks, i, 0, &stored).to_le_bytes());
+                        raw.extend_from_slice(&value(i).to_le_bytes());
                     }
                     self.sparse_index.blocks[j] = Some(Arc::from(offsets::encode_index_block(&raw)?));
                 }
@@ -897,15 +916,73 @@ impl Writer {
             Ok(())
         })();
         if let Err(e) = r {
+            self.discard(&moves.iter().map(|m| m.1).collect::<Vec<_>>());
             self.discard(&stored.iter().map(|p| p.1).collect::<Vec<_>>());
             return Err(e);
         }
-        for &id in ch.retired {
+        for &id in ch.retired.iter().chain(moves.iter().map(|m| &m.0)) {
             let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
         }
-        // Optional, like compaction: the change is committed whether or not this succeeds.
-        let renumbered = self.compact_ids(ch, &stored, cbytes).unwrap_or_default();
+        let renumbered: Vec<(usize, u64)>;
+        if !moves.is_empty() {
+            renumbered = (0..n)
+                .filter_map(|i| {
+                    let v = Self::entry_value(chunks, i, 0, &stored);
+                    u64::try_from(v).ok().and_then(|v| moved.get(&v)).map(|&to| (i, to))
+                })
+                .collect();
+            self.next_id = (0..n).map(value).max().map_or(0, |v| v.max(-1) + 1) as u64;
+        } else {
+            // Optional, like compaction: the change is committed whether or not this succeeds.
+            // (When no move could be made above: retired names were in the way, or linking
+            // failed.)
+            renumbered = self.compact_ids(ch, &stored, cbytes).unwrap_or_default();
+        }
         Ok(Committed { stored, section_end: u64::MAX, rewritten: None, renumbered })
+    }
+
+    /// Moves (old id, new id) bringing the highest chunk file ids of the new index down to the
+    /// lowest ids that neither the committed index (`retired` is still referenced there) nor
+    /// the new one uses, when the new index would break C-Blosc2's id bound.
+    fn plan_id_moves(chunks: &dyn ChunkList, placed: &[Placed], retired: &[u64], cbytes: u64) -> Vec<(u64, u64)> {
+        let ids: std::collections::BTreeSet<u64> = (0..chunks.len())
+            .map(|i| Self::entry_value(chunks, i, 0, placed))
+            .filter(|&v| v >= 0)
+            .map(|v| v as u64)
+            .collect();
+        let Some(&max_id) = ids.last() else { return Vec::new() };
+        if max_id + 32 <= cbytes {
+            return Vec::new();
+        }
+        let retired: std::collections::HashSet<u64> = retired.iter().copied().collect();
+        let mut high = ids.iter().rev().copied();
+        let mut moves = Vec::new();
+        for free in (0..max_id).filter(|k| !ids.contains(k) && !retired.contains(k)) {
+            match high.next() {
+                Some(h) if h > free => moves.push((h, free)),
+                _ => break,
+            }
+        }
+        moves
+    }
+
+    /// Hard-link (or copy) each move's chunk file to its new name; all or none: on any error
+    /// the new names made so far are removed and no move is made (the commit goes on with
+    /// the old ids, and [`Writer::compact_ids`] tries again after it).
+    fn link_moves(&self, moves: &[(u64, u64)]) -> Vec<(u64, u64)> {
+        let mut linked = Vec::with_capacity(moves.len());
+        for &(old, new) in moves {
+            let (from, to) = (self.path.join(chunk_file_name(old)), self.path.join(chunk_file_name(new)));
+            let _ = fs::remove_file(&to); // an unreferenced leftover, if any
+            if fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop)).is_err() {
+                for &(_, made) in &linked {
+                    let _ = fs::remove_file(self.path.join(chunk_file_name(made)));
+                }
+                return Vec::new();
+            }
+            linked.push((old, new));
+        }
+        linked
     }
 
     /// C-Blosc2 (python-blosc2 4.14) refuses to open a sparse frame in which a chunk file id

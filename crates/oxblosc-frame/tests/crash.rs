@@ -214,6 +214,8 @@ fn sigkill_during_writes(layout: usize) {
     let log = dir.join("log.txt");
     let py: Option<PathBuf> = std::env::var_os("OXBLOSC_INTEROP_PY").map(PathBuf::from);
     let kills: usize = std::env::var("OXBLOSC_CRASH_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+    // Every how many kills python-blosc2 also opens the crashed file (campaigns: 1).
+    let py_every: usize = std::env::var("OXBLOSC_CRASH_PY_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(6).max(1);
     let exe = std::env::current_exe().unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id()));
     let t0 = Instant::now();
@@ -247,7 +249,7 @@ fn sigkill_during_writes(layout: usize) {
         if ok.len() == 2 {
             killed_mid_op += 1;
         }
-        if let Some(py) = py.as_ref().filter(|_| round % 6 == 0) {
+        if let Some(py) = py.as_ref().filter(|_| round % py_every == 0) {
             let out = Command::new(py).arg("-c").arg(PY_CHECK).arg(&path).output().unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
             let f: Vec<&str> = text.split_whitespace().collect();
