@@ -988,45 +988,30 @@ impl Writer {
     /// C-Blosc2 (python-blosc2 4.14) refuses to open a sparse frame in which a chunk file id
     /// plus 32 exceeds the frame's `cbytes` (it bounds ids like contiguous offsets). Appends
     /// and deletes, or a resize that rewrites every chunk, get there (its own writes too).
-    /// When they do, chunks with ids at or past the number of chunk files move to the lowest
-    /// free ids: hard links (or copies) under the new names, then an index naming them
-    /// (atomic rename), then the old names go. A crash or error before the index leaves only
-    /// unreferenced files. Afterwards every id is below the number of chunk files, and each
-    /// stored chunk has at least 32 bytes, so the bound holds.
+    /// A commit moves such ids down itself ([`Writer::plan_id_moves`]); this second index
+    /// write after it is the fallback for when it could not (the committed index still named
+    /// the free ids: retired chunks, now removed). The same moves: hard links (or copies)
+    /// under the new names, then an index naming them (atomic rename), then the old names go;
+    /// a crash or error before the index leaves only unreferenced files.
     fn compact_ids(&mut self, ch: &Change, placed: &[Placed], cbytes: u64) -> Result<Vec<(usize, u64)>> {
         let chunks = ch.frame.chunks;
         let n = chunks.len();
-        let values: Vec<i64> = (0..n).map(|i| Self::entry_value(chunks, i, 0, placed)).collect();
-        let ids: std::collections::BTreeSet<u64> = values.iter().filter(|&&v| v >= 0).map(|&v| v as u64).collect();
-        let Some(&max_id) = ids.last() else { return Ok(Vec::new()) };
-        if max_id + 32 <= cbytes {
+        let moves = self.link_moves(&Self::plan_id_moves(chunks, placed, &[], cbytes));
+        if moves.is_empty() {
             return Ok(Vec::new());
         }
-        let m = ids.len() as u64;
-        let free = (0..m).filter(|k| !ids.contains(k));
-        let moves: Vec<(u64, u64)> = ids.range(m..).copied().zip(free).collect();
-        let mut linked = Vec::with_capacity(moves.len());
-        let undo = |linked: &[u64]| {
-            for &id in linked {
-                let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
-            }
-        };
-        for &(old, new) in &moves {
-            let (from, to) = (self.path.join(chunk_file_name(old)), self.path.join(chunk_file_name(new)));
-            let _ = fs::remove_file(&to); // an unreferenced leftover, if any
-            if let Err(e) = fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop)) {
-                undo(&linked);
-                return Err(io_at(&to, None)(e));
-            }
-            linked.push(new);
-        }
         let moved: std::collections::HashMap<u64, u64> = moves.iter().copied().collect();
-        let new_id = |v: i64| if v < 0 { v } else { moved.get(&(v as u64)).map_or(v, |&new| new as i64) };
+        let values: Vec<i64> = (0..n)
+            .map(|i| {
+                let v = Self::entry_value(chunks, i, 0, placed);
+                u64::try_from(v).ok().and_then(|v| moved.get(&v)).map_or(v, |&to| to as i64)
+            })
+            .collect();
         type Encoded = (Vec<Option<Arc<[u8]>>>, IndexStamp);
         let r = (|| -> Result<Encoded> {
             let mut blocks = Vec::with_capacity(n.div_ceil(BLOCK_ENTRIES));
             for part in values.chunks(BLOCK_ENTRIES) {
-                let raw: Vec<u8> = part.iter().flat_map(|&v| new_id(v).to_le_bytes()).collect();
+                let raw: Vec<u8> = part.iter().flat_map(|v| v.to_le_bytes()).collect();
                 blocks.push(Some(Arc::from(offsets::encode_index_block(&raw)?)));
             }
             let refs: Vec<&[u8]> = blocks.iter().map(|b| &**b.as_ref().expect("just encoded")).collect();
@@ -1038,7 +1023,7 @@ impl Writer {
         let (blocks, stamp) = match r {
             Ok(v) => v,
             Err(e) => {
-                undo(&linked);
+                self.discard(&moves.iter().map(|m| m.1).collect::<Vec<_>>());
                 return Err(e);
             }
         };
@@ -1047,10 +1032,12 @@ impl Writer {
         for &(old, _) in &moves {
             let _ = fs::remove_file(self.path.join(chunk_file_name(old)));
         }
-        self.next_id = m;
+        self.next_id = values.iter().max().map_or(0, |&v| v.max(-1) + 1) as u64;
         Ok((0..n)
-            .filter(|&i| values[i] >= 0 && new_id(values[i]) != values[i])
-            .map(|i| (i, new_id(values[i]) as u64))
+            .filter_map(|i| {
+                let v = Self::entry_value(chunks, i, 0, placed);
+                u64::try_from(v).ok().and_then(|v| moved.get(&v)).map(|&to| (i, to))
+            })
             .collect())
     }
 }
