@@ -338,6 +338,39 @@ def test_compute_memory_is_bounded(tmp_path):
     assert res.stdout.strip() == "bounded"
 
 
+def test_compute_to_a_file_memory_is_bounded(tmp_path):
+    """compute(urlpath=...) of a poorly compressible result 2x larger than the address-space room
+    left to the process succeeds, for a contiguous file and a sparse directory (each chunk is
+    written out as it is computed; the engine used to keep the compressed result in memory
+    until the final commit), and python-blosc2 reads the result."""
+    child = textwrap.dedent(
+        f"""
+        import resource, numpy as np, oxblosc
+        oxblosc.set_nthreads(2)
+        n = 60_000_000  # 480 MB of float64, about 340 MB compressed (sin of large arguments)
+        b = oxblosc.arange(0, n, 1, dtype=np.float64, chunks=(1 << 20,), blocks=(1 << 16,))
+        e = oxblosc.sin(b) * 1000.0
+        e.compute(urlpath={str(tmp_path / "warm.b2nd")!r}, chunks=(1 << 20,), blocks=(1 << 16,))
+        vm = int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmSize"))) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (150 << 20), vm + (150 << 20)))
+        for name, contiguous in (("c.b2nd", True), ("s.b2nd", False)):
+            p = {str(tmp_path)!r} + "/" + name
+            r = e.compute(urlpath=p, mode="w", contiguous=contiguous, chunks=(1 << 20,), blocks=(1 << 16,))
+            assert r.schunk.cbytes > 2 * (150 << 20), r.schunk.cbytes  # more than the room left
+            assert np.isclose(r[n - 1], np.sin(float(n - 1)) * 1000.0, rtol=1e-12)
+            del r
+        print("bounded")
+        """
+    )
+    env = dict(os.environ, MALLOC_ARENA_MAX="2")
+    res = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "bounded"
+    x = blosc2.open(str(tmp_path / "c.b2nd"))
+    assert x.shape == (60_000_000,) and np.isclose(x[12345], np.sin(12345.0) * 1000.0, rtol=1e-12)
+    assert np.isclose(blosc2.open(str(tmp_path / "s.b2nd"))[-1], np.sin(59_999_999.0) * 1000.0, rtol=1e-12)
+
+
 def test_lazyexpr_where_argument():
     """``lazyexpr(text, operands, where=(x, y))`` is ``where(text, x, y)``: python-blosc2's
     documented meaning and its ``expr.where(x, y)`` (its ``where=`` itself returns the bare

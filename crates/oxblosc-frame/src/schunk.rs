@@ -123,6 +123,8 @@ pub(crate) struct Txn {
     staged: Vec<u64>,
     /// Chunks from here on may still be in memory (a batch stages them as it goes).
     stage_from: usize,
+    /// Positions before `stage_from` replaced since the last staging (staged too).
+    replaced: Vec<usize>,
     /// Locked writers hold the exclusive lock for the whole change.
     held: Option<Arc<crate::lock::LockView>>,
     /// End of the committed chunks section (staging widens it for the change's reads).
@@ -1075,6 +1077,9 @@ impl SChunk {
         self.vlblocks = (self.slots.len() == 1 || self.vlblocks) && vl;
         self.retire(i);
         self.slots.set(i, slot);
+        if let (Some(t), true) = (&mut self.txn, self.writer.is_some()) {
+            t.replaced.push(i);
+        }
         self.stored_cbytes = self.stored_cbytes.saturating_sub(old_cb);
         self.nbytes = self.nbytes - old_nb as u64 + nb as u64;
         self.note_checksum(Change::Replaced(i))?;
@@ -1249,6 +1254,7 @@ impl SChunk {
             retired: Vec::new(),
             staged: Vec::new(),
             stage_from: self.slots.len(),
+            replaced: Vec::new(),
             held,
             section_end: self.section_end,
         }));
@@ -1288,11 +1294,19 @@ impl SChunk {
         }
     }
 
-    /// Inside a batch: write chunks appended since the last call to unreferenced space.
+    /// Inside a batch: write chunks appended or replaced since the last call to unreferenced
+    /// space, so a batch over a file holds no more than one change's chunks in memory.
     fn stage_new(&mut self) -> Result<()> {
-        let Some(t) = &self.txn else { return Ok(()) };
+        let Some(t) = self.txn.as_ref().filter(|_| self.writer.is_some()) else { return Ok(()) };
         let from = t.stage_from.min(self.slots.len());
-        let which: Vec<usize> = (from..self.slots.len()).filter(|&i| self.slots.mem(i).is_some()).collect();
+        // Positions recorded before an insert or removal may have moved: staging a chunk at
+        // another position is harmless (it is pending there too); one missed stays in memory
+        // until the commit.
+        let mut which: Vec<usize> = t.replaced.iter().copied().filter(|&i| i < from).collect();
+        which.extend(from..self.slots.len());
+        which.retain(|&i| self.slots.mem(i).is_some());
+        which.sort_unstable();
+        which.dedup();
         let Some(mut w) = self.writer.take() else { return Ok(()) };
         let r = w.stage(self, &which);
         let sparse = !w.is_contiguous();
@@ -1300,6 +1314,7 @@ impl SChunk {
         let placed = r?;
         let t = self.txn.as_mut().expect("checked above");
         t.stage_from = self.slots.len();
+        t.replaced.clear();
         if sparse {
             t.staged.extend(placed.iter().map(|p| p.1));
         }

@@ -13,6 +13,7 @@
 //! blocks of the offsets index changed since the last [`Slots::take_dirty`], so the writer
 //! re-encodes only those blocks.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use oxblosc_chunk::SpecialKind;
@@ -63,6 +64,10 @@ pub(crate) struct Slots {
     /// Chunk count at [`Slots::begin`], and whether an insert or removal moved positions since.
     born: usize,
     shifted: bool,
+    /// Positions whose value before the change is recorded in the journal already (only kept
+    /// while no position moved): a later set of one needs no record, and one would keep the
+    /// replaced chunk's bytes in memory until the commit.
+    recorded: HashSet<usize>,
 }
 
 fn kind_from(b: u8) -> SpecialKind {
@@ -189,16 +194,19 @@ impl Slots {
     pub(crate) fn begin(&mut self) {
         self.journal = Some(Vec::new());
         (self.born, self.shifted) = (self.v.len(), false);
+        self.recorded.clear();
     }
 
     /// Keep the edits since [`begin`](Self::begin).
     pub(crate) fn commit(&mut self) {
         self.journal = None;
+        self.recorded.clear();
     }
 
     /// Undo the edits since [`begin`](Self::begin) (the touched index blocks stay dirty).
     pub(crate) fn rollback(&mut self) {
         let Some(j) = self.journal.take() else { return };
+        self.recorded.clear();
         for e in j.into_iter().rev() {
             match e {
                 Edit::Set(i, old) => self.set(i, old),
@@ -213,14 +221,19 @@ impl Slots {
     }
 
     pub(crate) fn set(&mut self, i: usize, s: Slot) {
-        self.record(|me| Edit::Set(i, me.get(i)));
+        // Undo restores the earliest record of a position (records replay in reverse), so
+        // while positions stay put only the first set of each needs one.
+        if self.journal.is_some() && (self.shifted || self.recorded.insert(i)) {
+            self.record(|me| Edit::Set(i, me.get(i)));
+        }
         self.put(i, s);
     }
 
     /// [`set`](Self::set) for a chunk just written to unreferenced space. One appended by
-    /// the change in progress needs no undo record (undoing its append removes it), and the
-    /// record would keep its bytes in memory until the commit: a batch writing a large array
-    /// to a file would hold all of it.
+    /// the change in progress needs no undo record (undoing its append removes it), nor does
+    /// one replaced earlier in the change (its old value is recorded); such a record would
+    /// keep the staged bytes in memory until the commit: a batch writing a large array to a
+    /// file would hold all of it.
     pub(crate) fn set_staged(&mut self, i: usize, s: Slot) {
         if self.journal.is_some() && i >= self.born && !self.shifted {
             self.put(i, s);
@@ -308,5 +321,20 @@ mod tests {
         s.rollback();
         assert_eq!(s.len(), 1);
         assert!(matches!(s.get(0), Slot::Mem(b) if b[..] == old[..]));
+    }
+
+    #[test]
+    fn a_position_set_twice_is_recorded_once() {
+        let mut s = Slots::from_values(vec![Slots::stored(7), Slots::stored(8)]);
+        s.begin();
+        let first: Arc<[u8]> = Arc::from(vec![1u8; 16]);
+        s.set(1, Slot::Mem(first.clone()));
+        s.set(1, Slot::Stored(40)); // staged: the replaced bytes are not kept for undo
+        assert_eq!(Arc::strong_count(&first), 1, "the journal holds an intermediate value");
+        s.insert(0, Slot::Stored(50));
+        s.set(2, Slot::Stored(60)); // positions moved: recorded again
+        s.rollback();
+        assert_eq!(s.len(), 2);
+        assert!(matches!((s.get(0), s.get(1)), (Slot::Stored(7), Slot::Stored(8))));
     }
 }

@@ -586,3 +586,75 @@ fn a_writer_refuses_to_write_to_a_file_replaced_under_it() {
     assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), ints(0..100));
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
+
+/// A batch that replaces existing chunks of a frame on disk (what an n-d compute into a new
+/// file does: every chunk starts as zeros) writes each replacement out as it comes and keeps
+/// none in memory until the commit: the caller's shared bytes are released at once and the
+/// file grows during the batch. (Before, only appended chunks were staged: computing a large
+/// result into a file held all of it, compressed, in memory.) A failed batch still leaves
+/// the frame as before.
+#[test]
+fn a_batch_replacing_chunks_of_a_file_keeps_none_in_memory() {
+    let n = 8usize;
+    let chunk_items = 1 << 16;
+    for contiguous in [true, false] {
+        let path = tmpdir(&format!("batch-replace-{contiguous}")).join("f.b2frame");
+        let mut s = SChunk::create(&path, contiguous, cp(0, 4), DParams::default()).unwrap();
+        s.fill_special((n * chunk_items) as u64, SpecialValue::Zeros, Some(chunk_items * 4)).unwrap();
+        // Bytes allocated on disk (a contiguous writer's reserve is a hole until written).
+        let on_disk = |p: &std::path::Path| -> u64 {
+            use std::os::unix::fs::MetadataExt;
+            if p.is_dir() {
+                std::fs::read_dir(p).unwrap().map(|e| e.unwrap().metadata().unwrap().blocks() * 512).sum()
+            } else {
+                std::fs::metadata(p).unwrap().blocks() * 512
+            }
+        };
+        let chunk = |k: usize| -> std::sync::Arc<[u8]> {
+            // codec 0 = BloscLZ on noise: stored about raw, 256 KiB per chunk.
+            let mut x = (k as u32 + 1).wrapping_mul(0x9E37_79B9);
+            let data: Vec<u8> = (0..chunk_items * 4)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x as u8
+                })
+                .collect();
+            std::sync::Arc::from(s_compress(&data))
+        };
+        let want: Vec<std::sync::Arc<[u8]>> = (0..n).map(chunk).collect();
+        let before = on_disk(&path);
+        s.batch(|s| {
+            for (i, c) in want.iter().enumerate() {
+                s.update_chunk_shared(i, c.clone())?;
+                assert_eq!(std::sync::Arc::strong_count(c), 1, "chunk {i} is still held in memory by the batch");
+                assert!(
+                    on_disk(&path) >= before + (i as u64 + 1) * (chunk_items as u64 * 4),
+                    "chunk {i} not written out"
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+        let expect: Vec<Vec<u8>> =
+            want.iter().map(|c| oxblosc_chunk::decompress(c, &DParams::default()).unwrap()).collect();
+        assert_eq!(all_data(&s), expect.concat());
+        // A batch that fails after replacing chunks leaves the committed ones.
+        let r = s.batch(|s| {
+            s.update_chunk_shared(0, want[1].clone())?;
+            s.update_chunk_shared(1, want[0].clone())?;
+            s.update_chunk_shared(1, want[2].clone())?;
+            s.delete_chunk(99)
+        });
+        assert!(r.is_err());
+        assert_eq!(all_data(&s), expect.concat());
+        drop(s);
+        assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), expect.concat());
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+}
+
+fn s_compress(data: &[u8]) -> Vec<u8> {
+    oxblosc_chunk::compress(data, &oxblosc_chunk::CParams { typesize: 4, ..Default::default() }).unwrap()
+}

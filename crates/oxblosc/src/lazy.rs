@@ -131,8 +131,15 @@ fn compute_workers(
                             .and_then(|_| compress_chunk(&chunk, &mut packed, cp, ctx));
                         let mut st = store.lock().unwrap_or_else(|e| e.into_inner());
                         let r = built.and_then(|len| {
-                            st.ahead.insert(n, Arc::from(&packed[..len]));
                             let st = &mut *st;
+                            if n == st.next {
+                                // Its turn: stored straight from the work buffer (a file
+                                // writes it out; only memory storage copies it).
+                                st.schunk.update_chunk(n as usize, &packed[..len])?;
+                                st.next += 1;
+                            } else {
+                                st.ahead.insert(n, Arc::from(&packed[..len]));
+                            }
                             while let Some(c) = st.ahead.remove(&st.next) {
                                 st.schunk.update_chunk_shared(st.next as usize, c)?;
                                 st.next += 1;
