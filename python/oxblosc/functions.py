@@ -5,7 +5,7 @@ Element-wise functions return lazy expressions over NDArrays, expressions, NumPy
 scalars (the same templates the operators and ``np.sin(a)`` use, ``operators.UFUNCS``);
 reductions run chunk by chunk (``reductions.reduce``). Array API spellings (``asin``,
 ``atan2``, ``bitwise_invert``, ``pow``) are aliases of NumPy's. Functions the expression
-engine cannot evaluate (``hypot``, ``copysign``, ``round``...) are not offered, rather than
+engine cannot evaluate (``nextafter``, ``reciprocal``...) are not offered, rather than
 loading whole arrays behind the user's back.
 """
 
@@ -34,6 +34,7 @@ _ALIASES = {
     "atan2": "arctan2",
     "pow": "power",
     "bitwise_invert": "invert",
+    "conj": "conjugate",
 }
 # Module-level element-wise functions python-blosc2 offers that the engine evaluates.
 ELEMENTWISE = (
@@ -43,7 +44,8 @@ ELEMENTWISE = (
     "add subtract multiply divide floor_divide remainder pow "
     "equal not_equal less less_equal greater greater_equal "
     "logical_and logical_or logical_xor logical_not "
-    "bitwise_and bitwise_or bitwise_xor bitwise_invert arctan2 atan2 maximum minimum"
+    "bitwise_and bitwise_or bitwise_xor bitwise_invert arctan2 atan2 maximum minimum "
+    "hypot copysign logaddexp signbit conj real"
 ).split()
 REDUCTIONS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax")
 

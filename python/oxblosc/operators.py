@@ -42,10 +42,15 @@ UFUNCS = {
         f: f + "({0})"
         for f in (
             "sqrt exp expm1 log log10 log1p log2 sin cos tan arcsin arccos arctan sinh cosh tanh "
-            "arcsinh arccosh arctanh floor ceil trunc isnan isinf isfinite"
+            "arcsinh arccosh arctanh floor ceil trunc isnan isinf isfinite exp2 cbrt rint deg2rad rad2deg "
+            "degrees radians conjugate signbit"
         ).split()
     },
-    **{f: f + "({0}, {1})" for f in ("arctan2", "fmod", "minimum", "maximum")},
+    **{
+        f: f + "({0}, {1})"
+        for f in "arctan2 fmod minimum maximum hypot logaddexp logaddexp2 copysign fmin fmax".split()
+    },
+    "real": "real({0})",  # not a ufunc: for oxblosc.real (real types: the operand itself)
     "square": "{0} * {0}",
     "sign": "where({0} > 0, 1, where({0} < 0, -1, {0} - {0}))",
 }

@@ -598,3 +598,95 @@ def test_index_planner_questions_answer_no_index():
     assert set(ours) <= set(theirs) and ours["total_chunks"] == 4
     assert (a + 1).will_use_index() is (ta + 1).will_use_index() is False
     assert oxblosc.lazyexpr("sum(a)", {"a": a}).explain()["total_chunks"] == 1
+
+
+@pytest.mark.parametrize(
+    "name", ["exp2", "cbrt", "rint", "deg2rad", "rad2deg", "degrees", "radians", "conjugate", "signbit"]
+)
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "uint16", "int64", "float32", "float64"])
+def test_more_unary_ufuncs_are_lazy_and_match_numpy(name, dtype):
+    """``np.exp2(a)``, ``np.signbit(a)``... build lazy expressions the engine evaluates (they
+    used to fall back to NumPy on the whole array) with NumPy's values and types; special
+    values included. (1-byte inputs of float functions give float32 where NumPy gives
+    float16: the engine has no float16, as for ``np.sin``.)"""
+    rng = np.random.default_rng(5)
+    if dtype == "bool":
+        x = rng.random(200) > 0.5
+    elif dtype.startswith(("int", "uint")):
+        info = np.iinfo(dtype)
+        x = rng.integers(max(info.min, -300), min(info.max, 300), 200, dtype=dtype, endpoint=True)
+    else:
+        x = (rng.normal(size=200) * 50).astype(dtype)
+        x[:8] = [np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, 2.5, -3.5]
+    a = oxblosc.asarray(x, chunks=(64,), blocks=(16,))
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+        e = getattr(np, name)(a)
+        assert isinstance(e, oxblosc.LazyExpr), type(e)
+        got = e[:]
+    if want.dtype == np.float16:
+        assert got.dtype == np.float32
+        fits = np.isfinite(want) & (np.abs(want) > 1e-4)  # within float16 (no overflow, no underflow)
+        np.testing.assert_allclose(got[fits], want[fits].astype(np.float32), rtol=1e-3)
+        return
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=2e-7 if want.dtype == np.float32 else 1e-15, equal_nan=True)
+        np.testing.assert_array_equal(np.signbit(got[np.isfinite(want)]), np.signbit(want[np.isfinite(want)]))
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["hypot", "logaddexp", "logaddexp2", "copysign", "fmin", "fmax"])
+@pytest.mark.parametrize(
+    "dtypes",
+    [("float64", "float64"), ("float32", "float32"), ("int16", "float32"), ("int32", "int32"), ("bool", "bool")],
+)
+def test_more_binary_ufuncs_are_lazy_and_match_numpy(name, dtypes):
+    """Binary ufuncs the engine gained (hypot without overflow, logaddexp with equal
+    infinities and NaNs, NaN-ignoring fmin/fmax) against NumPy, lazily, with a scalar too;
+    also from expression text and as oxblosc module functions where python-blosc2 has them."""
+    rng = np.random.default_rng(6)
+
+    def make(dt):
+        if dt == "bool":
+            return rng.random(300) > 0.5
+        if dt.startswith("int"):
+            return rng.integers(-100, 100, 300).astype(dt)
+        v = (rng.normal(size=300) * 30).astype(dt)
+        v[:10] = [np.nan, 1.0, np.inf, -np.inf, np.inf, -0.0, 1e300 if dt == "float64" else 3e38, 0.0, -np.inf, np.nan]
+        return v
+
+    x, y = make(dtypes[0]), make(dtypes[1])
+    y[:10] = y[[1, 0, 2, 3, 3, 4, 6, 9, 8, 7]] if y.dtype.kind == "f" else y[:10]
+    a = oxblosc.asarray(x, chunks=(100,), blocks=(25,))
+    b = oxblosc.asarray(y, chunks=(100,), blocks=(25,))
+    f = getattr(np, name)
+    if name in ("hypot", "logaddexp", "logaddexp2", "copysign") and "bool" in dtypes:
+        x, y = x.astype(np.int8), y.astype(np.int8)  # NumPy: float16 loops only
+        a, b = oxblosc.asarray(x), oxblosc.asarray(y)
+    with np.errstate(all="ignore"):
+        for got_e, want in ((f(a, b), f(x, y)), (f(a, 2.5), f(x, 2.5)), (f(7, b), f(7, y))):
+            assert isinstance(got_e, oxblosc.LazyExpr), type(got_e)
+            got = got_e[:]
+            if want.dtype == np.float16:
+                assert got.dtype == np.float32
+                fits = np.isfinite(want) & (np.abs(want) > 1e-4)  # within float16 (no overflow, no underflow)
+                np.testing.assert_allclose(got[fits], want[fits].astype(np.float32), rtol=2e-3)
+                continue
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
+            tol = 1e-6 if want.dtype == np.float32 else 1e-14
+            np.testing.assert_allclose(got, want, rtol=tol, atol=0, equal_nan=True)
+        text = oxblosc.lazyexpr(f"{name}(a, b)", {"a": a, "b": b})
+        np.testing.assert_allclose(text.compute()[:], f(x, y).astype(text.dtype), rtol=2e-3, equal_nan=True)
+    if hasattr(blosc2, name):
+        assert isinstance(getattr(oxblosc, name)(a, b), oxblosc.LazyExpr)
+
+
+def test_conj_real_and_signbit_module_functions():
+    x = np.array([-1.5, -0.0, 0.0, np.nan, -np.nan, 3.0])
+    a = oxblosc.asarray(x)
+    np.testing.assert_array_equal(oxblosc.signbit(a)[:], np.signbit(x))
+    np.testing.assert_array_equal(oxblosc.conj(a)[:], x)
+    np.testing.assert_array_equal(oxblosc.real(a)[:], x)
+    assert oxblosc.conj(oxblosc.asarray(np.array([True, False])))[:].dtype == np.conj(np.array([True])).dtype

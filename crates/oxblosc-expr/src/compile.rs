@@ -44,6 +44,21 @@ pub(crate) enum F1 {
     Floor,
     Ceil,
     Trunc,
+    Exp2,
+    Cbrt,
+    /// Round half to even (`np.rint`).
+    Rint,
+    Deg2rad,
+    Rad2deg,
+}
+
+/// Binary float functions (operands promoted to a float type first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum F2 {
+    Hypot,
+    Logaddexp,
+    Logaddexp2,
+    Copysign,
 }
 
 /// Instructions. Operand and result types are fixed at compile time; see `eval.rs`.
@@ -69,6 +84,10 @@ pub(crate) enum Op {
     Min,
     Max,
     Atan2,
+    F2(F2),
+    /// NaN-ignoring minimum / maximum (`np.fmin`, `np.fmax`).
+    Fmin,
+    Fmax,
     And,
     Or,
     Xor,
@@ -174,10 +193,58 @@ fn named_constant(name: &str) -> Option<Weak> {
 }
 
 /// Names of the functions, for messages and suggestions.
-pub const FUNCTIONS: [&str; 33] = [
-    "abs", "sqrt", "exp", "expm1", "log", "log10", "log1p", "log2", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
-    "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite",
-    "where", "arctan2", "fmod", "minimum", "maximum", "absolute", "negative",
+pub const FUNCTIONS: [&str; 51] = [
+    "abs",
+    "sqrt",
+    "exp",
+    "expm1",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "floor",
+    "ceil",
+    "trunc",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "where",
+    "arctan2",
+    "fmod",
+    "minimum",
+    "maximum",
+    "absolute",
+    "negative",
+    "exp2",
+    "cbrt",
+    "rint",
+    "deg2rad",
+    "radians",
+    "rad2deg",
+    "degrees",
+    "hypot",
+    "logaddexp",
+    "logaddexp2",
+    "copysign",
+    "fmin",
+    "fmax",
+    "conj",
+    "conjugate",
+    "real",
+    "square",
+    "signbit",
 ];
 
 fn f1_of(name: &str) -> Option<F1> {
@@ -198,6 +265,11 @@ fn f1_of(name: &str) -> Option<F1> {
         "arctan" => Atan,
         "sinh" => Sinh,
         "cosh" => Cosh,
+        "exp2" => Exp2,
+        "cbrt" => Cbrt,
+        "rint" => Rint,
+        "deg2rad" | "radians" => Deg2rad,
+        "rad2deg" | "degrees" => Rad2deg,
         "tanh" => Tanh,
         "arcsinh" => Asinh,
         "arccosh" => Acosh,
@@ -624,7 +696,8 @@ impl Builder<'_> {
     fn call(&mut self, node: usize, name: &str, args: Vec<Val>, kids: &[usize]) -> Result<Val, ExprError> {
         let nargs = match name {
             "where" => 3,
-            "arctan2" | "fmod" | "minimum" | "maximum" => 2,
+            "arctan2" | "fmod" | "minimum" | "maximum" | "hypot" | "logaddexp" | "logaddexp2" | "copysign" | "fmin"
+            | "fmax" => 2,
             _ if FUNCTIONS.contains(&name) => 1,
             _ => {
                 let e = self.err(node, ErrorKind::UnknownName, format!("unknown function '{name}'")).function(name);
@@ -666,6 +739,22 @@ impl Builder<'_> {
                     }
                 }
                 "floor" | "ceil" | "trunc" if !dt.is_float() => r,
+                // Real types only: their conjugate and real part are themselves.
+                "real" => r,
+                "conj" | "conjugate" if dt == DType::Bool => self.cast(r, DType::I8),
+                "conj" | "conjugate" => r,
+                "square" => self.emit(Op::Square, &[r], if dt == DType::Bool { DType::I8 } else { dt }),
+                "signbit" => {
+                    let zero = self.reg(dt, Src::Const(cast_scalar(Scalar::I64(0), dt)));
+                    if dt.is_float() {
+                        // The sign bit: true for -0.0 and negative NaNs too.
+                        let one = self.reg(dt, Src::Const(cast_scalar(Scalar::F64(1.0), dt)));
+                        let signed = self.emit(Op::F2(F2::Copysign), &[one, r], dt);
+                        self.emit(Op::Cmp(Cmp::Lt), &[signed, zero], DType::Bool)
+                    } else {
+                        self.emit(Op::Cmp(Cmp::Lt), &[r, zero], DType::Bool)
+                    }
+                }
                 _ => {
                     let f = f1_of(name).expect("listed function");
                     let ft = dt.float_of().expect("numeric");
@@ -718,6 +807,14 @@ impl Builder<'_> {
         }
         let (op, t) = match name {
             "arctan2" => (Op::Atan2, t.float_of().expect("numeric")),
+            "hypot" => (Op::F2(F2::Hypot), t.float_of().expect("numeric")),
+            "logaddexp" => (Op::F2(F2::Logaddexp), t.float_of().expect("numeric")),
+            "logaddexp2" => (Op::F2(F2::Logaddexp2), t.float_of().expect("numeric")),
+            "copysign" => (Op::F2(F2::Copysign), t.float_of().expect("numeric")),
+            "fmin" if t == DType::Bool => (Op::And, t),
+            "fmax" if t == DType::Bool => (Op::Or, t),
+            "fmin" => (Op::Fmin, t),
+            "fmax" => (Op::Fmax, t),
             "fmod" => (Op::Fmod, if t == DType::Bool { DType::I8 } else { t }),
             "minimum" if t == DType::Bool => (Op::And, t),
             "maximum" if t == DType::Bool => (Op::Or, t),

@@ -299,6 +299,9 @@ fn exec(inst: &Inst, ctx: &Ctx<'_>, out: &mut ColumnMut<'_>) -> Result<(), ExprE
         Op::Min => bin!(with_num, |x: T, y: T| x.min_nan(y)),
         Op::Max => bin!(with_num, |x: T, y: T| x.max_nan(y)),
         Op::Atan2 => bin!(with_float, |x: T, y: T| Float::atan2(x, y)),
+        Op::F2(f) => bin!(with_float, |x: T, y: T| x.f2(f, y)),
+        Op::Fmin => bin!(with_num, |x: T, y: T| x.fmin(y)),
+        Op::Fmax => bin!(with_num, |x: T, y: T| x.fmax(y)),
         Op::Pow => with_num!(dt(a), T => {
             let e = ctx.get::<T>(b);
             if dt(b).is_int() {

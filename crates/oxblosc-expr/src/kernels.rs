@@ -3,7 +3,7 @@
 //! A kernel is one typed loop over a block (slice op slice, slice op constant, ...); the
 //! closures inline, so LLVM vectorises the loops that can be vectorised.
 
-use crate::compile::{Cmp, F1};
+use crate::compile::{Cmp, F1, F2};
 use crate::dtype::Scalar;
 
 /// An operand over one block: a slice, or one value broadcast to every row.
@@ -116,7 +116,7 @@ pub(crate) fn float_fn<T: Float>(f: F1, a: Opnd<'_, T>, o: &mut [T]) {
     }
     each!(
         Sqrt, Exp, Expm1, Log, Log10, Log1p, Log2, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh,
-        Atanh, Floor, Ceil, Trunc
+        Atanh, Floor, Ceil, Trunc, Exp2, Cbrt, Rint, Deg2rad, Rad2deg
     )
 }
 
@@ -238,6 +238,9 @@ pub(crate) trait Num: Elem {
     /// NaN-propagating minimum / maximum (`np.minimum`, `np.maximum`).
     fn min_nan(self, b: Self) -> Self;
     fn max_nan(self, b: Self) -> Self;
+    /// NaN-ignoring minimum / maximum (`np.fmin`, `np.fmax`: NaN only when both are).
+    fn fmin(self, b: Self) -> Self;
+    fn fmax(self, b: Self) -> Self;
 }
 
 macro_rules! int_num {
@@ -284,6 +287,8 @@ macro_rules! int_num {
             #[inline(always)] fn truth(self) -> bool { self != 0 }
             #[inline(always)] fn min_nan(self, b: Self) -> Self { if self <= b { self } else { b } }
             #[inline(always)] fn max_nan(self, b: Self) -> Self { if self >= b { self } else { b } }
+            #[inline(always)] fn fmin(self, b: Self) -> Self { self.min_nan(b) }
+            #[inline(always)] fn fmax(self, b: Self) -> Self { self.max_nan(b) }
         }
     )*};
 }
@@ -315,6 +320,7 @@ pub(crate) trait Float: Num + crate::fastmath::VecMath {
     fn div(self, b: Self) -> Self;
     fn f1(self, f: F1) -> Self;
     fn atan2(self, b: Self) -> Self;
+    fn f2(self, f: F2, b: Self) -> Self;
     fn is_inf(self) -> bool;
 }
 
@@ -353,6 +359,8 @@ macro_rules! float {
             #[inline(always)] fn truth(self) -> bool { self != 0.0 }
             #[inline(always)] fn min_nan(self, b: Self) -> Self { if self <= b || self.is_nan() { self } else { b } }
             #[inline(always)] fn max_nan(self, b: Self) -> Self { if self >= b || self.is_nan() { self } else { b } }
+            #[inline(always)] fn fmin(self, b: Self) -> Self { if self <= b || b.is_nan() { self } else { b } }
+            #[inline(always)] fn fmax(self, b: Self) -> Self { if self >= b || b.is_nan() { self } else { b } }
         }
         impl Float for $t {
             #[inline(always)] fn div(self, b: Self) -> Self { self / b }
@@ -380,6 +388,32 @@ macro_rules! float {
                     F1::Floor => self.floor(),
                     F1::Ceil => self.ceil(),
                     F1::Trunc => self.trunc(),
+                    F1::Exp2 => self.exp2(),
+                    F1::Cbrt => self.cbrt(),
+                    F1::Rint => self.round_ties_even(),
+                    F1::Deg2rad => self.to_radians(),
+                    F1::Rad2deg => self.to_degrees(),
+                }
+            }
+            #[inline(always)] fn f2(self, f: F2, b: Self) -> Self {
+                match f {
+                    F2::Hypot => self.hypot(b),
+                    F2::Copysign => self.copysign(b),
+                    // log(e^x + e^y) without overflow: the larger plus log1p(e^-|x - y|).
+                    F2::Logaddexp | F2::Logaddexp2 => {
+                        let base2 = f == F2::Logaddexp2;
+                        if self == b {
+                            // Equal infinities too (x - y would be NaN).
+                            return self + if base2 { 1.0 } else { std::f64::consts::LN_2 as $t };
+                        }
+                        let d = self - b;
+                        let (big, small_exp) = if d > 0.0 { (self, -d) } else if d <= 0.0 { (b, d) } else { return d };
+                        if base2 {
+                            big + small_exp.exp2().ln_1p() * (std::f64::consts::LOG2_E as $t)
+                        } else {
+                            big + small_exp.exp().ln_1p()
+                        }
+                    }
                 }
             }
             #[inline(always)] fn atan2(self, b: Self) -> Self { <$t>::atan2(self, b) }

@@ -25,7 +25,9 @@
 //!   integer powers are an error; bool `+`/`*` are or/and, bool `-` and unary `-` are errors.
 //! - Functions: `abs absolute negative sqrt exp expm1 log log10 log1p log2 sin cos tan arcsin
 //!   arccos arctan sinh cosh tanh arcsinh arccosh arctanh floor ceil trunc isnan isinf
-//!   isfinite where(c, a, b) arctan2 fmod minimum maximum`. Where NumPy would return float16
+//!   isfinite exp2 cbrt rint deg2rad (radians) rad2deg (degrees) signbit square conj
+//!   (conjugate) real where(c, a, b) arctan2 fmod minimum maximum fmin fmax (NaN-ignoring)
+//!   hypot logaddexp logaddexp2 copysign`. Where NumPy would return float16
 //!   (float functions of bool, int8, uint8) we return float32; transcendental functions use
 //!   the platform libm (float64 `sin cos`: the vectorised kernels of `fastmath`, within 2 ULP
 //!   of libm), so they may differ from NumPy's SIMD versions in the last bits.
