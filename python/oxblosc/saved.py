@@ -15,6 +15,8 @@ an error naming it, never executed.
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from typing import Any
 
 from .lazyexpr import LazyExpr, lazyexpr
@@ -23,10 +25,22 @@ from .ndarray import NDArray, empty
 _KEY = "b2o"
 _USER = "_b2o_user_vlmeta"
 _VERSION = 1
+# Functions of our engine that python-blosc2 4.14 cannot evaluate in a saved expression.
+_OURS_ONLY = "exp2 cbrt rint deg2rad rad2deg degrees radians conjugate logaddexp2 fmin fmax".split()
+_NOT_IN_BLOSC2 = re.compile(r"(?<![\w.])(" + "|".join(_OURS_ONLY) + r")\s*\(")
 
 
 def save(expr: LazyExpr, urlpath: str, **kwargs: Any) -> None:
-    """Write ``expr`` to ``urlpath`` (replaced) as python-blosc2 does."""
+    """Write ``expr`` to ``urlpath`` (replaced) as python-blosc2 does. An expression using a
+    function python-blosc2 cannot evaluate is saved too (oxblosc opens it), with a warning."""
+    unknown = sorted(set(_NOT_IN_BLOSC2.findall(expr.expression)))
+    if unknown:
+        warnings.warn(
+            f"saving {expr.expression!r} to {os.fspath(urlpath)!r}: python-blosc2 (4.14) cannot evaluate "
+            f"{', '.join(unknown)}; oxblosc opens it",
+            UserWarning,
+            stacklevel=3,
+        )
     carrier(expr, os.fspath(urlpath), **kwargs)
 
 

@@ -4,6 +4,7 @@ python-blosc2; stored Python code is refused, never run."""
 from __future__ import annotations
 
 import os
+import warnings
 
 import blosc2
 import numpy as np
@@ -94,3 +95,19 @@ def test_missing_operand_names_the_file(tmp_path):
     os.remove(tmp_path / "a.b2nd")
     with pytest.raises(FileNotFoundError, match="a.b2nd"):
         oxblosc.open(str(tmp_path / "e.b2nd"))
+
+
+def test_saving_a_function_python_blosc2_lacks_warns_and_still_opens(tmp_path):
+    """fmax, exp2... are ours only: saving one warns that python-blosc2 cannot evaluate it
+    (it raises on open); oxblosc reopens it; hypot (both have it) saves silently and opens
+    in python-blosc2."""
+    x = np.linspace(-2, 2, 60).reshape(6, 10)
+    a = oxblosc.asarray(x, urlpath=str(tmp_path / "a.b2nd"), mode="w")
+    with pytest.warns(UserWarning, match="cannot evaluate fmax"):
+        np.fmax(a, 0.5).save(str(tmp_path / "e.b2nd"))
+    np.testing.assert_array_equal(oxblosc.open(str(tmp_path / "e.b2nd"))[:], np.fmax(x, 0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.hypot(a, 2.0).save(str(tmp_path / "h.b2nd"))
+    r = blosc2.open(str(tmp_path / "h.b2nd"), deserialize="full")
+    np.testing.assert_allclose(r[:], np.hypot(x, 2.0))
