@@ -396,6 +396,11 @@ class LazyExpr(Operators, LazyArray):
             if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
                 out[...] = self[item]
                 return out
+            same = isinstance(out, NDArray) and tuple(out.shape) == self._shape
+            # In the engine when the geometry allows: one commit, so an expression that fails
+            # part way (an integer to a negative power) leaves ``out`` as it was.
+            if same and not any(o is out for o in self._ops.values()) and _compute_native(self, out):
+                return out
             return _fill(out, self)
         if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
             return asarray(self[item], **kwargs)

@@ -339,7 +339,7 @@ def test_compute_memory_is_bounded(tmp_path):
 
 
 def test_compute_to_a_file_memory_is_bounded(tmp_path):
-    """compute(urlpath=...) of a poorly compressible result 2x larger than the address-space room
+    """compute(urlpath=...) of a poorly compressible result 1.5x larger than the address-space room
     left to the process succeeds, for a contiguous file and a sparse directory (each chunk is
     written out as it is computed; the engine used to keep the compressed result in memory
     until the final commit), and python-blosc2 reads the result."""
@@ -347,16 +347,17 @@ def test_compute_to_a_file_memory_is_bounded(tmp_path):
         f"""
         import resource, numpy as np, oxblosc
         oxblosc.set_nthreads(2)
-        n = 60_000_000  # 480 MB of float64, about 340 MB compressed (sin of large arguments)
+        n = 40_000_000  # 320 MB of float64, about 230 MB compressed (sin of large arguments)
         b = oxblosc.arange(0, n, 1, dtype=np.float64, chunks=(1 << 20,), blocks=(1 << 16,))
         e = oxblosc.sin(b) * 1000.0
-        e.compute(urlpath={str(tmp_path / "warm.b2nd")!r}, chunks=(1 << 20,), blocks=(1 << 16,))
+        small = oxblosc.arange(0, 1 << 21, 1, dtype=np.float64, chunks=(1 << 20,), blocks=(1 << 16,))
+        (oxblosc.sin(small) * 1000.0).compute(urlpath={str(tmp_path / "warm.b2nd")!r})  # thread pools up
         vm = int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmSize"))) * 1024
         resource.setrlimit(resource.RLIMIT_AS, (vm + (150 << 20), vm + (150 << 20)))
         for name, contiguous in (("c.b2nd", True), ("s.b2nd", False)):
             p = {str(tmp_path)!r} + "/" + name
             r = e.compute(urlpath=p, mode="w", contiguous=contiguous, chunks=(1 << 20,), blocks=(1 << 16,))
-            assert r.schunk.cbytes > 2 * (150 << 20), r.schunk.cbytes  # more than the room left
+            assert r.schunk.cbytes > (200 << 20), r.schunk.cbytes  # more than the room left
             assert np.isclose(r[n - 1], np.sin(float(n - 1)) * 1000.0, rtol=1e-12)
             del r
         print("bounded")
@@ -367,8 +368,8 @@ def test_compute_to_a_file_memory_is_bounded(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip() == "bounded"
     x = blosc2.open(str(tmp_path / "c.b2nd"))
-    assert x.shape == (60_000_000,) and np.isclose(x[12345], np.sin(12345.0) * 1000.0, rtol=1e-12)
-    assert np.isclose(blosc2.open(str(tmp_path / "s.b2nd"))[-1], np.sin(59_999_999.0) * 1000.0, rtol=1e-12)
+    assert x.shape == (40_000_000,) and np.isclose(x[12345], np.sin(12345.0) * 1000.0, rtol=1e-12)
+    assert np.isclose(blosc2.open(str(tmp_path / "s.b2nd"))[-1], np.sin(39_999_999.0) * 1000.0, rtol=1e-12)
 
 
 def test_lazyexpr_where_argument():
@@ -400,3 +401,28 @@ def test_compute_in_the_engine_to_sparse_and_contiguous_files(tmp_path):
         assert r.schunk.nchunks == 4
         np.testing.assert_allclose(blosc2.open(p)[:], want, rtol=1e-12)
         np.testing.assert_allclose(oxblosc.open(p)[:], want, rtol=1e-12)
+
+
+def test_compute_out_that_fails_part_way_leaves_out_as_it_was(tmp_path):
+    """compute(out=...) with ``out`` in the operands' geometry runs in the engine as one
+    commit: an error in a late chunk (an integer to a negative power) leaves a stored
+    ``out`` exactly as before, also on reopening; the same expression without the bad value
+    fills it (and an ``out`` of other chunks takes the general path)."""
+    x = np.arange(100_000, dtype=np.int64) % 7
+    y = np.ones(100_000, dtype=np.int64)
+    y[-5] = -1
+    a = oxblosc.asarray(x, chunks=(10_000,), blocks=(1000,))
+    b = oxblosc.asarray(y, chunks=(10_000,), blocks=(1000,))
+    p = str(tmp_path / "out.b2nd")
+    for urlpath in (p, None):
+        out = oxblosc.full((100_000,), 3, dtype=np.int64, chunks=(10_000,), blocks=(1000,), urlpath=urlpath, mode="w")
+        with pytest.raises(ValueError, match="negative integer powers"):
+            (a**b).compute(out=out)
+        assert (out[:] == 3).all()
+        if urlpath:
+            assert (oxblosc.open(p)[:] == 3).all()
+    b[-5] = 2
+    assert (a**b).compute(out=out) is out
+    np.testing.assert_array_equal(out[:], x ** np.where(y == -1, 2, y))
+    other = oxblosc.zeros((100_000,), dtype=np.int64, chunks=(30_000,), blocks=(5000,))
+    np.testing.assert_array_equal((a * 2).compute(out=other)[:], x * 2)
