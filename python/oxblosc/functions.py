@@ -18,6 +18,7 @@ import numpy as np
 
 from .lazyexpr import FPAccuracy, LazyArray, LazyExpr, _operand, combine
 from .lazyudf import LazyUDF, lazyudf
+from .masks import round_
 from .ndarray import NDArray, empty
 from .operators import UFUNCS, lazy_ufunc
 from .reductions import reduce
@@ -224,6 +225,7 @@ def namespace() -> dict[str, Any]:
     ns: dict[str, Any] = {n: _elementwise(n) for n in ELEMENTWISE}
     ns.update({op: _reduction(op) for op in REDUCTIONS})
     ns.update(count_nonzero=count_nonzero, cumulative_sum=cumulative_sum, cumulative_prod=cumulative_prod)
+    ns.update(round=round_)
     ns.update(get_expr_operands=get_expr_operands, validate_expr=validate_expr, lazywhere=lazywhere)
     ns.update(result_type=result_type, can_cast=can_cast, isdtype=isdtype, finfo=np.finfo, iinfo=np.iinfo)
     ns.update(LazyArray=LazyArray, FPAccuracy=FPAccuracy, lazyudf=lazyudf, LazyUDF=LazyUDF)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,28 @@ def clip(x: Any, a_min: Any = None, a_max: Any = None) -> LazyExpr:
     if a_min is None:
         return _lazy("minimum({0}, {1})", x, a_max)
     return _lazy("minimum(maximum({0}, {1}), {2})", x, a_min, a_max)
+
+
+def round_(x: Any, decimals: int = 0) -> LazyExpr:
+    """``np.round(x, decimals)`` as a lazy expression, as NumPy computes it: floats scaled by
+    ``10**decimals`` (in their own type), rounded half to even and scaled back; integers
+    unchanged (booleans as floats) for ``decimals >= 0``."""
+    decimals = operator.index(decimals)
+    kind = np.dtype(getattr(x, "dtype", np.asarray(x).dtype)).kind
+    if kind not in "biuf":
+        raise TypeError(f"round() takes numeric values, not {np.dtype(x.dtype)}")
+    if kind == "b" and decimals != 0:
+        # (Not a TypeError: np.round would catch it and load the whole array to fail there.)
+        raise ValueError("round() of booleans takes only decimals=0 (NumPy cannot cast the scaled values back)")
+    if kind != "f":
+        if decimals < 0:
+            raise NotImplementedError("round() of integers to negative decimals is not evaluated lazily; use NumPy")
+        # NumPy rounds booleans into floats (float16; float32 here, as for every float function).
+        return _lazy("rint({0})" if kind == "b" else "real({0})", x)
+    if decimals == 0:
+        return _lazy("rint({0})", x)
+    scale = 10.0 ** abs(decimals)
+    return _lazy("rint({0} * {1}) / {1}" if decimals > 0 else "rint({0} / {1}) * {1}", x, scale)
 
 
 def isnan(x: Any) -> LazyExpr:

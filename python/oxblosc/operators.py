@@ -238,6 +238,16 @@ class Operators:
         out[...] = e[()]
         return out
 
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        """``np.round(a, decimals)``: a lazy expression (``out=`` writes it there)."""
+        from .masks import round_
+
+        e = round_(self, decimals)
+        if out is None:
+            return e
+        out[...] = e[()]
+        return out
+
 
 def _reduce(obj: Any, op: str, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, **kw: Any) -> Any:
     from .reductions import reduce

@@ -690,3 +690,33 @@ def test_conj_real_and_signbit_module_functions():
     np.testing.assert_array_equal(oxblosc.conj(a)[:], x)
     np.testing.assert_array_equal(oxblosc.real(a)[:], x)
     assert oxblosc.conj(oxblosc.asarray(np.array([True, False])))[:].dtype == np.conj(np.array([True])).dtype
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
+@pytest.mark.parametrize("decimals", [0, 2, -1])
+def test_round_is_lazy_and_matches_numpy(dtype, decimals):
+    """``np.round(a, d)``, ``a.round(d)`` and ``oxblosc.round(a, d)`` build lazy expressions
+    with NumPy's values (half to even, scaled in the array's own type); integers to negative
+    decimals are refused with a clear error rather than loaded whole."""
+    rng = np.random.default_rng(8)
+    x = (rng.normal(size=500) * 300).astype(dtype) if dtype != "bool" else rng.random(500) > 0.5
+    if dtype.startswith("float"):
+        x[:6] = [0.5, 1.5, 2.5, -0.5, np.nan, np.inf]
+    a = oxblosc.asarray(x, chunks=(128,), blocks=(32,))
+    if dtype == "bool" and decimals != 0:
+        with pytest.raises(Exception):  # noqa: B017 - NumPy raises a casting error too
+            np.round(x, decimals)
+        with pytest.raises(ValueError, match="decimals=0"):
+            np.round(a, decimals)
+        return
+    if dtype == "int32" and decimals < 0:
+        with pytest.raises(NotImplementedError, match="negative decimals"):
+            np.round(a, decimals)
+        return
+    for e in (np.round(a, decimals), a.round(decimals), oxblosc.round(a, decimals)):
+        assert isinstance(e, oxblosc.LazyExpr)
+        got, want = e[:], np.round(x, decimals)
+        if want.dtype == np.float16:  # bool: float32 here (no float16 in the engine)
+            want = want.astype(np.float32)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
