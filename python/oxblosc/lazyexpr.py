@@ -644,25 +644,52 @@ def _native_order(dt: np.dtype) -> bool:
     return dt.byteorder in "=|" or (dt.byteorder == "<") == (sys.byteorder == "little")
 
 
-def native_args(e: LazyExpr, geometry: tuple) -> tuple[list, list] | None:
-    """The engine's operands of ``e`` (``(name, native array, dtype)`` and ``(name, dtype,
-    bytes)``) when every array operand is a native NDArray of ``geometry`` (shape, chunks,
-    blocks) and the rest are scalars; None otherwise. Arrays behind file locks take the
-    general paths, which re-sync them."""
-    arrays, scalars = [], []
+# NDArray operands of another shape or geometry up to this size are read whole and handed
+# to the engine as dense operands (larger ones take the general paths).
+_DENSE_NDARRAY_LIMIT = 64 << 20
+
+
+def native_args(e: LazyExpr, geometry: tuple) -> tuple[list, list, list] | None:
+    """The engine's operands of ``e``: ``(name, native array, dtype)`` for native NDArrays of
+    ``geometry`` (shape, chunks, blocks), ``(name, dtype, bytes)`` for scalars, and ``(name,
+    dtype, C-contiguous array, dims)`` for dense operands (NumPy arrays, and small NDArrays
+    of another geometry, that broadcast to the shape); None when an operand fits none of
+    these. Arrays behind file locks take the general paths, which re-sync them."""
+    arrays, scalars, dense = [], [], []
+    shape = tuple(geometry[0])
     for name, o in e._ops.items():
         if not _native_order(o.dtype):
             return None
-        if isinstance(o, NDArray) and o.ndim:
-            if type(o._n) is not NativeNDArray or (o.shape, o.chunks, o.blocks) != geometry:
+        if isinstance(o, NDArray) and o.ndim and (o.shape, o.chunks, o.blocks) == geometry:
+            if type(o._n) is not NativeNDArray:
                 return None
             arrays.append((name, o._n, o.dtype.str))
         elif o.ndim == 0:
             v = np.ascontiguousarray(o[()])
             scalars.append((name, v.dtype.str, v.tobytes()))
         else:
+            d = _dense(o, shape)
+            if d is None:
+                return None
+            dense.append((name, d.dtype.str, d, list(d.shape)))
+    return arrays, scalars, dense
+
+
+def _dense(o: Any, shape: tuple) -> np.ndarray | None:
+    """``o`` as a C-contiguous array of ``len(shape)`` dimensions, each ``shape``'s length or
+    1 (axes it is broadcast along, kept at length 1: never expanded), or None."""
+    oshape = tuple(o.shape)
+    if len(oshape) > len(shape) or any(a not in (1, b) for a, b in zip(oshape[::-1], shape[::-1], strict=False)):
+        return None
+    if isinstance(o, NDArray):
+        if o.dtype.itemsize * math.prod(oshape) > _DENSE_NDARRAY_LIMIT:
             return None
-    return arrays, scalars
+        o = o[()]
+    elif not isinstance(o, np.ndarray):
+        return None
+    # Axes a NumPy view broadcasts (stride 0) are cut to length 1 rather than copied out.
+    o = o[tuple(slice(0, 1) if n > 1 and st == 0 else slice(None) for n, st in zip(o.shape, o.strides, strict=True))]
+    return np.ascontiguousarray(o).reshape((1,) * (len(shape) - o.ndim) + o.shape)
 
 
 def _compute_native(e: LazyExpr, out: NDArray) -> bool:
@@ -674,7 +701,8 @@ def _compute_native(e: LazyExpr, out: NDArray) -> bool:
     args = native_args(e, (out.shape, out.chunks, out.blocks))
     if args is None:
         return False
-    expr_compute(e._body, *args, out._n, _core.call_nthreads(None))
+    arrays, scalars, dense = args
+    expr_compute(e._body, arrays, scalars, out._n, _core.call_nthreads(None), dense)
     return True
 
 
@@ -695,7 +723,8 @@ def _read_native(e: LazyExpr) -> np.ndarray | None:
     if args is None:
         return None
     out = np.empty(e._shape, e._dtype)
-    expr_read(e._body, *args, out, _core.call_nthreads(None))
+    arrays, scalars, dense = args
+    expr_read(e._body, arrays, scalars, out, _core.call_nthreads(None), dense)
     return out
 
 

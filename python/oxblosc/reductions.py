@@ -305,7 +305,8 @@ def _native_source(obj: Any) -> Any:
         args = None if base is None else native_args(obj, (base.shape, base.chunks, base.blocks))
         if args is None:
             return None
-        return lambda *a: expr_reduce(obj._body, *args, *a)
+        arrays, scalars, dense = args
+        return lambda *a: expr_reduce(obj._body, arrays, scalars, *a, dense=dense)
     return None
 
 

@@ -141,19 +141,23 @@ def test_random_trees_against_numpy():
 
 
 def test_compute_in_the_engine_matches_numpy(monkeypatch):
-    """Random trees over NDArrays of one geometry (edge chunks, padded blocks) and scalars:
-    compute() runs decode, evaluation and compression in the engine, and gives the same
-    bits as evaluating the whole expression at once (``[()]``), and NumPy's values (float32
-    operands: float32's tolerance, NumPy's float32 functions differ in the last bit); trees
-    with other operands take the general path."""
+    """Random trees over NDArrays of one geometry (edge chunks, padded blocks), NumPy arrays
+    (broadcast ones too) and scalars: compute() runs decode, evaluation and compression in
+    the engine (NumPy operands as dense ones), and gives the same bits as evaluating the
+    whole expression at once (``[()]``), and NumPy's values (float32 operands: float32's
+    tolerance, NumPy's float32 functions differ in the last bit); without dense operands,
+    trees with NumPy ones take the general path."""
     lz = sys.modules["oxblosc.lazyexpr"]
     monkeypatch.setattr(sys.modules[__name__], "SHAPES", [SHAPE, ()])
     used = []
-    native = lz._compute_native
+    native, dense = lz._compute_native, lz._dense
     monkeypatch.setattr(lz, "_compute_native", lambda e, out: used.append(native(e, out)) or used[-1])
     rng = np.random.default_rng(99)
     with np.errstate(all="ignore"):
-        for _ in range(200):
+        for i in range(200):
+            # NumPy operands go to the engine as dense operands, or (every other tree: no
+            # dense operands) take the general path.
+            monkeypatch.setattr(lz, "_dense", dense if i % 2 else lambda o, shape: None)
             lazy, ref = _tree(rng, 3)
             if isinstance(lazy, oxblosc.LazyExpr) and lazy.shape == SHAPE:
                 r = lazy.compute()
@@ -426,3 +430,44 @@ def test_compute_out_that_fails_part_way_leaves_out_as_it_was(tmp_path):
     np.testing.assert_array_equal(out[:], x ** np.where(y == -1, 2, y))
     other = oxblosc.zeros((100_000,), dtype=np.int64, chunks=(30_000,), blocks=(5000,))
     np.testing.assert_array_equal((a * 2).compute(out=other)[:], x * 2)
+
+
+def test_broadcast_and_numpy_operands_run_in_the_engine(monkeypatch):
+    """NumPy operands (full, broadcast, and np.broadcast_to views, which are passed without
+    being expanded), small NDArrays of another shape or chunking, and scalars go to the
+    engine as dense operands: compute(), [:] and fused reductions give NumPy's values
+    without the general chunk loop; an NDArray of another chunking above the dense limit
+    takes the general path with the same values."""
+    lz = sys.modules["oxblosc.lazyexpr"]
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(30, 20, 12))
+    a = oxblosc.asarray(x, chunks=(7, 8, 12), blocks=(3, 5, 4))
+    row = rng.normal(size=12)
+    col = rng.normal(size=(30, 1, 1))
+    view = np.broadcast_to(rng.normal(size=(1, 20, 1)), (30, 20, 12))
+    other = rng.normal(size=(30, 20, 12)).astype(np.float32)
+    o2 = oxblosc.asarray(other, chunks=(10, 10, 6), blocks=(5, 5, 3))
+    small = oxblosc.asarray(rng.normal(size=(20, 1)), chunks=(4, 1))
+    cases = [
+        (a * row + col, x * row + col),
+        (a - view, x - view),
+        (np.sin(a) + x * 2, np.sin(x) + x * 2),
+        (a + o2 * small, x + other * small[:]),
+        ((a > row) & (a < 1.5), (x > row) & (x < 1.5)),
+    ]
+    fill = lz._fill
+    monkeypatch.setattr(lz, "_fill", lambda *a: (_ for _ in ()).throw(AssertionError("general path")))
+    for e, want in cases:
+        assert np.asarray(e.compute()[...]).dtype == want.dtype
+        np.testing.assert_allclose(e.compute()[...], want, rtol=1e-6)
+        np.testing.assert_allclose(e[:], want, rtol=1e-6)
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(e.sum(axis=1), want.sum(axis=1), rtol=1e-9)
+            np.testing.assert_allclose(e.max(), want.max())
+    monkeypatch.setattr(lz, "_fill", fill)
+    monkeypatch.setattr(lz, "_DENSE_NDARRAY_LIMIT", 1000)
+    used = []
+    native = lz._compute_native
+    monkeypatch.setattr(lz, "_compute_native", lambda e, out: used.append(native(e, out)) or used[-1])
+    np.testing.assert_allclose((a + o2).compute()[...], x + other, rtol=1e-6)
+    assert used == [False]

@@ -111,15 +111,33 @@ pub fn expr_evaluate<'py>(
     Ok(out)
 }
 
-/// An array operand: (name, array, NumPy dtype); a scalar: (name, NumPy dtype, its bytes).
+/// An array operand: (name, array, NumPy dtype); a scalar: (name, NumPy dtype, its bytes);
+/// a dense operand: (name, NumPy dtype, a C-contiguous NumPy array, its broadcast dims).
 pub(crate) type ArrayArg = (String, Py<NativeNDArray>, String);
 pub(crate) type ScalarArg = (String, String, Vec<u8>);
+pub(crate) type DenseArg<'py> = (String, String, Bound<'py, PyAny>, Vec<u64>);
+
+/// A dense operand's bytes, borrowed (no copy) for the call: see `oxblosc::lazy::Operand::Dense`.
+pub(crate) struct Dense {
+    name: String,
+    dtype: String,
+    view: ByteView,
+    dims: Vec<u64>,
+}
+
+/// Borrow the bytes of each dense operand (with the GIL, before it is released).
+pub(crate) fn dense_views(args: Vec<DenseArg<'_>>) -> PyResult<Vec<Dense>> {
+    args.into_iter()
+        .map(|(name, dtype, arr, dims)| Ok(Dense { name, dtype, view: ByteView::readable(&arr)?, dims }))
+        .collect()
+}
 
 /// `text` compiled over `arrays` and `scalars`, with the schema it was compiled against.
 pub(crate) fn compile_args(
     text: &str,
     arrays: &[ArrayArg],
     scalars: &[ScalarArg],
+    dense: &[Dense],
 ) -> PyResult<(Program, Vec<(String, DType)>)> {
     let expr = parse(text).map_err(expr_err)?;
     let dtype_of = |dstr: &str, name: &str| {
@@ -134,6 +152,9 @@ pub(crate) fn compile_args(
     for (name, d, _) in scalars {
         schema.push((name.clone(), dtype_of(d, name)?));
     }
+    for d in dense {
+        schema.push((d.name.clone(), dtype_of(&d.dtype, &d.name)?));
+    }
     let prog = expr.compile_columns(&schema).map_err(expr_err)?;
     Ok((prog, schema))
 }
@@ -145,6 +166,7 @@ pub(crate) fn with_operands<R>(
     schema: &[(String, DType)],
     arrays: &[ArrayArg],
     scalars: &[ScalarArg],
+    dense: &[Dense],
     f: impl FnOnce(&[Operand<'_>]) -> Result<R, ComputeError>,
 ) -> Result<R, ComputeError> {
     let natives: Vec<&NativeNDArray> = arrays.iter().map(|a| a.1.get()).collect();
@@ -162,6 +184,9 @@ pub(crate) fn with_operands<R>(
             if let Some(i) = arrays.iter().position(|a| &a.0 == n) {
                 let g = distinct.iter().position(|d| std::ptr::eq(*d, natives[i])).expect("listed above");
                 return Ok(Operand::Array(&guards[g]));
+            }
+            if let Some(d) = dense.iter().find(|d| &d.name == n) {
+                return Ok(Operand::Dense { bytes: d.view.as_slice(), dims: &d.dims });
             }
             let (_, _, bytes) = scalars.iter().find(|s| &s.0 == n).expect("compiled from these names");
             let dt = schema.iter().find(|s| &s.0 == n).expect("compiled from these names").1;
@@ -184,7 +209,7 @@ pub(crate) fn compute_err(py: Python<'_>, e: ComputeError) -> PyErr {
 /// released (`oxblosc::lazy`): `arrays` are (name, array, NumPy dtype) with `out`'s shape,
 /// chunks and blocks; `scalars` are (name, NumPy dtype, the value's bytes).
 #[pyfunction]
-#[pyo3(signature = (text, arrays, scalars, out, nthreads))]
+#[pyo3(signature = (text, arrays, scalars, out, nthreads, dense=Vec::new()))]
 pub fn expr_compute(
     py: Python<'_>,
     text: &str,
@@ -192,14 +217,16 @@ pub fn expr_compute(
     scalars: Vec<ScalarArg>,
     out: Py<NativeNDArray>,
     nthreads: usize,
+    dense: Vec<DenseArg<'_>>,
 ) -> PyResult<()> {
-    let (prog, schema) = compile_args(text, &arrays, &scalars)?;
+    let dense = dense_views(dense)?;
+    let (prog, schema) = compile_args(text, &arrays, &scalars, &dense)?;
     let out = out.get();
     if arrays.iter().any(|a| std::ptr::eq(a.1.get(), out)) {
         return Err(PyValueError::new_err("the output array cannot be an operand"));
     }
     let r = out.shared().write(py, |o| {
-        with_operands(&prog, &schema, &arrays, &scalars, |operands| compute_into(&prog, operands, o, nthreads))
+        with_operands(&prog, &schema, &arrays, &scalars, &dense, |operands| compute_into(&prog, operands, o, nthreads))
     });
     r.map_err(|e| compute_err(py, e))
 }
@@ -209,7 +236,7 @@ pub fn expr_compute(
 /// Rust with the GIL released (`oxblosc::lazy_read`): operands' blocks decoded one by one,
 /// results written in place.
 #[pyfunction]
-#[pyo3(signature = (text, arrays, scalars, out, nthreads))]
+#[pyo3(signature = (text, arrays, scalars, out, nthreads, dense=Vec::new()))]
 pub fn expr_read(
     py: Python<'_>,
     text: &str,
@@ -217,8 +244,10 @@ pub fn expr_read(
     scalars: Vec<ScalarArg>,
     out: &Bound<'_, PyAny>,
     nthreads: usize,
+    dense: Vec<DenseArg<'_>>,
 ) -> PyResult<()> {
-    let (prog, schema) = compile_args(text, &arrays, &scalars)?;
+    let dense = dense_views(dense)?;
+    let (prog, schema) = compile_args(text, &arrays, &scalars, &dense)?;
     let dstr: String = out.getattr("dtype")?.getattr("str")?.extract()?;
     if DType::from_numpy_str(&dstr) != Some(prog.dtype()) {
         return Err(PyTypeError::new_err(format!("out has dtype {dstr}, the result is {}", prog.dtype())));
@@ -226,7 +255,7 @@ pub fn expr_read(
     let mut view = ByteView::writable(out)?;
     let buf = view.as_mut_slice();
     let r = py.allow_threads(|| {
-        with_operands(&prog, &schema, &arrays, &scalars, |operands| {
+        with_operands(&prog, &schema, &arrays, &scalars, &dense, |operands| {
             oxblosc::lazy_read::evaluate_into(&prog, operands, buf, nthreads)
         })
     });

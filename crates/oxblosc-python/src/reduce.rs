@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::expr::{compile_args, compute_err, with_operands, ArrayArg, ScalarArg};
+use crate::expr::{compile_args, compute_err, dense_views, with_operands, ArrayArg, DenseArg, ScalarArg};
 use crate::ndarray::NativeNDArray;
 
 type Out<'py> = (Bound<'py, PyBytes>, &'static str, Option<Bound<'py, PyBytes>>);
@@ -84,7 +84,7 @@ pub fn nd_reduce<'py>(
 /// dtype; one shape, chunks and blocks) and `scalars` (name, NumPy dtype, bytes), evaluated
 /// block by block and folded at once.
 #[pyfunction]
-#[pyo3(signature = (text, arrays, scalars, op, axes, means, float_acc, nthreads))]
+#[pyo3(signature = (text, arrays, scalars, op, axes, means, float_acc, nthreads, dense=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 pub fn expr_reduce<'py>(
     py: Python<'py>,
@@ -96,13 +96,15 @@ pub fn expr_reduce<'py>(
     means: Option<&[u8]>,
     float_acc: bool,
     nthreads: usize,
+    dense: Vec<DenseArg<'py>>,
 ) -> PyResult<Out<'py>> {
     let op = op_of(op)?;
-    let (prog, schema) = compile_args(text, &arrays, &scalars)?;
+    let dense = dense_views(dense)?;
+    let (prog, schema) = compile_args(text, &arrays, &scalars, &dense)?;
     let means = means_of(means);
     let acc = acc_of(prog.dtype(), float_acc);
     let r = py.allow_threads(|| {
-        with_operands(&prog, &schema, &arrays, &scalars, |operands| {
+        with_operands(&prog, &schema, &arrays, &scalars, &dense, |operands| {
             reduce(&Source::Expr(&prog, operands), op, acc, &axes, means.as_deref(), nthreads)
         })
     });

@@ -30,6 +30,14 @@ use rayon::prelude::*;
 pub enum Operand<'a> {
     Array(&'a NdArray),
     Scalar(ColumnRef<'a>),
+    /// An array in memory (C order, native item type), with the result's number of
+    /// dimensions and each length the result's or 1 (broadcast along that axis): a NumPy
+    /// operand, or a small array of another shape or geometry. Each block of it is gathered
+    /// from these bytes as the blocks of stored operands are decoded.
+    Dense {
+        bytes: &'a [u8],
+        dims: &'a [u64],
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -232,7 +240,7 @@ pub(crate) fn operand_chunks<'o>(operands: &[Operand<'o>], n: u64) -> Result<Vec
                 }
                 Ok(Some(c))
             }
-            Operand::Scalar(_) => Ok(None),
+            Operand::Scalar(_) | Operand::Dense { .. } => Ok(None),
         })
         .collect()
 }
@@ -265,7 +273,7 @@ pub(crate) fn eval_block(
     if runs.is_empty() {
         return Ok(());
     }
-    with_operand_blocks(operands, chunks, n, k, |blocks| {
+    with_operand_blocks(operands, chunks, geom, n, k, |blocks| {
         for &(start, len) in &runs {
             eval_run(prog, operands, blocks, start, len, &mut out[start * size..(start + len) * size])?;
         }
@@ -274,10 +282,12 @@ pub(crate) fn eval_block(
 }
 
 /// `f` over block `k` of each array operand (decoded from `chunks`, the operands' chunk
-/// `n`, into this thread's buffers; a scalar's buffer is empty).
+/// `n`, or gathered from a dense operand, into this thread's buffers of the result's
+/// geometry `geom`; a scalar's buffer is empty).
 pub(crate) fn with_operand_blocks<R>(
     operands: &[Operand<'_>],
     chunks: &[Option<Cow<'_, [u8]>>],
+    geom: &Geometry,
     n: u64,
     k: usize,
     f: impl FnOnce(&[Vec<u8>]) -> Result<R>,
@@ -299,10 +309,63 @@ pub(crate) fn with_operand_blocks<R>(
                     chunk: oxblosc_frame::ChunkId::Data(n as usize),
                     source,
                 })?;
+            } else if let Operand::Dense { bytes, dims } = op {
+                let size = bytes.len() / dims.iter().product::<u64>().max(1) as usize;
+                b.resize(geom.block_items * size, 0);
+                if let Some(bx) = crate::reduce::block_box(geom, n, k) {
+                    gather_dense(bytes, dims, size, geom, &bx.start, &bx.valid, b);
+                }
             }
         }
         f(blocks)
     })
+}
+
+/// The block of a dense operand (`bytes` of shape `dims`, `size`-byte items) whose valid part
+/// starts at global `start` and spans `valid`, into `out` (laid out as a block of `geom`;
+/// items outside the valid part are left as they are: padding nobody reads).
+fn gather_dense(
+    bytes: &[u8],
+    dims: &[u64],
+    size: usize,
+    geom: &Geometry,
+    start: &[u64],
+    valid: &[u64],
+    out: &mut [u8],
+) {
+    let nd = dims.len();
+    let last = nd - 1;
+    // Item strides of the dense array (0 along broadcast axes) and of the block.
+    let (mut dstride, mut bstride) = (vec![0usize; nd], vec![1usize; nd]);
+    let mut acc = 1usize;
+    for d in (0..nd).rev() {
+        dstride[d] = if dims[d] == 1 { 0 } else { acc };
+        acc *= dims[d] as usize;
+        if d < last {
+            bstride[d] = bstride[d + 1] * geom.blocks[d + 1] as usize;
+        }
+    }
+    let run = valid[last] as usize;
+    let mut idx = vec![0u64; last];
+    loop {
+        let (mut from, mut to) = (0usize, 0usize);
+        for d in 0..last {
+            from += (start[d] + idx[d]) as usize * dstride[d];
+            to += idx[d] as usize * bstride[d];
+        }
+        from += start[last] as usize * dstride[last];
+        let dst = &mut out[to * size..(to + run) * size];
+        if dstride[last] == 0 {
+            let one = &bytes[from * size..(from + 1) * size];
+            dst.chunks_exact_mut(size).for_each(|c| c.copy_from_slice(one));
+        } else {
+            dst.copy_from_slice(&bytes[from * size..(from + run) * size]);
+        }
+        // Next row over the axes before the last (C order).
+        let Some(d) = (0..last).rev().find(|&d| idx[d] + 1 < valid[d]) else { break };
+        idx[d] += 1;
+        idx[d + 1..].fill(0);
+    }
 }
 
 /// The program over items `start..start + len` of the operands' decoded `blocks`, into
@@ -320,7 +383,9 @@ pub(crate) fn eval_run(
         .zip(blocks)
         .zip(prog.input_dtypes())
         .map(|((op, b), &dt)| match op {
-            Operand::Array(_) => ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()]),
+            Operand::Array(_) | Operand::Dense { .. } => {
+                ColumnRef::from_bytes(dt, &b[start * dt.itemsize()..(start + len) * dt.itemsize()])
+            }
             Operand::Scalar(c) => Ok(*c),
         })
         .collect::<std::result::Result<_, _>>()?;
@@ -394,6 +459,17 @@ pub(crate) fn check(prog: &Program, operands: &[Operand<'_>], geom: &Geometry, o
                     return mismatch(format!("operand '{name}' must be one {dt} value"));
                 }
             }
+            Operand::Dense { bytes, dims } => {
+                let fits = dims.len() == geom.ndim() && dims.iter().zip(&geom.shape).all(|(&d, &s)| d == 1 || d == s);
+                let items = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+                if !fits || items.and_then(|i| i.checked_mul(dt.itemsize() as u64)) != Some(bytes.len() as u64) {
+                    return mismatch(format!(
+                        "operand '{name}' of shape {dims:?} and {} bytes does not broadcast to {:?} as {dt}",
+                        bytes.len(),
+                        geom.shape
+                    ));
+                }
+            }
         }
     }
     Ok(())
@@ -444,6 +520,45 @@ mod tests {
     /// Every chunk, decoded (padding included).
     fn decoded_chunks(a: &NdArray) -> Vec<Vec<u8>> {
         (0..a.schunk().nchunks()).map(|n| a.schunk().decompress_chunk(n).unwrap()).collect()
+    }
+
+    /// Dense operands (a full one, and ones broadcast along each axis and along several)
+    /// give the values of the same expression over expanded arrays, in compute (zero
+    /// padding as a written array) and in `[:]`; a dense operand of a shape that does not
+    /// broadcast, or of the wrong size, is refused.
+    #[test]
+    fn dense_operands_broadcast_like_numpy() {
+        let n = nitems();
+        let a: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let aa = array("<f8", 8, &f64s(&a));
+        let full: Vec<f64> = (0..n).map(|i| i as f64 - 3.0).collect();
+        let idx = |i: usize| [i / 50, (i / 5) % 10, i % 5];
+        for dims in [vec![7u64, 10, 5], vec![1, 10, 1], vec![7, 1, 1], vec![1, 1, 5], vec![7, 10, 1], vec![1, 1, 1]] {
+            let stride = [dims[1] * dims[2], dims[2], 1];
+            let at = |i: usize| -> f64 {
+                let c = idx(i);
+                let j: u64 = (0..3).map(|d| if dims[d] == 1 { 0 } else { c[d] as u64 * stride[d] }).sum();
+                full[j as usize]
+            };
+            let m = dims.iter().product::<u64>() as usize;
+            let bytes = f64s(&full[..m]);
+            let prog = program("a * 2 + d", &[("a", DType::F64), ("d", DType::F64)]);
+            let ops = [Operand::Array(&aa), Operand::Dense { bytes: &bytes, dims: &dims }];
+            let want: Vec<f64> = (0..n).map(|i| a[i] * 2.0 + at(i)).collect();
+            let mut out = empty("<f8", 8);
+            compute_into(&prog, &ops, &mut out, 2).unwrap();
+            assert_eq!(decoded_chunks(&out), decoded_chunks(&array("<f8", 8, &f64s(&want))), "dims {dims:?}");
+            let mut read = vec![0u8; n * 8];
+            crate::lazy_read::evaluate_into(&prog, &ops, &mut read, 2).unwrap();
+            assert_eq!(read, f64s(&want), "dims {dims:?}");
+        }
+        let bytes = f64s(&full[..10]);
+        let prog = program("a * 2 + d", &[("a", DType::F64), ("d", DType::F64)]);
+        for dims in [vec![1u64, 10], vec![1, 5, 2], vec![1, 10, 2]] {
+            let ops = [Operand::Array(&aa), Operand::Dense { bytes: &bytes, dims: &dims }];
+            let e = compute_into(&prog, &ops, &mut empty("<f8", 8), 1).unwrap_err();
+            assert!(matches!(e, ComputeError::Mismatch(ref m) if m.contains("does not broadcast")), "{dims:?}: {e}");
+        }
     }
 
     #[test]

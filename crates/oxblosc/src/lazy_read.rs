@@ -24,7 +24,7 @@ type Result<T> = std::result::Result<T, ComputeError>;
 pub fn evaluate_into(prog: &Program, operands: &[Operand<'_>], out: &mut [u8], nthreads: usize) -> Result<()> {
     let Some(g) = operands.iter().find_map(|o| match o {
         Operand::Array(a) => Some(a.geometry()),
-        Operand::Scalar(_) => None,
+        Operand::Scalar(_) | Operand::Dense { .. } => None,
     }) else {
         return Err(ComputeError::Mismatch("an expression evaluated here needs an array operand".into()));
     };
@@ -90,7 +90,7 @@ fn fill_slab(
         let chunks = operand_chunks(operands, n)?;
         for k in ks.clone() {
             let Some(bx) = block_box(g, n, k) else { continue };
-            with_operand_blocks(operands, &chunks, n, k, |blocks| {
+            with_operand_blocks(operands, &chunks, g, n, k, |blocks| {
                 seg.each(&bx.start, &bx.valid, |from, to, len| {
                     let to = to * seg.ts - skip;
                     eval_run(prog, operands, blocks, from, len, &mut piece[to..to + len * seg.ts])

@@ -101,7 +101,7 @@ impl<'a> Source<'a> {
             Source::Expr(prog, operands) => {
                 let Some(g) = operands.iter().find_map(|o| match o {
                     Operand::Array(a) => Some(a.geometry()),
-                    Operand::Scalar(_) => None,
+                    Operand::Scalar(_) | Operand::Dense { .. } => None,
                 }) else {
                     return mismatch("an expression reduced here needs an array operand".into());
                 };
