@@ -381,7 +381,7 @@ fn header_for(arr: &nd::NdArray) -> (Vec<u8>, bool) {
             );
             let transposed = h.fortran_order && !logical_order;
             let stored: Vec<u64> = if transposed { h.shape.iter().rev().copied().collect() } else { h.shape.clone() };
-            let size_ok = h.itemsize().map_or(true, |n| n == arr.typesize());
+            let size_ok = h.itemsize().is_none_or(|n| n == arr.typesize());
             if stored == shape && size_ok && h.raw.len() == raw.len() {
                 return (raw, h.fortran_order && logical_order);
             }

@@ -141,7 +141,7 @@ impl<'a> ColumnRef<'a> {
     /// of the item size, the buffer is not aligned for the type, or a bool byte is not 0/1.
     pub fn from_bytes(dtype: DType, bytes: &'a [u8]) -> Result<ColumnRef<'a>, ExprError> {
         let bad = |why: &str| ExprError::new(ErrorKind::Input, format!("{} bytes as {dtype}: {why}", bytes.len()));
-        if dtype.itemsize() == 0 || bytes.len() % dtype.itemsize() != 0 {
+        if dtype.itemsize() == 0 || !bytes.len().is_multiple_of(dtype.itemsize()) {
             return Err(bad("not a whole number of items"));
         }
         macro_rules! cast {
@@ -174,7 +174,7 @@ impl<'a> ColumnMut<'a> {
     pub fn from_bytes(dtype: DType, bytes: &'a mut [u8]) -> Result<ColumnMut<'a>, ExprError> {
         let n = bytes.len();
         let bad = |why: &str| ExprError::new(ErrorKind::Input, format!("{n} output bytes as {dtype}: {why}"));
-        if dtype.itemsize() == 0 || n % dtype.itemsize() != 0 {
+        if dtype.itemsize() == 0 || !n.is_multiple_of(dtype.itemsize()) {
             return Err(bad("not a whole number of items"));
         }
         macro_rules! cast {

@@ -22,7 +22,7 @@ const COLS: [(&str, DType); 6] =
     [("a", DType::F32), ("b", DType::I32), ("c", DType::F64), ("d", DType::U8), ("e", DType::Bool), ("l", DType::I64)];
 
 fn expr(r: &mut Rng, depth: u32) -> String {
-    if depth == 0 || r.next() % 4 == 0 {
+    if depth == 0 || r.next().is_multiple_of(4) {
         return r.pick(&["a", "b", "c", "d", "e", "l", "3", "-2", "0.5", "1e3", "nan", "inf", "True", "0"]).to_string();
     }
     let (x, y) = (expr(r, depth - 1), expr(r, depth - 1));
@@ -46,7 +46,7 @@ fn column(r: &mut Rng, dt: DType, n: usize) -> Column {
         Column::I32(v) => v.iter_mut().for_each(|x| *x = *r.pick(&[0, 1, -1, 3, 7, -40, i32::MIN, i32::MAX])),
         Column::I64(v) => v.iter_mut().for_each(|x| *x = *r.pick(&[0, 2, -5, i64::MIN, i64::MAX])),
         Column::U8(v) => v.iter_mut().for_each(|x| *x = r.next() as u8),
-        Column::Bool(v) => v.iter_mut().for_each(|x| *x = r.next() % 2 == 0),
+        Column::Bool(v) => v.iter_mut().for_each(|x| *x = r.next().is_multiple_of(2)),
         _ => unreachable!(),
     }
     c

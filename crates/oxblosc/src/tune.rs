@@ -502,7 +502,7 @@ pub fn tune_chunk(
     let window = unit * ((128 << 10) / unit).max(1);
     let count = (CHUNK_SAMPLE / window).clamp(2, 8);
     // Windows start on block boundaries, so they are compressed as the chunk's blocks are.
-    let align = if data.len() % unit == 0 { unit } else { opts.typesize };
+    let align = if data.len().is_multiple_of(unit) { unit } else { opts.typesize };
     let mut b = Bench::new(sample_windows(data, align, opts.seed, window, count), opts.typesize);
     let obj = opts.objective;
     let at = |c: Candidate| Candidate { splitmode, blocksize, ..c };
@@ -635,7 +635,7 @@ mod tests {
         assert_ne!(s(1), s(2));
         assert!(sample(&data, 4, 3)
             .iter()
-            .all(|w| w.len() == WINDOW && (w.as_ptr() as usize - data.as_ptr() as usize) % 4 == 0));
+            .all(|w| w.len() == WINDOW && (w.as_ptr() as usize - data.as_ptr() as usize).is_multiple_of(4)));
     }
 
     #[test]
