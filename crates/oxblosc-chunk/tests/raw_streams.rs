@@ -1,0 +1,76 @@
+//! Streams stored raw without a filter are copied from `src` only once the chunk is known
+//! not to end memcpyed (serial path), and `compress_or_raw` leaves only the header of a
+//! memcpyed Blosc2 chunk in `dst`. The chunks stay byte for byte those of the parallel path
+//! (which copies every raw stream at once) and of `compress`.
+
+use oxblosc_chunk::compress::{compress_or_raw, RawOr};
+use oxblosc_chunk::{compress, compress_into, decompress, max_compressed_len, CParams, DParams, SplitMode};
+
+/// Bytes of a xorshift generator: incompressible for every codec.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn cp(codec: u8, clevel: u8, nthreads: usize, blocksize: usize, splitmode: SplitMode) -> CParams {
+    CParams { codec, clevel, typesize: 4, nthreads, blocksize, splitmode, filters: [0; 6], ..CParams::default() }
+}
+
+#[test]
+fn memcpyed_chunks_leave_only_the_header() {
+    let src = noise(2 << 20, 7);
+    for codec in [0u8, 1, 2, 4, 5] {
+        let p = cp(codec, 5, 1, 0, SplitMode::Auto);
+        let mut dst = vec![0xa5u8; max_compressed_len(src.len())];
+        assert_eq!(compress_or_raw(&src, &mut dst, &p).unwrap(), RawOr::Raw(32), "codec {codec}");
+        // No raw stream and no whole copy of the data went into dst: at most the bytes that
+        // codecs wrote while trying (none for BloscLZ, whose probe gives up first).
+        let copied = dst[32..].iter().zip(&src).filter(|(d, s)| d == s).count();
+        assert!(copied < src.len() / 64, "codec {codec}: {copied} bytes of the data in dst");
+        if codec == 0 {
+            let touched = dst[32..].iter().filter(|&&b| b != 0xa5).count();
+            assert!(touched < 1024, "{touched} bytes written besides offsets and sizes");
+        }
+        let mut whole = dst[..32].to_vec();
+        whole.extend_from_slice(&src);
+        assert_eq!(whole, compress(&src, &p).unwrap(), "codec {codec}");
+    }
+}
+
+#[test]
+fn mixed_raw_and_compressed_streams_match_the_parallel_path() {
+    // Blocks alternate between noise (stored raw) and a repeating pattern (compressed), with
+    // a partial last block; the source starts at an odd offset.
+    let bs = 16 << 10;
+    let n = 9 * bs + 4 * 333;
+    let mut buf = vec![0u8; n + 1];
+    let rnd = noise(n, 11);
+    for (i, b) in buf[1..].iter_mut().enumerate() {
+        *b = if (i / bs) % 2 == 0 { rnd[i] } else { (i % 97) as u8 };
+    }
+    let src = &buf[1..];
+    for codec in [0u8, 1, 4, 5] {
+        for split in [SplitMode::Never, SplitMode::Always] {
+            let serial = compress(src, &cp(codec, 5, 1, bs, split)).unwrap();
+            let parallel = compress(src, &cp(codec, 5, 2, bs, split)).unwrap();
+            assert_eq!(serial, parallel, "codec {codec} split {split:?}");
+            assert!(serial.len() < n, "codec {codec}: the chunk should not be memcpyed");
+            assert_eq!(decompress(&serial, &DParams::default()).unwrap(), src, "codec {codec} split {split:?}");
+            // Into a destination of exactly the largest size (the last block goes aside).
+            let mut dst = vec![0u8; max_compressed_len(n)];
+            let k = compress_into(src, &mut dst, &cp(codec, 5, 1, bs, split)).unwrap();
+            assert_eq!(dst[..k], serial[..]);
+            let mut dst = vec![0u8; max_compressed_len(n)];
+            let r = compress_or_raw(src, &mut dst, &cp(codec, 5, 1, bs, split)).unwrap();
+            assert_eq!(r, RawOr::Encoded(serial.len()));
+            assert_eq!(dst[..serial.len()], serial[..]);
+        }
+    }
+}
