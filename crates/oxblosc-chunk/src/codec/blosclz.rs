@@ -110,22 +110,27 @@ fn hash<const H: u32>(v: u32) -> usize {
 #[inline(always)]
 fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
     let mut i = a + 4;
-    // Long matches (repetitive data) 32 bytes at a time: fixed-size array comparisons,
-    // which the compiler turns into vector compares; the 8-byte steps then find the byte.
-    while i + 32 <= bound {
-        let here: &[u8; 32] = x[i..i + 32].try_into().unwrap();
-        let back: &[u8; 32] = x[i - d..i - d + 32].try_into().unwrap();
-        if here != back {
-            break;
-        }
-        i += 32;
-    }
+    let mut words = 0;
     while i + 8 <= bound {
         let diff = r64(x, i) ^ r64(x, i - d);
         if diff != 0 {
             return i + (diff.trailing_zeros() / 8) as usize + 1;
         }
         i += 8;
+        words += 1;
+        if words == 2 {
+            // 20 bytes matched: likely a long match (repetitive data), go on 32 bytes at a
+            // time (fixed-size array comparisons become vector compares); most matches end
+            // before this, where a 32-byte compare would only cost.
+            while i + 32 <= bound {
+                let here: &[u8; 32] = x[i..i + 32].try_into().unwrap();
+                let back: &[u8; 32] = x[i - d..i - d + 32].try_into().unwrap();
+                if here != back {
+                    break;
+                }
+                i += 32;
+            }
+        }
     }
     while i < bound {
         if x[i] != x[i - d] {
