@@ -74,3 +74,22 @@ fn mixed_raw_and_compressed_streams_match_the_parallel_path() {
         }
     }
 }
+
+#[test]
+fn memcpyed_chunks_decode_in_pieces() {
+    // Sizes around the 256 KiB copy pieces, whole decodes and item ranges crossing pieces.
+    for n in [1000usize, (256 << 10) - 4, 256 << 10, (3 << 18) + 76, 5 << 20] {
+        let src = noise(n, n as u64);
+        let c = compress(&src, &cp(0, 5, 1, 0, SplitMode::Auto)).unwrap();
+        assert_eq!(c.len(), n + 32, "{n}: not memcpyed");
+        assert_eq!(decompress(&c, &DParams::default()).unwrap(), src, "{n}");
+        for (start, items) in [(0usize, n / 4), (1, n / 4 - 1), ((256 << 10) / 4 - 3, 7)] {
+            if start + items > n / 4 || items == 0 {
+                continue;
+            }
+            let mut out = vec![0u8; items * 4];
+            oxblosc_chunk::getitem(&c, start, items, &mut out).unwrap();
+            assert_eq!(out, src[start * 4..(start + items) * 4], "{n} {start} {items}");
+        }
+    }
+}
