@@ -386,8 +386,13 @@ impl Encoder {
                     let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
                     with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s, None))
                 });
-                let mut packed = Some((pos, all_zero_runs));
-                for (i, &(n, zero)) in encoded?.iter().enumerate() {
+                let encoded = encoded?;
+                // A chunk that would be larger than `dst` or than storing raw ends memcpyed
+                // (below): known from the sizes alone, so its blocks are not packed first.
+                let total = encoded.iter().fold(pos, |t, &(n, _)| t.saturating_add(n));
+                let fits = total <= dst.len().min(self.nbytes + hlen);
+                let mut packed = fits.then_some((pos, all_zero_runs));
+                for (i, &(n, zero)) in encoded.iter().enumerate() {
                     let Some((p, z)) = packed else { break };
                     if p + n > dst.len() {
                         packed = None;

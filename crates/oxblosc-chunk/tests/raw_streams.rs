@@ -41,6 +41,13 @@ fn memcpyed_chunks_leave_only_the_header() {
         let mut whole = dst[..32].to_vec();
         whole.extend_from_slice(&src);
         assert_eq!(whole, compress(&src, &p).unwrap(), "codec {codec}");
+        // With two threads the blocks are encoded aside: a chunk that ends memcpyed is
+        // recognised from their sizes, and nothing of them is packed into dst.
+        let p2 = cp(codec, 5, 2, 0, SplitMode::Auto);
+        let mut dst = vec![0xa5u8; max_compressed_len(src.len())];
+        assert_eq!(compress_or_raw(&src, &mut dst, &p2).unwrap(), RawOr::Raw(32), "codec {codec}");
+        assert!(dst[32..].iter().all(|&b| b == 0xa5), "codec {codec}, 2 threads: blocks packed into dst");
+        assert_eq!(dst[..32], whole[..32], "codec {codec}, 2 threads");
     }
 }
 
