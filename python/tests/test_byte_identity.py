@@ -178,3 +178,24 @@ def test_bytedelta_typesize1_like_blosc2():
     data = bytes(range(256)) * 100
     o, c = _pair(data, ox.Codec.LZ4, 5, 1, [F.SHUFFLE, F.BYTEDELTA])
     assert o == c
+
+
+@pytest.mark.parametrize("codec", [ox.Codec.BLOSCLZ, *OTHER])
+@pytest.mark.parametrize("filters", [[], [F.SHUFFLE]])
+def test_incompressible_chunks_stored_raw_like_blosc2(codec, filters):
+    # A memcpyed chunk is built as header + data straight into the returned bytes (the data
+    # are not staged in the output buffer first): same bytes as python-blosc2's, also from a
+    # view at an odd offset and for sizes that end in a partial block.
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    for size in (4099, 600_001, 2_000_000):
+        buf = rng.integers(0, 256, size + 1, dtype=np.uint8).tobytes()
+        data = memoryview(buf)[1:]
+        o, c = _pair(data, codec, 5, 1, filters)
+        assert o == c, f"{codec.name} {filters} {size}"
+        assert len(o) == size + 32
+        assert ox.decompress2(o) == bytes(data)
+        # and a compressible chunk next to it on the same thread (the reused output buffer)
+        small = bytes(size)
+        assert ox.decompress2(ox.compress2(small, codec=codec, typesize=1, filters=filters, nthreads=1)) == small

@@ -84,6 +84,26 @@ pub fn compress_blosc1_or_raw(src: &[u8], dst: &mut [u8], cp: &CParams) -> Resul
     Ok(if enc.header.flags & flags::MEMCPYED != 0 { Blosc1Chunk::Raw } else { Blosc1Chunk::Encoded(n) })
 }
 
+/// What [`compress_or_raw`] left in `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawOr {
+    /// The whole chunk, this long.
+    Encoded(usize),
+    /// Only the header (this long) of a chunk stored raw: the chunk is that header then `src`.
+    Raw(usize),
+}
+
+/// [`compress_into`], except that a chunk stored raw is not copied into `dst`: a caller
+/// that copies the chunk out anyway (into a Python `bytes`) then copies `src` once, where
+/// C-Blosc2 copies it twice (streams stored raw, then the whole chunk). `dst` still needs
+/// [`max_compressed_len`] bytes.
+pub fn compress_or_raw(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<RawOr> {
+    let mut enc = Encoder::new(src.len(), cp, Format::Blosc2, ChunkContext::NONE)?;
+    enc.copy_raw = false;
+    let n = enc.run(src, dst)?;
+    Ok(if enc.header.flags & flags::MEMCPYED != 0 { RawOr::Raw(enc.hlen()) } else { RawOr::Encoded(n) })
+}
+
 /// Largest Blosc1 chunk `nbytes` of input can become.
 pub fn max_blosc1_len(nbytes: usize) -> usize {
     nbytes + MIN_HEADER_LEN
@@ -312,6 +332,9 @@ impl Encoder {
         let prefiltered = dict.is_some();
         let mut all_zero_runs = dict.is_none() && self.format == Format::Blosc2;
         let bs = self.blocksize;
+        // Streams stored raw straight from `src` (no filter), copied in only once the chunk is
+        // known not to end memcpyed: (offset in dst, offset in src, length).
+        let mut deferred: Vec<(usize, usize, usize)> = Vec::new();
         if nthreads == 1 {
             let ok = with_scratch(|s| -> Result<bool> {
                 for i in 0..self.nblocks {
@@ -319,12 +342,19 @@ impl Encoder {
                     let worst = self.worst_block_len(block.len());
                     dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(pos as i32).to_le_bytes());
                     let (n, zero) = if dst.len() - pos >= worst {
-                        self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut dst[pos..pos + worst], s)?
+                        let out = &mut dst[pos..pos + worst];
+                        let first = deferred.len();
+                        let r =
+                            self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s, Some(&mut deferred))?;
+                        for d in &mut deferred[first..] {
+                            d.0 += pos;
+                        }
+                        r
                     } else {
                         // Near the end of `dst`: encode aside, then see whether it fits.
                         let mut tmp = std::mem::take(&mut s.c);
                         tmp.resize(worst, 0);
-                        let r = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut tmp, s);
+                        let r = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut tmp, s, None);
                         let fits = matches!(r, Ok((n, _)) if pos + n <= dst.len());
                         if fits {
                             let n = r.as_ref().map_or(0, |r| r.0);
@@ -354,10 +384,15 @@ impl Encoder {
                 let slots: Vec<(usize, &mut [u8])> = staging.chunks_mut(slot).enumerate().collect();
                 let encoded = map_jobs(slots, nthreads, |(i, out)| {
                     let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
-                    with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s))
+                    with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s, None))
                 });
-                let mut packed = Some((pos, all_zero_runs));
-                for (i, &(n, zero)) in encoded?.iter().enumerate() {
+                let encoded = encoded?;
+                // A chunk that would be larger than `dst` or than storing raw ends memcpyed
+                // (below): known from the sizes alone, so its blocks are not packed first.
+                let total = encoded.iter().fold(pos, |t, &(n, _)| t.saturating_add(n));
+                let fits = total <= dst.len().min(self.nbytes + hlen);
+                let mut packed = fits.then_some((pos, all_zero_runs));
+                for (i, &(n, zero)) in encoded.iter().enumerate() {
                     let Some((p, z)) = packed else { break };
                     if p + n > dst.len() {
                         packed = None;
@@ -383,6 +418,9 @@ impl Encoder {
         if pos > self.nbytes + hlen {
             // Larger than storing raw: C-Blosc2 stores such chunks memcpyed.
             return Ok(None);
+        }
+        for &(at, from, len) in &deferred {
+            dst[at..at + len].copy_from_slice(&src[from..from + len]);
         }
         if all_zero_runs && self.nblocks > 0 {
             // Every stream was a zero run: a 32-byte special-zero chunk says the same.
@@ -425,6 +463,8 @@ impl Encoder {
     }
 
     /// Encode block `i` into `out`, returning (bytes written, every stream a zero run).
+    /// With `deferred`, a stream stored raw that is a slice of `src` is not copied: its
+    /// (offset in `out`, offset in `src`, length) is pushed for the caller to copy.
     #[allow(clippy::too_many_arguments)]
     fn encode_block(
         &self,
@@ -435,6 +475,7 @@ impl Encoder {
         dict: Option<&Dict>,
         out: &mut [u8],
         s: &mut Scratch,
+        mut deferred: Option<&mut Vec<(usize, usize, usize)>>,
     ) -> Result<(usize, bool)> {
         let filtered: &[u8] = if prefiltered {
             block
@@ -481,7 +522,14 @@ impl Encoder {
                 detail,
             })?;
             let n = if n == 0 || n >= neblock {
-                payload.copy_from_slice(stream);
+                // Where the stream's bytes sit inside `src` (address arithmetic only).
+                let from = (stream.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize);
+                match deferred.as_deref_mut() {
+                    Some(list) if from < src.len() && src.len() - from >= neblock => {
+                        list.push((pos + 4, from, neblock));
+                    }
+                    _ => payload.copy_from_slice(stream),
+                }
                 neblock
             } else {
                 n

@@ -322,7 +322,14 @@ impl<'a> Decoder<'a> {
         }
         if self.h.is_memcpyed() {
             let start = self.h.header_len() + lo;
-            out.copy_from_slice(&self.chunk[start..start + out.len()]);
+            let src = &self.chunk[start..start + out.len()];
+            // In pieces: glibc copies a multi-MiB block with a 4 x 64-byte vector loop and
+            // 256 KiB with `rep movsb`, which measured ~12% faster on this AMD CPU (perf of
+            // both; 256 KiB is also about the block C-Blosc2 copies at a time).
+            const PIECE: usize = 256 << 10;
+            for (k, piece) in src.chunks(PIECE).enumerate() {
+                out.slice(k * PIECE, k * PIECE + piece.len()).copy_from_slice(piece);
+            }
             return Ok(true);
         }
         // An empty chunk has nothing to write.

@@ -126,7 +126,38 @@ fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg)
     let cp = cparams.into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
-    compress_to_bytes(py, chunk::max_compressed_len(data.len()), |dst| chunk::compress_into(data, dst, &cp))
+    // Incompressible data are stored raw: header then `data`, copied once into the `bytes`.
+    use chunk::compress::{compress_or_raw, RawOr};
+    let mut raw = false;
+    let head = compress_to_bytes(py, chunk::max_compressed_len(data.len()), |dst| {
+        Ok(match compress_or_raw(data, dst, &cp)? {
+            RawOr::Encoded(n) => n,
+            RawOr::Raw(hlen) => {
+                raw = true;
+                hlen
+            }
+        })
+    })?;
+    if raw {
+        header_then(py, head.as_bytes(), data)
+    } else {
+        Ok(head)
+    }
+}
+
+/// A new `bytes` holding `head` then `data` (a chunk stored raw), each copied once.
+fn header_then<'py>(py: Python<'py>, head: &[u8], data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    buffer::new_bytes_with(py, head.len() + data.len(), |out| {
+        // Byte-wise writes that the compiler turns into memcpy (MSRV 1.80 predates
+        // `write_copy_of_slice`).
+        let (h, rest) = out.split_at_mut(head.len());
+        for (part, src) in [(h, head), (rest, data)] {
+            for (d, &s) in part.iter_mut().zip(src) {
+                d.write(s);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Compress into a Blosc1 (version 2) chunk, readable by c-blosc 1.x, numcodecs and zarr.
@@ -164,18 +195,7 @@ fn compress_blosc1<'py>(
     if !raw {
         return Ok(head);
     }
-    let head = head.as_bytes();
-    buffer::new_bytes_with(py, head.len() + data.len(), |out| {
-        // Byte-wise writes that the compiler turns into memcpy (MSRV 1.80 predates
-        // `write_copy_of_slice`).
-        let (h, rest) = out.split_at_mut(head.len());
-        for (part, src) in [(h, head), (rest, data)] {
-            for (d, &s) in part.iter_mut().zip(src) {
-                d.write(s);
-            }
-        }
-        Ok(())
-    })
+    header_then(py, head.as_bytes(), data)
 }
 
 /// Compress a list of buffers into one chunk with variable-length blocks (format version 6).

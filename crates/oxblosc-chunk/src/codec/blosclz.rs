@@ -110,12 +110,27 @@ fn hash<const H: u32>(v: u32) -> usize {
 #[inline(always)]
 fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
     let mut i = a + 4;
+    let mut words = 0;
     while i + 8 <= bound {
         let diff = r64(x, i) ^ r64(x, i - d);
         if diff != 0 {
             return i + (diff.trailing_zeros() / 8) as usize + 1;
         }
         i += 8;
+        words += 1;
+        if words == 2 {
+            // 20 bytes matched: likely a long match (repetitive data), go on 32 bytes at a
+            // time (fixed-size array comparisons become vector compares); most matches end
+            // before this, where a 32-byte compare would only cost.
+            while i + 32 <= bound {
+                let here: &[u8; 32] = x[i..i + 32].try_into().unwrap();
+                let back: &[u8; 32] = x[i - d..i - d + 32].try_into().unwrap();
+                if here != back {
+                    break;
+                }
+                i += 32;
+            }
+        }
     }
     while i < bound {
         if x[i] != x[i - d] {
@@ -142,51 +157,79 @@ fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) ->
     if limit <= 12 {
         return 0.0;
     }
-    let w = &w[..limit];
     table.new_pass(limit);
+    // Blocks of 2^H bytes and more (the usual case) probe a window of constant length, so
+    // the compiler can drop the bounds checks of the literal loop.
+    if limit == 1 << H {
+        probe_window::<H>(&w[..1 << H], table, min_ratio)
+    } else {
+        probe_window::<H>(&w[..limit], table, min_ratio)
+    }
+}
+
+/// [`probe_ratio`] on a window of at least 13 bytes, the table's pass started.
+///
+/// A run of literals is counted when it ends (`oc` and `lit0` hold the state at its start,
+/// `run` its first position), so the literal loop only hashes and compares; the early exit
+/// is tested when the run reaches the first position where `oc` can have reached `give_up`
+/// (testing later than possible only scans a few more positions, same decision).
+#[inline(always)]
+fn probe_window<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
+    let limit = w.len();
     let bound = limit - 1;
     let stop = limit - 12;
     // The smallest `oc` with `limit / oc < min_ratio` (checked again in floating point).
     let give_up = ((limit as f64 / min_ratio).floor() as usize).saturating_add(1);
-    let mut oc: usize = 5;
-    let mut lit: usize = 4;
+    let base = table.base;
+    let slots: &mut [u32; 1 << MAX_HASH_LOG] = &mut table.slots;
+    let (mut oc, mut lit0, mut run) = (5usize, 4usize, 0usize);
+    // Output count after the literals of the current run before position `p`.
+    let count = |p: usize, oc: usize, lit0: usize, run: usize| oc + (p - run) + (lit0 + p - run) / MAX_COPY;
     let mut p = 0usize;
     while p < stop {
-        let a = p;
-        let v = r32(w, a);
-        let k = hash::<H>(v);
-        let c = table.swap(k, a);
-        let d = a - c;
-        if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
-            let len = match_end(w, a, d, bound) - 4 - a;
-            if len >= 4 {
-                if lit == 0 {
-                    oc -= 1;
+        let end = run.saturating_add(give_up.saturating_sub(oc)).max(p + 1).min(stop);
+        let mut found = None;
+        while p < end {
+            let v = r32(w, p);
+            let k = hash::<H>(v);
+            let old = slots[k];
+            slots[k] = base + p as u32;
+            // Slots of earlier passes read as position 0; none is ahead of `p`.
+            let c = (old.saturating_sub(base) as usize).min(p);
+            let d = p - c;
+            if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
+                let len = match_end(w, p, d, bound) - 4 - p;
+                if len >= 4 {
+                    found = Some((d, len));
+                    break;
                 }
-                lit = 0;
-                if len >= 7 {
-                    oc += (len - 7) / 255 + 1;
-                }
-                oc += if d - 1 < MAX_DISTANCE { 2 } else { 4 };
-                let q = a + len;
-                table.set(hash::<H>(r32(w, q)), q);
-                p = q + 2;
-                oc += 1;
-                continue;
             }
+            p += 1;
         }
-        oc += 1;
-        p = a + 1;
-        lit += 1;
-        if lit == MAX_COPY {
-            lit = 0;
-            oc += 1;
+        let Some((d, len)) = found else {
+            if p < stop {
+                let o = count(p, oc, lit0, run);
+                if o >= give_up && (limit as f64) / (o as f64) < min_ratio {
+                    return 0.0;
+                }
+            }
+            continue;
+        };
+        let lit = lit0 + p - run;
+        let mut o = count(p, oc, lit0, run);
+        if lit % MAX_COPY == 0 {
+            o -= 1;
         }
-        if oc >= give_up && (limit as f64) / (oc as f64) < min_ratio {
-            return 0.0;
+        if len >= 7 {
+            o += (len - 7) / 255 + 1;
         }
+        o += if d - 1 < MAX_DISTANCE { 2 } else { 4 };
+        let q = p + len;
+        slots[hash::<H>(r32(w, q))] = base + q as u32;
+        p = q + 2;
+        (oc, lit0, run) = (o + 1, 0, p);
     }
-    p as f64 / oc as f64
+    p as f64 / count(p, oc, lit0, run) as f64
 }
 
 /// Compress `src` at `clevel` (1..=9) into `dst`. Returns the payload length, or 0 when the stream
@@ -916,6 +959,131 @@ mod tests {
             }
         }
         assert!(gave_up > cases / 4, "the early exit was taken in {gave_up} of {cases} cases");
+    }
+
+    /// The probe as the specification states it, one literal at a time and over the whole
+    /// window (no early exit): the twin the counted-run loop of [`probe_ratio`] is checked
+    /// against.
+    fn probe_reference<const H: u32>(w: &[u8], table: &mut HashTable) -> f64 {
+        let limit = w.len().min(1 << H);
+        if limit <= 12 {
+            return 0.0;
+        }
+        let w = &w[..limit];
+        table.new_pass(limit);
+        let (bound, stop) = (limit - 1, limit - 12);
+        let (mut oc, mut lit, mut p) = (5usize, 4usize, 0usize);
+        while p < stop {
+            let a = p;
+            let v = r32(w, a);
+            let k = hash::<H>(v);
+            let c = table.swap(k, a);
+            let d = a - c;
+            if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
+                let len = match_end(w, a, d, bound) - 4 - a;
+                if len >= 4 {
+                    if lit == 0 {
+                        oc -= 1;
+                    }
+                    lit = 0;
+                    if len >= 7 {
+                        oc += (len - 7) / 255 + 1;
+                    }
+                    oc += if d - 1 < MAX_DISTANCE { 2 } else { 4 };
+                    let q = a + len;
+                    table.set(hash::<H>(r32(w, q)), q);
+                    p = q + 2;
+                    oc += 1;
+                    continue;
+                }
+            }
+            oc += 1;
+            p = a + 1;
+            lit += 1;
+            if lit == MAX_COPY {
+                lit = 0;
+                oc += 1;
+            }
+        }
+        p as f64 / oc as f64
+    }
+
+    /// The probe (counted literal runs, constant-length windows, early exit) against its
+    /// one-literal-at-a-time twin: windows of every hash size, lengths around the window
+    /// size and odd ones, unaligned starts, from incompressible to all-repeats, with stale
+    /// table slots: equal ratio without a threshold, the same decision with each clevel's.
+    #[test]
+    fn probe_matches_its_reference() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut table = HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 };
+        let mut reference = HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 };
+        let mut cases = 0;
+        for kept in [0usize, 1, 3, 8, 20, 40, 63, 64] {
+            for len in [13usize, 14, 31, 77, 1000, 4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 40001] {
+                for start in [0usize, 1, 3] {
+                    // `kept` of every 64 bytes repeat an earlier byte, at a distance that also
+                    // reaches the far-match forms; small alphabets give long matches.
+                    let alphabet = if kept % 2 == 0 { 256 } else { 3 };
+                    let mut w: Vec<u8> = (0..len + start).map(|_| (rnd() % alphabet) as u8).collect();
+                    for i in 64..w.len() {
+                        if i % 64 < kept {
+                            let back = if (rnd() & 7) == 0 { 9000.min(i) } else { 64 };
+                            w[i] = w[i - back];
+                        }
+                    }
+                    let w = &w[start..];
+                    let want12 = probe_reference::<12>(w, &mut reference);
+                    assert_eq!(probe_ratio::<12>(w, &mut table, 0.0), want12, "H 12 kept {kept} len {len}");
+                    let want13 = probe_reference::<13>(w, &mut reference);
+                    assert_eq!(probe_ratio::<13>(w, &mut table, 0.0), want13, "H 13 kept {kept} len {len}");
+                    let want = probe_reference::<14>(w, &mut reference);
+                    assert_eq!(probe_ratio::<14>(w, &mut table, 0.0), want, "H 14 kept {kept} len {len}");
+                    for &t in &MIN_RATIO[1..] {
+                        let r = probe_ratio::<14>(w, &mut table, t);
+                        assert!(
+                            r == want || (r == 0.0 && want < t),
+                            "kept {kept} len {len} threshold {t}: {r} vs {want}"
+                        );
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert!(cases > 1000);
+    }
+
+    /// `match_end` (32-byte, then 8-byte, then byte steps) against the rule read byte by
+    /// byte: matches of every length around the step sizes, unaligned starts, near and far
+    /// distances, bounds inside and at the end of the data.
+    #[test]
+    fn match_end_matches_byte_steps() {
+        let mut x: u64 = 0x1234_5678_9ABC_DEF1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = 3000;
+        for _ in 0..4000 {
+            let d = 1 + (rnd() % 700) as usize;
+            let a = d + (rnd() % 900) as usize;
+            let run = (rnd() % 140) as usize;
+            let mut v: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+            // Make `run` bytes from a repeat the bytes `d` back (a period-d repetition).
+            for i in a..(a + run).min(n) {
+                v[i] = v[i - d];
+            }
+            let bound = (a + 4 + (rnd() % 400) as usize).min(n - 1);
+            let want = (a + 4..bound).find(|&i| v[i] != v[i - d]).map_or(bound, |i| i + 1);
+            assert_eq!(match_end(&v, a, d, bound), want, "a {a} d {d} run {run} bound {bound}");
+        }
     }
 
     fn arb_data() -> impl Strategy<Value = Vec<u8>> {
