@@ -546,7 +546,7 @@ pub fn special_chunk(kind: SpecialKind, nbytes: usize, typesize: usize, value: O
     if nbytes > MAX_BUFFERSIZE {
         return Err(Error::InputTooLarge(nbytes));
     }
-    if typesize == 0 || nbytes % typesize != 0 {
+    if typesize == 0 || !nbytes.is_multiple_of(typesize) {
         return Err(Error::InvalidParam {
             name: "nbytes",
             reason: format!("{nbytes} is not a multiple of typesize {typesize}"),

@@ -544,7 +544,7 @@ impl<'a> Decoder<'a> {
     fn decode_streams_raw(&self, i: usize, dst: &mut Out, mut raw: Option<&mut [Row<'a>]>) -> Result<()> {
         let bsize = dst.len();
         let nstreams = self.nstreams(i, bsize);
-        if bsize % nstreams != 0 {
+        if !bsize.is_multiple_of(nstreams) {
             return Err(Error::CorruptBlock {
                 block: i,
                 offset: 0,

@@ -58,7 +58,7 @@ fn data_strategy(max_len: usize) -> impl Strategy<Value = Vec<u8>> {
                 while v.len() < len {
                     let b = (next() % 3) as u8;
                     let run = (next() % 40) as usize + 1;
-                    v.extend(std::iter::repeat(b).take(run.min(len - v.len())));
+                    v.extend(std::iter::repeat_n(b, run.min(len - v.len())));
                 }
                 v
             }

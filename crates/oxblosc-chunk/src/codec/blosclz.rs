@@ -217,7 +217,7 @@ fn probe_window<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) -
         };
         let lit = lit0 + p - run;
         let mut o = count(p, oc, lit0, run);
-        if lit % MAX_COPY == 0 {
+        if lit.is_multiple_of(MAX_COPY) {
             o -= 1;
         }
         if len >= 7 {
@@ -1092,7 +1092,7 @@ mod tests {
             vec(0u8..3, 0..3000),
             // Runs of random bytes.
             vec((any::<u8>(), 1usize..80), 0..60)
-                .prop_map(|r| r.into_iter().flat_map(|(b, n)| std::iter::repeat(b).take(n)).collect()),
+                .prop_map(|r| r.into_iter().flat_map(|(b, n)| std::iter::repeat_n(b, n)).collect()),
             // A random pattern tiled, with a few mutations.
             (vec(any::<u8>(), 1..40), 0usize..4000, vec(any::<usize>(), 0..8)).prop_map(|(pat, n, muts)| {
                 let mut v: Vec<u8> = pat.iter().copied().cycle().take(n).collect();
@@ -1214,7 +1214,7 @@ mod tests {
         let mut data = rnd.clone();
         data.extend_from_slice(&rnd);
         rnd.reverse();
-        data.extend(std::iter::repeat(7u8).take(52_000));
+        data.extend(std::iter::repeat_n(7u8, 52_000));
         data.extend_from_slice(&rnd[..3000]);
         data.extend_from_within(1000..4000);
         for clevel in 1..=9 {

@@ -49,7 +49,7 @@ fn elements_v3(typesize: usize, len: usize) -> usize {
 fn elements_v2(typesize: usize, len: usize) -> usize {
     assert!(typesize >= 1, "bitshuffle: typesize 0");
     let n = len / typesize;
-    if n % 8 == 0 {
+    if n.is_multiple_of(8) {
         n
     } else {
         0

@@ -227,14 +227,14 @@ impl ChunkHeader {
                 value: ts as i64,
                 reason: "NaN chunks need typesize 4 or 8",
             }),
-            SpecialKind::Nan if self.nbytes % ts != 0 => Err(Error::InvalidHeader {
+            SpecialKind::Nan if !self.nbytes.is_multiple_of(ts) => Err(Error::InvalidHeader {
                 field: "nbytes",
                 value: self.nbytes as i64,
                 reason: "not a multiple of typesize",
             }),
             SpecialKind::Value => {
                 let width = self.cbytes - EXT_HEADER_LEN;
-                if width == 0 || self.nbytes % width != 0 {
+                if width == 0 || !self.nbytes.is_multiple_of(width) {
                     return Err(Error::InvalidHeader {
                         field: "cbytes",
                         value: self.cbytes as i64,

@@ -79,7 +79,7 @@ pub(crate) fn available_levels() -> Vec<Level> {
 
 /// SIMD byte shuffle of `src` (a whole number of elements) into `dst`; `false` = not handled.
 pub(crate) fn shuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> bool {
-    debug_assert!(e >= 2 && src.len() == dst.len() && src.len() % e == 0);
+    debug_assert!(e >= 2 && src.len() == dst.len() && src.len().is_multiple_of(e));
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
         let done = match level {
@@ -102,7 +102,7 @@ pub(crate) fn shuffle(level: Level, e: usize, src: &[u8], dst: &mut [u8]) -> boo
 /// SIMD inverse of [`shuffle`] into possibly uninitialised output (every byte of `dst` is
 /// written when it returns `true`); `false` = not handled.
 pub(crate) fn unshuffle(level: Level, e: usize, src: &[u8], dst: &mut Out) -> bool {
-    debug_assert!(e >= 2 && src.len() == dst.len() && src.len() % e == 0);
+    debug_assert!(e >= 2 && src.len() == dst.len() && src.len().is_multiple_of(e));
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
         if level == Level::Scalar {
@@ -205,7 +205,7 @@ fn bit_scratch<'a>(stack: &'a mut [u8; BIT_SCRATCH], heap: &'a mut Vec<u8>, n: u
 /// Per slice of `K` elements: byte-shuffle into scratch rows (SIMD), then bit-transpose every
 /// row into its eight planes (SIMD).
 pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> bool {
-    debug_assert!(t >= 1 && src.len() == dst.len() && src.len() % (8 * t) == 0);
+    debug_assert!(t >= 1 && src.len() == dst.len() && src.len().is_multiple_of(8 * t));
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
         if level == Level::Scalar {
@@ -253,7 +253,7 @@ pub(crate) fn bitshuffle(level: Level, t: usize, src: &[u8], dst: &mut [u8]) -> 
 /// SIMD inverse of [`bitshuffle`] into possibly uninitialised output (every byte of `dst` is
 /// written when it returns `true`); `false` = not handled (`dst` untouched).
 pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) -> bool {
-    debug_assert!(t >= 1 && src.len() == dst.len() && src.len() % (8 * t) == 0);
+    debug_assert!(t >= 1 && src.len() == dst.len() && src.len().is_multiple_of(8 * t));
     #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
     {
         if level == Level::Scalar {

@@ -70,7 +70,7 @@ pub(super) unsafe fn row_to_planes_avx512(row: &[u8], planes: &mut [u8], plane_l
 /// The row fits its planes: `row_len % 8 == 0` and `off + row_len/8 <= plane_len`.
 #[inline]
 fn check(row_len: usize, planes_len: usize, plane_len: usize, off: usize) {
-    assert!(row_len % 8 == 0 && off + row_len / 8 <= plane_len && 8 * plane_len <= planes_len);
+    assert!(row_len.is_multiple_of(8) && off + row_len / 8 <= plane_len && 8 * plane_len <= planes_len);
 }
 
 /// SSE2 twin of [`row_to_planes_avx2`].

@@ -146,7 +146,7 @@ unsafe fn unshuffle_compact_sse2<const E: usize>(src: &[u8], dst: &mut [MaybeUni
 /// Column tiles `c` covering `[0, e)` with 16-byte tiles, the last one overlapping (`e >= 16`).
 fn col_tiles(e: usize) -> impl Iterator<Item = usize> {
     let last = e - 16;
-    (0..e / 16).map(|t| t * 16).chain((e % 16 != 0).then_some(last))
+    (0..e / 16).map(|t| t * 16).chain((!e.is_multiple_of(16)).then_some(last))
 }
 
 /// # Safety
@@ -478,7 +478,7 @@ unsafe fn shuffle_generic_avx2(e: usize, src: &[u8], dst: &mut [u8], mut i: usiz
         // half-written line before its other half came (e = 32: 2-4 GB/s). Two tiles per
         // column, then each row's 64 bytes back to back (e = 32: 3x faster; other strides keep
         // the plain loop, which the staging would slow down).
-        while n % 1024 == 0 && i + 64 <= n {
+        while n.is_multiple_of(1024) && i + 64 <= n {
             for c in col_tiles(e) {
                 let mut stage = [[_mm256_setzero_si256(); 2]; 16];
                 for t in 0..2 {
