@@ -87,6 +87,10 @@ const MAX_DISTANCE: usize = 8191;
 const MAX_FARDISTANCE: usize = 65535 + MAX_DISTANCE - 1;
 /// Largest hash table (log2 of its entry count).
 const MAX_HASH_LOG: u32 = 14;
+/// c-blosc 1.x encodes with the 4-byte back-off (as C-Blosc2) when its probe (3-byte
+/// back-off) estimates at least this ratio, else with 3 (observed from its output: every
+/// stream probed at <= 3.93 used 3, every one at >= 4.06 used 4; equality is a guess).
+const BLOSC1_BACKOFF4_RATIO: f64 = 4.0;
 /// Minimum probe ratio per clevel (index = clevel).
 const MIN_RATIO: [f64; 10] = [0.0, 2.0, 1.5, 1.2, 1.2, 1.2, 1.2, 1.15, 1.1, 1.0];
 
@@ -127,7 +131,8 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
 }
 
 /// Entropy probe (spec §3.2 A): estimated compression ratio of the window `w` (positions
-/// covered / output bytes), or 0 as soon as it is certain to end below `min_ratio`.
+/// covered / output bytes), or 0 as soon as it is certain to end below `min_ratio`. `B`:
+/// the match back-off and shortest match (4 for C-Blosc2, 3 for c-blosc 1.x; [`Probe`]).
 ///
 /// Early exit: the output count `oc` never decreases from one step to the next (a match
 /// adds at least 2 after its possible -1) and the loop ends before position `limit`, so once
@@ -137,7 +142,7 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
 // Not inlined: inside `compress_h` (with the main pass) its loop ran out of registers and
 // reloaded the window and limits from the stack on every literal.
 #[inline(never)]
-fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
+fn probe_ratio<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
     let limit = w.len().min(1 << H);
     if limit <= 12 {
         return 0.0;
@@ -158,8 +163,8 @@ fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) ->
         let c = table.swap(k, a);
         let d = a - c;
         if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
-            let len = match_end(w, a, d, bound) - 4 - a;
-            if len >= 4 {
+            let len = match_end(w, a, d, bound) - B - a;
+            if len >= B {
                 if lit == 0 {
                     oc -= 1;
                 }
@@ -207,7 +212,10 @@ pub enum Probe {
     /// c-blosc 1.21 (numcodecs.Blosc, HDF5 filter 32001), as observed from its output (which
     /// streams it stores raw): 4 KiB starting at three quarters of the stream, whatever the
     /// clevel, same ratio thresholds. On an incompressible 2 MiB chunk split in 128 KiB
-    /// streams this looks at 64 KiB instead of 256 KiB; Blosc1 chunks.
+    /// streams this looks at 64 KiB instead of 256 KiB; Blosc1 chunks. Its probe, and its
+    /// main pass unless the probe says [`BLOSC1_BACKOFF4_RATIO`] or more, back off 3 bytes
+    /// from a match's first mismatch instead of 4 and keep matches from 3 (decoded 5)
+    /// bytes: c-blosc 1.x's streams byte for byte (issue 12).
     Blosc1,
 }
 
@@ -234,9 +242,9 @@ fn compress_h<const H: u32>(probe: Probe, clevel: u8, src: &[u8], dst: &mut [u8]
                     4..=6 => n / 2,
                     _ => n,
                 };
-                probe_ratio::<H>(&src[n - maxlen..], table, min_ratio)
+                probe_ratio::<H, 4>(&src[n - maxlen..], table, min_ratio)
             }
-            Probe::Blosc1 => probe_ratio::<12>(&src[n - n / 4..], table, min_ratio),
+            Probe::Blosc1 => probe_ratio::<12, 3>(&src[n - n / 4..], table, min_ratio),
         };
         if ratio < min_ratio {
             return 0;
@@ -245,7 +253,12 @@ fn compress_h<const H: u32>(probe: Probe, clevel: u8, src: &[u8], dst: &mut [u8]
             return 0;
         }
         table.new_pass(n);
-        encode::<H>(clevel == 9, src, dst, table).unwrap_or(0)
+        match probe {
+            Probe::Blosc2 => encode::<H, 4>(clevel == 9, src, dst, table),
+            Probe::Blosc1 if ratio >= BLOSC1_BACKOFF4_RATIO => encode::<H, 4>(clevel == 9, src, dst, table),
+            Probe::Blosc1 => encode::<H, 3>(clevel == 9, src, dst, table),
+        }
+        .unwrap_or(0)
     })
 }
 
@@ -295,8 +308,14 @@ thread_local! {
         std::cell::RefCell::new(HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 });
 }
 
-/// Main pass (spec §3.2 C). `None` when the output budget `dst.len()` is exceeded.
-fn encode<const H: u32>(second_hash: bool, src: &[u8], dst: &mut [u8], table: &mut HashTable) -> Option<usize> {
+/// Main pass (spec §3.2 C), with the back-off and shortest match `B` of [`probe_ratio`].
+/// `None` when the output budget `dst.len()` is exceeded.
+fn encode<const H: u32, const B: usize>(
+    second_hash: bool,
+    src: &[u8],
+    dst: &mut [u8],
+    table: &mut HashTable,
+) -> Option<usize> {
     let n = src.len();
     let maxout = dst.len();
     let bound = n - 1;
@@ -314,12 +333,12 @@ fn encode<const H: u32>(second_hash: bool, src: &[u8], dst: &mut [u8], table: &m
         let d = a - c;
         let mut len = 0;
         if d != 0 && d < MAX_FARDISTANCE && r32(src, c) == v {
-            len = match_end(src, a, d, bound) - 4 - a;
+            len = match_end(src, a, d, bound) - B - a;
             if len <= 5 && d > MAX_DISTANCE {
                 len = 0;
             }
         }
-        if len < 4 {
+        if len < B {
             // Literal.
             if op + 2 > maxout {
                 return None;
@@ -906,9 +925,9 @@ mod tests {
                         w[i] = w[i - 64];
                     }
                 }
-                let full = probe_ratio::<14>(&w, &mut table, 0.0);
+                let full = probe_ratio::<14, 4>(&w, &mut table, 0.0);
                 for &t in &MIN_RATIO[1..] {
-                    let r = probe_ratio::<14>(&w, &mut table, t);
+                    let r = probe_ratio::<14, 4>(&w, &mut table, t);
                     assert_eq!(r >= t, full >= t, "kept {kept} len {len} threshold {t}: {r} vs {full}");
                     gave_up += usize::from(r == 0.0 && full > 0.0);
                     cases += 1;
