@@ -566,7 +566,7 @@ class NDArray(Operators):
         key = key if isinstance(key, tuple) else (key,)
         if len(key) != self.ndim or not all(isinstance(k, slice) and k.step in (None, 1) for k in key):
             return False
-        sel = [_slice_sel(k, n)[0] for k, n in zip(key, self.shape)]
+        sel = [_slice_sel(k, n)[0] for k, n in zip(key, self.shape, strict=True)]
         if value.shape != tuple(b - a for a, b, _ in sel):
             return False
         enc = self._n.encode_chunk(sel, np.ascontiguousarray(value))

@@ -210,10 +210,10 @@ def test_hdf5_files_hdf5plugin_wrote(tmp_path):
     # C-Blosc2 and c-blosc (hdf5plugin, in its own process) wrote every codec, dtype and rank.
     _h5()
     pytest.importorskip("hdf5plugin")
+    import h5py
+
     from .hdf5_side import expected
     from .test_hdf5 import side
-
-    import h5py
 
     side("write", "ref", tmp_path / "ref.h5")
     n = 0
