@@ -17,14 +17,17 @@ thread_local! {
     static DEFLATE: RefCell<Option<(u8, Deflate)>> = const { RefCell::new(None) };
 }
 
+/// A deflate with [`compress`]'s contract.
+pub type DeflateFn = fn(u8, &[u8], &mut [u8]) -> usize;
+
 /// A deflate for Blosc1 chunks, installed by a higher layer ([`set_blosc1_deflate`]).
-static BLOSC1_DEFLATE: std::sync::OnceLock<fn(u8, &[u8], &mut [u8]) -> usize> = std::sync::OnceLock::new();
+static BLOSC1_DEFLATE: std::sync::OnceLock<DeflateFn> = std::sync::OnceLock::new();
 
 /// Compress the zlib streams of Blosc1 chunks with `f` (same contract as [`compress`]) from
 /// now on: c-blosc 1.x (numcodecs) uses the stock zlib, whose streams differ from zlib-rs's,
 /// so the facade installs stock zlib here to write numcodecs' bytes. Blosc2 chunks keep
 /// zlib-rs (C-Blosc2's zlib-ng bytes). The first call wins.
-pub fn set_blosc1_deflate(f: fn(u8, &[u8], &mut [u8]) -> usize) {
+pub fn set_blosc1_deflate(f: DeflateFn) {
     let _ = BLOSC1_DEFLATE.set(f);
 }
 
