@@ -550,8 +550,30 @@ class NDArray(Operators):
             self._field(key)[...] = value
             return
         self._writable()
+        if self._schunk.locking and self._write_whole_chunk(key, value):
+            return
         with self._schunk._wlock:  # shape and read-modify-write stay one change
             self._setitem(key, value)
+
+    def _write_whole_chunk(self, key: Any, value: Any) -> bool:
+        """A locked handle's write of exactly one whole chunk (Dask's ``store`` and
+        ``to_oxblosc`` tasks): compressed outside every lock, so writer threads and processes
+        compress side by side; only the commit takes the frame's exclusive lock. False when
+        the write is not of that kind (or the array's geometry changed meanwhile): nothing
+        was written, the usual path follows."""
+        if not isinstance(value, np.ndarray) or value.dtype != self._dtype or self._dtype.shape:
+            return False
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != self.ndim or not all(isinstance(k, slice) and k.step in (None, 1) for k in key):
+            return False
+        sel = [_slice_sel(k, n)[0] for k, n in zip(key, self.shape, strict=True)]
+        if value.shape != tuple(b - a for a, b, _ in sel):
+            return False
+        enc = self._n.encode_chunk(sel, np.ascontiguousarray(value))
+        if enc is None:
+            return False
+        with self._schunk._wlock:
+            return self._n.commit_encoded(enc)
 
     def _setitem(self, key: Any, value: Any) -> None:
         key, empty = _scalar_bools(key)

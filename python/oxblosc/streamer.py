@@ -1,5 +1,6 @@
-"""``Streamer``: read a big frame file block by block with Rust threads decompressing ahead
-(multitables' idea, in threads instead of processes).
+"""``Streamer``: read a big frame file, or an HDF5 dataset stored with a Blosc filter, block
+by block with Rust threads decompressing ahead (multitables' idea, in threads instead of
+processes).
 
 Reader threads (``nthreads``) each open the file, read and decompress consecutive blocks of
 ``block_rows`` rows (axis 0 of an array, items of a plain super-chunk) without the GIL into
@@ -38,6 +39,14 @@ from .ndarray import NDArray
 from .schunk import SChunk, _fspath
 
 
+def _hdf5_dataset(source: Any) -> Any:
+    """The h5py dataset behind ``source`` (an h5py or ``oxblosc.hdf5`` dataset), else None."""
+    d = source._d if type(source).__module__ == "oxblosc.hdf5.dataset" else source
+    if type(d).__module__.startswith("h5py.") and hasattr(getattr(d, "id", None), "get_chunk_info"):
+        return d
+    return None
+
+
 class Slot:
     """One filled ring buffer: ``start`` (first row), ``block`` (the rows, a view of the ring
     buffer) and ``seq`` (position in the stream). Give it back with :meth:`release`."""
@@ -64,7 +73,11 @@ class Streamer:
     """Stream the rows of an array or super-chunk file (see the module docs).
 
     ``source``: a path, or an ``NDArray``/``SChunk`` opened from a file (its file is read
-    again by the readers). ``block_rows`` defaults to the array's chunk length along axis 0
+    again by the readers), or an h5py dataset (or ``oxblosc.hdf5.Dataset``) chunked with one
+    Blosc filter (32026 or 32001) in a plain file: h5py lists its chunks once, then the
+    readers read and decode them from the file in Rust (chunks never written read as zeros,
+    chunks HDF5 stored unfiltered are copied; a non-zero fill value or another pipeline raise
+    ``ValueError``). ``block_rows`` defaults to the array's chunk length along axis 0
     (a super-chunk's items per chunk). ``nthreads`` defaults to ``oxblosc.nthreads``;
     ``nslots`` (ring buffers) to twice that."""
 
@@ -79,6 +92,10 @@ class Streamer:
         nslots: int | None = None,
     ) -> None:
         self._native = None
+        h5 = _hdf5_dataset(source)
+        if h5 is not None:
+            self._init_hdf5(h5, block_rows, ordered, cyclic, nthreads, copy, nslots)
+            return
         if isinstance(source, NDArray | SChunk):
             path = source.urlpath
             if path is None:
@@ -97,6 +114,11 @@ class Streamer:
             self.dtype, self.row_shape = np.dtype(f"V{obj.typesize}") if obj.typesize > 1 else np.dtype("u1"), ()
             nrows = obj.nbytes // obj.typesize
             default_rows = max(1, obj.chunksize // obj.typesize)
+        args = self._setup(nrows, default_rows, block_rows, ordered, cyclic, nthreads, copy, nslots)
+        self._native = _native.NativeStreamer(self.path, *args)
+
+    def _setup(self, nrows, default_rows, block_rows, ordered, cyclic, nthreads, copy, nslots) -> tuple:
+        """Check the options and allocate the ring; the native stream's last arguments."""
         self.nrows = nrows
         self.block_rows = _core._checked("block_rows", block_rows or default_rows, 1, 2**62)
         nthreads = _core._checked("nthreads", nthreads or _core.nthreads, 1, 1024)
@@ -105,8 +127,46 @@ class Streamer:
         rows = min(self.block_rows, max(nrows, 1))
         self._buffers = [np.empty((rows, *self.row_shape), self.dtype) for _ in range(nslots)]
         byte_views = [b.reshape(-1).view(np.uint8) if b.size else bytearray(0) for b in self._buffers]
-        self._native = _native.NativeStreamer(self.path, rows, self.ordered, self.cyclic, nthreads, byte_views)
-        self._held: int | None = None
+        return rows, self.ordered, self.cyclic, nthreads, byte_views
+
+    def _init_hdf5(self, d: Any, block_rows, ordered, cyclic, nthreads, copy, nslots) -> None:
+        """Rows of an h5py dataset whose chunks one Blosc filter stored: the chunk index comes
+        from h5py once; the readers then read and decode the chunks from the file in Rust."""
+        from .hdf5.dataset import Dataset as _H5  # noqa: PLC0415 - h5py is optional
+
+        h = _H5(d, nthreads=1)
+        where = f"{d.file.filename}: dataset {d.name}"
+        if h.filter_id is None or h._path is None:
+            raise ValueError(
+                f"Streamer reads HDF5 datasets chunked with one Blosc filter (32001 or 32026) in a "
+                f"plain file; {where} is not (read it with h5py)"
+            )
+        if d.ndim == 0 or np.asarray(d.fillvalue, d.dtype).tobytes().strip(b"\0"):
+            raise ValueError(f"{where}: Streamer needs rows and a zero fill value")
+        if d.file.mode != "r":
+            d.file.flush()  # the readers read the file, not HDF5's caches
+        stored = []
+
+        def keep(si: Any) -> None:
+            if si.byte_offset is None:
+                return
+            # A set mask bit: the (one, optional) filter refused the chunk, stored as it is.
+            stored.append((list(si.chunk_offset), si.byte_offset, si.size, si.filter_mask != 0))
+
+        if hasattr(d.id, "chunk_iter"):
+            d.id.chunk_iter(keep)
+        else:
+            for i in range(d.id.get_num_chunks()):
+                keep(d.id.get_chunk_info(i))
+        self.path = os.fspath(h._path)
+        self.dtype, self.row_shape = d.dtype, d.shape[1:]
+        st = os.stat(self.path)
+        args = self._setup(d.shape[0], d.chunks[0], block_rows, ordered, cyclic, nthreads, copy, nslots)
+        self._native = _native.NativeStreamer.hdf5(
+            self.path, (st.st_dev, st.st_ino), h.filter_id, list(d.shape), list(d.chunks),
+            d.dtype.itemsize, stored, *args,
+        )  # fmt: skip
+        h.close()
 
     def acquire(self) -> Slot | None:
         """The next filled block (waits for it), None once the stream is over or closed."""

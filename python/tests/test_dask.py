@@ -120,6 +120,84 @@ def test_to_oxblosc_edge_chunks_match_the_array_writer(tmp_path, contiguous):
     np.testing.assert_array_equal(blosc2.open(str(tmp_path / "d.b2nd"))[...], data)
 
 
+class _Recorder:
+    """Stands in for an array's native object, counting the calls of the two-step write."""
+
+    def __init__(self, native):
+        self._n, self.encoded, self.committed = native, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._n, name)
+
+    def encode_chunk(self, sel, data):
+        enc = self._n.encode_chunk(sel, data)
+        self.encoded += enc is not None
+        return enc
+
+    def commit_encoded(self, enc):
+        self.committed += 1
+        return self._n.commit_encoded(enc)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_locked_whole_chunk_writes_compress_outside_the_lock(tmp_path, contiguous):
+    """A locked handle writes a whole chunk (Dask's store tasks) in two steps: compressed with
+    no lock held, then committed under the frame lock; other writes take the usual path. The
+    chunks are those of an array written in one go."""
+    path = str(tmp_path / "w.b2nd")
+    cp = {"codec": ox.Codec.ZSTD, "clevel": 3}
+    geo = {"chunks": (50, 40), "blocks": (10, 40), "cparams": cp}  # 5 x 3 chunks, edges on both axes
+    ox.zeros(DATA.shape, DATA.dtype, urlpath=path, mode="w", contiguous=contiguous, **geo)
+    w = ox.open(path, mode="a", locking=True)
+    rec = w._n = _Recorder(w._n)
+    whole = [np.s_[50:100, 40:80], np.s_[200:240, 80:90]]  # chunk 4, and edge chunk 14 (its part inside)
+    for sl in whole:
+        w[sl] = DATA[sl]
+    assert (rec.encoded, rec.committed) == (2, 2)
+    other = [np.s_[0:50, 0:40], np.s_[0:49, 40:80], np.s_[100:150, 0:80]]
+    w[other[0]] = DATA[other[0]].astype("f8")  # another dtype: converted the usual way
+    w[other[1]] = DATA[other[1]]  # part of a chunk
+    w[other[2]] = DATA[other[2]]  # two chunks
+    w[150:200, 0:40] = 1.5  # broadcast
+    assert (rec.encoded, rec.committed) == (2, 2)
+    want = np.zeros_like(DATA)
+    for sl in whole + other:
+        want[sl] = DATA[sl]
+    want[150:200, 0:40] = 1.5
+    got = ox.open(path)
+    np.testing.assert_array_equal(got[...], want)
+    ref = ox.asarray(want, **geo)
+    for n in (4, 14):
+        assert got.schunk.get_chunk(n) == ref.schunk.get_chunk(n), n
+
+
+def test_locked_whole_chunk_write_after_another_handle_resized(tmp_path):
+    """The chunk was compressed for the old shape: its commit writes nothing and the write
+    goes the usual way on the new shape."""
+    path = str(tmp_path / "r.b2nd")
+    ox.zeros((80, 60), "f8", chunks=(40, 30), urlpath=path, mode="w")
+    w = ox.open(path, mode="a", locking=True)
+    other = ox.open(path, mode="a", locking=True)
+    native = w._n
+    stale = {}
+
+    class ResizeFirst(_Recorder):
+        def commit_encoded(self, enc):
+            other.resize((80, 90))  # between compression and commit
+            ok = super().commit_encoded(enc)
+            stale["ok"] = ok
+            return ok
+
+    w._n = ResizeFirst(native)
+    w[40:80, 30:60] = np.full((40, 30), 2.0)
+    assert stale["ok"] is False
+    got = ox.open(path)
+    assert got.shape == (80, 90)
+    want = np.zeros((80, 90))
+    want[40:80, 30:60] = 2.0
+    np.testing.assert_array_equal(got[...], want)
+
+
 def test_processes_read_and_write_one_file(tmp_path, client):
     # reading: workers in other processes reopen the file from the pickled reference
     a = ox.asarray(DATA, urlpath=str(tmp_path / "src.b2nd"), mode="w", chunks=(40, 30))

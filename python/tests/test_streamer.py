@@ -166,3 +166,97 @@ def test_python_blosc2_files(tmp_path):
     blosc2.SChunk(chunksize=8000 * 8, data=items, urlpath=sp, mode="w", cparams={"typesize": 8})
     out = np.concatenate([b.view("f8") for _, b in Streamer(sp, copy=True)])
     np.testing.assert_array_equal(out, items)
+
+
+# --------------------------------------------------------------------------- HDF5 datasets
+
+
+def _h5():
+    h5py = pytest.importorskip("h5py")
+    import oxblosc.hdf5 as oh5
+
+    return h5py, oh5
+
+
+@pytest.mark.parametrize("filt", ["blosc2", "blosc"])
+@pytest.mark.parametrize("block_rows", [7, 16, 45])
+def test_hdf5_dataset_matches_h5py(tmp_path, filt, block_rows):
+    # Edge chunks on every axis, blocks of rows across chunk rows, both Blosc filters.
+    h5py, oh5 = _h5()
+    opts = oh5.Blosc2("zstd", 5, filters=1) if filt == "blosc2" else oh5.Blosc("lz4", 5)
+    data = np.cumsum(np.random.default_rng(5).normal(size=(101, 13, 9)), axis=0).astype("<f4")
+    path = tmp_path / "s.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=data, chunks=(16, 5, 4), **opts)
+    with h5py.File(path, "r") as f:
+        d = f["x"]
+        plain = d[...]
+        for ordered, nthreads in [(True, 1), (True, 3), (False, 2)]:
+            got = {}
+            for start, block in ox.Streamer(d, block_rows=block_rows, ordered=ordered, nthreads=nthreads, copy=True):
+                assert start not in got
+                got[start] = block
+            assert sorted(got) == list(range(0, 101, block_rows))
+            if ordered:
+                assert list(got) == sorted(got)
+            np.testing.assert_array_equal(np.concatenate([got[k] for k in sorted(got)]), plain)
+        # The default block is a chunk's rows; an oxblosc.hdf5.Dataset works as a source too.
+        s = ox.Streamer(oh5.Dataset(d), nthreads=2)
+        assert s.block_rows == 16 and s.dtype == d.dtype and s.row_shape == (13, 9)
+        np.testing.assert_array_equal(np.concatenate([b.copy() for _, b in s]), plain)
+
+
+def test_hdf5_files_hdf5plugin_wrote(tmp_path):
+    # C-Blosc2 and c-blosc (hdf5plugin, in its own process) wrote every codec, dtype and rank.
+    _h5()
+    pytest.importorskip("hdf5plugin")
+    import h5py
+
+    from .hdf5_side import expected
+    from .test_hdf5 import side
+
+    side("write", "ref", tmp_path / "ref.h5")
+    n = 0
+    with h5py.File(tmp_path / "ref.h5", "r") as f:
+        for name, d in f.items():
+            want = expected(name, d.attrs["dt"], int(d.attrs["rank"]))
+            rows = max(1, d.chunks[0] - 1)
+            blocks = [b for _, b in ox.Streamer(d, block_rows=rows, nthreads=2, cyclic=False, copy=True)]
+            assert np.array_equal(np.concatenate(blocks), want), name
+            n += 1
+    assert n > 40
+
+
+def test_hdf5_unwritten_chunks_and_refusals(tmp_path):
+    h5py, oh5 = _h5()
+    path = tmp_path / "u.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(50, 20), dtype="<i4", chunks=(10, 8), **oh5.Blosc2("lz4", 5))
+        d[12:33, 3:17] = 7
+        f.create_dataset("fill", shape=(50, 20), dtype="<i4", chunks=(10, 8), fillvalue=-1, **oh5.Blosc2("lz4", 5))
+        f.create_dataset("gz", data=np.ones((50, 20)), chunks=(10, 8), compression="gzip")
+        f.create_dataset("flat", data=np.ones((50, 20)))
+        # Still open for writing: the stream sees what was written (flushed first).
+        blocks = [b for _, b in ox.Streamer(f["x"], block_rows=9, copy=True)]
+        np.testing.assert_array_equal(np.concatenate(blocks), f["x"][...])
+        for name in ("fill", "gz", "flat"):
+            with pytest.raises(ValueError, match=name):
+                ox.Streamer(f[name])
+
+
+def test_hdf5_corrupt_chunk_raises_at_its_place(tmp_path):
+    h5py, oh5 = _h5()
+    path = tmp_path / "c.h5"
+    data = np.arange(60 * 10, dtype="<i8").reshape(60, 10)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", data=data, chunks=(10, 10), **oh5.Blosc2("zstd", 5))
+        raw = d.id.read_direct_chunk((30, 0))[1]
+        d.id.write_direct_chunk((30, 0), bytes(b ^ 0x5A for b in raw))
+    with h5py.File(path, "r") as f:
+        got = []
+        with pytest.raises(ox.ChunkError, match=r"rows 30\.\.40 of .*c\.h5.*HDF5 chunk \[3, 0\]"):
+            for start, block in ox.Streamer(f["x"], block_rows=10, nthreads=2):
+                got.append((start, block.copy()))
+        assert [s for s, _ in got] == [0, 10, 20]
+        np.testing.assert_array_equal(np.concatenate([b for _, b in got]), data[:30])
+    assert _stream_threads() == 0

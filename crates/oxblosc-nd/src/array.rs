@@ -53,6 +53,22 @@ impl Fetched {
 /// in-memory super-chunk).
 type NewChunk = (u64, std::sync::Arc<[u8]>);
 
+/// One whole chunk compressed by [`NdArray::encode_chunk`], waiting for its commit.
+#[derive(Debug, Clone)]
+pub struct EncodedChunk {
+    n: u64,
+    /// The geometry it was encoded for (the commit checks it still holds).
+    geom: Geometry,
+    chunk: std::sync::Arc<[u8]>,
+}
+
+impl EncodedChunk {
+    /// The chunk's number.
+    pub fn nchunk(&self) -> u64 {
+        self.n
+    }
+}
+
 /// An n-dimensional array stored as a b2nd super-chunk.
 #[derive(Debug)]
 pub struct NdArray {
@@ -770,6 +786,45 @@ impl NdArray {
             return Err(Error::param("data", format!("{} bytes given, the selection has {need}", data.len())));
         }
         self.write_plan(&plan, Some(data))
+    }
+
+    // -------------------------------------------------- encoding ahead of a commit
+
+    /// Compress `data` (C-order bytes of `sel`) into its chunk without writing anything, when
+    /// `sel` is exactly one whole chunk (its part inside the array, step 1) and no tuner is
+    /// set; None otherwise. Needs only `&self`: writers holding a shared handle (Dask tasks
+    /// in threads) or a locked file (writer processes) compress side by side and take the
+    /// exclusive lock only for [`Self::commit_encoded`]. Before this, a locked writer
+    /// compressed under the frame's exclusive lock, so two writer processes compressed one
+    /// at a time.
+    pub fn encode_chunk(&self, sel: &[DimSlice], data: &[u8]) -> Result<Option<EncodedChunk>> {
+        if self.schunk.tuner().is_some() || data.len() != self.sel_bytes(sel)? {
+            return Ok(None);
+        }
+        let plan = self.geom.plan(sel)?;
+        let chunks = plan.chunks(&self.geom);
+        let [(n, parts)] = chunks.as_slice() else { return Ok(None) };
+        if !self.geom.covers_chunk(&plan, parts) {
+            return Ok(None);
+        }
+        let mut cp = self.schunk.cparams().clone();
+        cp.blocksize = self.geom.block_bytes();
+        let built = self.build_chunk(&plan, *n, parts, Some(data), &cp, self.nthreads)?;
+        Ok(built.map(|(n, chunk)| EncodedChunk { n, geom: self.geom.clone(), chunk }))
+    }
+
+    /// Store a chunk from [`Self::encode_chunk`] as one commit (a locked writer catches up
+    /// with other writers first). Returns false, changing nothing, when the array's geometry
+    /// is no longer the one it was encoded for (another handle resized it): the caller then
+    /// writes the data the usual way.
+    pub fn commit_encoded(&mut self, enc: EncodedChunk) -> Result<bool> {
+        self.atomically(|a| {
+            if a.geom != enc.geom || enc.n as usize >= a.schunk.nchunks() {
+                return Ok(false);
+            }
+            a.schunk.update_chunk_shared(enc.n as usize, enc.chunk)?;
+            Ok(true)
+        })
     }
 
     /// Write zeros into the hyperslab, leaving chunks that are already zero untouched.

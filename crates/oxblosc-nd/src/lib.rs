@@ -18,7 +18,7 @@ pub mod geometry;
 pub mod meta;
 pub mod reference;
 
-pub use array::{Fill, NdArray};
+pub use array::{EncodedChunk, Fill, NdArray};
 pub use error::{Error, Result};
 pub use geometry::{DimSlice, Geometry};
 pub use meta::{Meta, MAX_DIM};

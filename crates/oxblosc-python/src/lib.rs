@@ -338,6 +338,8 @@ fn default_nthreads() -> usize {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Blosc1 (numcodecs) zlib streams from stock zlib: numcodecs' bytes (docs/datastack.md).
+    oxblosc::stock_zlib::install();
     m.add_function(wrap_pyfunction!(compress2, m)?)?;
     m.add_function(wrap_pyfunction!(compress_blosc1, m)?)?;
     m.add_function(wrap_pyfunction!(decompress2, m)?)?;

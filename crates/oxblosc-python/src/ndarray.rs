@@ -301,6 +301,27 @@ impl NativeNDArray {
         self.inner.write(py, |a| a.set_slice(&s, view.as_slice())).map_err(|e| self.err(py, e))
     }
 
+    /// One whole chunk compressed under the shared lock (side by side with other writers of
+    /// this handle), for `commit_encoded`; None when `sel` is not exactly one whole chunk.
+    fn encode_chunk(
+        &self,
+        py: Python<'_>,
+        sel_: Vec<(u64, u64, u64)>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<NativeEncodedChunk>> {
+        let view = ByteView::readable(data)?;
+        let s = sel(sel_);
+        let enc = self.inner.read(py, |a| a.encode_chunk(&s, view.as_slice())).map_err(|e| self.err(py, e))?;
+        Ok(enc.map(NativeEncodedChunk))
+    }
+
+    /// Store an `encode_chunk` result as one commit; false (nothing written) when the
+    /// array's geometry changed since it was encoded.
+    fn commit_encoded(&self, py: Python<'_>, enc: &NativeEncodedChunk) -> PyResult<bool> {
+        let enc = enc.0.clone();
+        self.inner.write(py, |a| a.commit_encoded(enc)).map_err(|e| self.err(py, e))
+    }
+
     fn resize(&self, py: Python<'_>, shape: Vec<u64>) -> PyResult<()> {
         self.inner.write(py, |a| a.resize(&shape)).map_err(|e| self.err(py, e))
     }
@@ -470,4 +491,16 @@ impl NativeNDArray {
 /// the constructor's own error is the one reported.
 fn remove_created(path: &std::path::Path, contiguous: bool) {
     let _ = if contiguous { std::fs::remove_file(path) } else { std::fs::remove_dir_all(path) };
+}
+
+/// A chunk compressed by `NativeNDArray.encode_chunk`, waiting for `commit_encoded`.
+#[pyclass(module = "oxblosc._native", frozen)]
+pub struct NativeEncodedChunk(nd::EncodedChunk);
+
+#[pymethods]
+impl NativeEncodedChunk {
+    #[getter]
+    fn nchunk(&self) -> u64 {
+        self.0.nchunk()
+    }
 }

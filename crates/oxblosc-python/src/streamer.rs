@@ -3,9 +3,10 @@
 //! reach the consumer without a copy; the reader threads never touch the GIL.
 
 use std::path::PathBuf;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
-use oxblosc::streamer::{Options, Streamer};
+use oxblosc::hdf5::lazy::Stored;
+use oxblosc::streamer::{Hdf5Rows, Options, Source, Streamer};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
@@ -29,6 +30,15 @@ pub struct NativeStreamer {
     path: PathBuf,
 }
 
+impl NativeStreamer {
+    fn start(py: Python<'_>, source: Source, opts: Options, buffers: Vec<Bound<'_, PyAny>>) -> PyResult<Self> {
+        let slots = buffers.iter().map(|b| ByteView::writable(b).map(Slot)).collect::<PyResult<Vec<_>>>()?;
+        let path = source.path().to_path_buf();
+        let s = py.allow_threads(|| Streamer::start(source, opts, slots)).map_err(|e| nd_err(py, e))?;
+        Ok(NativeStreamer { inner: RwLock::new(Some(s)), path })
+    }
+}
+
 #[pymethods]
 impl NativeStreamer {
     #[new]
@@ -42,11 +52,39 @@ impl NativeStreamer {
         nthreads: usize,
         buffers: Vec<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let slots = buffers.iter().map(|b| ByteView::writable(b).map(Slot)).collect::<PyResult<Vec<_>>>()?;
         let opts = Options { block_rows, ordered, cyclic, nthreads };
-        let p = path.clone();
-        let s = py.allow_threads(|| Streamer::start(p, opts, slots)).map_err(|e| nd_err(py, e))?;
-        Ok(NativeStreamer { inner: RwLock::new(Some(s)), path })
+        Self::start(py, Source::File(path), opts, buffers)
+    }
+
+    /// A stream over the rows of an HDF5 dataset of `shape` in chunks of `chunk_dims` items
+    /// of `typesize` bytes, stored by the Blosc filter `filter_id` in the file at `path`;
+    /// `stored`: `(chunk offset in items, byte address, stored size, unfiltered)` of every
+    /// written chunk (h5py's chunk index). Never-written chunks read as zeros.
+    #[staticmethod]
+    #[pyo3(signature = (path, file_id, filter_id, shape, chunk_dims, typesize, stored, block_rows, ordered, cyclic, nthreads, buffers))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn hdf5(
+        py: Python<'_>,
+        path: PathBuf,
+        file_id: Option<(u64, u64)>,
+        filter_id: i32,
+        shape: Vec<u64>,
+        chunk_dims: Vec<u64>,
+        typesize: usize,
+        stored: Vec<(Vec<u64>, u64, usize, bool)>,
+        block_rows: u64,
+        ordered: bool,
+        cyclic: bool,
+        nthreads: usize,
+        buffers: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let stored =
+            stored.into_iter().map(|(start, offset, size, raw)| (start, Stored { offset, size }, raw)).collect();
+        let rows = py
+            .allow_threads(|| Hdf5Rows::new(&path, file_id, filter_id, shape, chunk_dims, typesize, stored))
+            .map_err(|e| nd_err(py, e))?;
+        let opts = Options { block_rows, ordered, cyclic, nthreads };
+        Self::start(py, Source::Hdf5(Arc::new(rows)), opts, buffers)
     }
 
     /// `(rows, bytes per row)` of the source.

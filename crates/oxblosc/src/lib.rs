@@ -14,5 +14,6 @@ pub mod lazy;
 pub mod lazy_read;
 pub mod plugins;
 pub mod reduce;
+pub mod stock_zlib;
 pub mod streamer;
 pub mod tune;

@@ -14,6 +14,11 @@
 //! Memory is the ring: `slots` buffers, whatever the file's size. Cyclic streams wrap to
 //! block 0 forever; the consumer stops them with [`Streamer::stop`] (also done on drop).
 //!
+//! Sources: a frame file (each reader opens it itself), or an HDF5 dataset whose chunks a
+//! Blosc filter stored ([`Hdf5Rows`]: the chunk addresses come from the caller, e.g. h5py's
+//! chunk index; the readers share one open file and read with positioned reads, decoding only
+//! in Rust, no HDF5 call).
+//!
 //! The consumer helps: when the block it waits for is not claimed by any reader yet and a
 //! buffer is free, it claims and reads that block itself instead of sleeping until a reader
 //! thread is scheduled (on a busy machine that wait is longer than the read, and a stream with
@@ -25,8 +30,236 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
+use std::collections::HashMap;
+
+use crate::hdf5::lazy::{copy_box, BoxPart, ChunkFile, PartSpec, ReadError, ReadOpts, Stored};
 use oxblosc_frame::{self as frame, Mode};
 use oxblosc_nd::{DimSlice, Error, NdArray, Result};
+
+/// What a stream reads.
+#[derive(Clone)]
+pub enum Source {
+    /// A b2nd array or plain super-chunk file (each reader opens it).
+    File(PathBuf),
+    /// An HDF5 dataset's Blosc chunks (shared by the readers).
+    Hdf5(Arc<Hdf5Rows>),
+}
+
+impl From<PathBuf> for Source {
+    fn from(p: PathBuf) -> Source {
+        Source::File(p)
+    }
+}
+
+impl From<&Path> for Source {
+    fn from(p: &Path) -> Source {
+        Source::File(p.to_path_buf())
+    }
+}
+
+impl Source {
+    /// What error messages name.
+    pub fn path(&self) -> &Path {
+        match self {
+            Source::File(p) => p,
+            Source::Hdf5(h) => h.file.path(),
+        }
+    }
+}
+
+/// Rows (axis 0) of a chunked HDF5 dataset whose chunks the Blosc filter `filter_id` (32001
+/// or 32026) stored, read straight from the file: each block's rows are a box of whole rows of
+/// chunks, decoded with `ChunkFile::read_box` (only the needed Blosc blocks of chunks cut by
+/// the block's first and last row). Chunks never written read as zeros (HDF5's default fill
+/// value; the caller refuses other fill values); chunks HDF5 stored unfiltered (the filter
+/// refused them: incompressible data) are copied as they are.
+#[derive(Debug)]
+pub struct Hdf5Rows {
+    file: ChunkFile,
+    filter_id: i32,
+    shape: Vec<u64>,
+    chunk_dims: Vec<u64>,
+    typesize: usize,
+    /// Stored chunks by chunk-grid coordinates, and whether HDF5 stored each unfiltered.
+    chunks: HashMap<Vec<u64>, (Stored, bool)>,
+    /// For unfiltered chunks (the same file as `file`: checked at open).
+    raw: std::fs::File,
+}
+
+impl Hdf5Rows {
+    /// The dataset of `shape` in chunks of `chunk_dims` items of `typesize` bytes in the file
+    /// at `path` (`file_id`: the (device, inode) the addresses belong to); `stored`: each
+    /// written chunk's first item (HDF5's chunk offset), where its bytes lie and whether
+    /// HDF5 stored it unfiltered.
+    pub fn new(
+        path: &Path,
+        file_id: Option<(u64, u64)>,
+        filter_id: i32,
+        shape: Vec<u64>,
+        chunk_dims: Vec<u64>,
+        typesize: usize,
+        stored: Vec<(Vec<u64>, Stored, bool)>,
+    ) -> Result<Hdf5Rows> {
+        let bad = |reason: String| Error::Param { name: "hdf5 dataset", reason };
+        if shape.is_empty() || shape.len() != chunk_dims.len() || chunk_dims.contains(&0) || typesize == 0 {
+            return Err(bad(format!(
+                "shape {shape:?}, chunks {chunk_dims:?}, typesize {typesize}: not a chunked n-d dataset"
+            )));
+        }
+        let mut chunks = HashMap::with_capacity(stored.len());
+        for (start, at, raw) in stored {
+            let inside = start.len() == shape.len()
+                && start.iter().zip(&shape).zip(&chunk_dims).all(|((&s, &n), &c)| s % c == 0 && s < n);
+            if !inside {
+                return Err(bad(format!(
+                    "chunk offset {start:?} is not a chunk of shape {shape:?} in chunks {chunk_dims:?}"
+                )));
+            }
+            chunks.insert(start.iter().zip(&chunk_dims).map(|(&s, &c)| s / c).collect(), (at, raw));
+        }
+        let file = ChunkFile::open(path, file_id).map_err(|e| hdf5_err(e, None))?;
+        let raw =
+            std::fs::File::open(path).map_err(|e| hdf5_err(ReadError::Io(format!("{}: {e}", path.display())), None))?;
+        if let (Some(id), Ok(m)) = (file_id, raw.metadata()) {
+            if cfg!(unix) && file_id_of(&m) != id {
+                return Err(hdf5_err(
+                    ReadError::Io(format!("{}: the file was replaced; reopen it", path.display())),
+                    None,
+                ));
+            }
+        }
+        Ok(Hdf5Rows { file, filter_id, shape, chunk_dims, typesize, chunks, raw })
+    }
+
+    /// Rows `[start, stop)` into `out` (exactly their bytes).
+    fn read(&self, start: u64, stop: u64, out: &mut [u8]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let (nd, c0) = (self.shape.len(), self.chunk_dims[0]);
+        // Chunk counts along the other axes.
+        let grid: Vec<u64> = (1..nd).map(|d| self.shape[d].div_ceil(self.chunk_dims[d])).collect();
+        let (mut parts, mut where_, mut raws) = (Vec::new(), Vec::new(), Vec::new());
+        let mut missing = false;
+        for r in start / c0..=(stop - 1) / c0 {
+            let (lo, hi) = (start.max(r * c0), stop.min((r + 1) * c0));
+            let mut k = vec![0u64; nd - 1];
+            loop {
+                let coords: Vec<u64> = std::iter::once(r).chain(k.iter().copied()).collect();
+                match self.chunks.get(&coords) {
+                    Some(&(at, raw)) => {
+                        let mut sel = vec![(lo - r * c0, hi - r * c0)];
+                        let mut origin = vec![lo - start];
+                        for d in 1..nd {
+                            let c = self.chunk_dims[d];
+                            sel.push((0, c.min(self.shape[d] - k[d - 1] * c)));
+                            origin.push(k[d - 1] * c);
+                        }
+                        let part = BoxPart { at, sel, origin };
+                        if raw {
+                            raws.push((part, coords));
+                        } else {
+                            parts.push(part);
+                            where_.push(coords);
+                        }
+                    }
+                    None => missing = true,
+                }
+                // Next combination of the other axes' chunks (C order).
+                let Some(d) = (0..nd - 1).rev().find(|&d| k[d] + 1 < grid[d]) else { break };
+                k[d] += 1;
+                k[d + 1..].fill(0);
+            }
+        }
+        if missing {
+            out.fill(0);
+        }
+        let box_dims: Vec<u64> = std::iter::once(stop - start).chain(self.shape[1..].iter().copied()).collect();
+        for (p, coords) in &raws {
+            self.copy_raw(p, coords, &box_dims, out)?;
+        }
+        let spec =
+            PartSpec { filter_id: self.filter_id, chunk_dims: &self.chunk_dims, typesize: self.typesize, sel: &[] };
+        let opts = ReadOpts { nthreads: 1, ..ReadOpts::default() };
+        self.file.read_box(&parts, &spec, &box_dims, &opts, out).map(|_| ()).map_err(|(i, e)| {
+            let at = parts.get(i).map(|p| {
+                let c = where_[i].as_slice();
+                // Its number in C order over the chunk grid.
+                let n = c.iter().enumerate().fold(0, |n, (d, &x)| n * self.shape[d].div_ceil(self.chunk_dims[d]) + x);
+                (p.at, c, n)
+            });
+            hdf5_err(e, at)
+        })
+    }
+}
+
+impl Hdf5Rows {
+    /// Copy the part `p` of a chunk HDF5 stored unfiltered (C-order items of the whole chunk).
+    fn copy_raw(&self, p: &BoxPart, coords: &[u64], box_dims: &[u64], out: &mut [u8]) -> Result<()> {
+        let n = coords.iter().enumerate().fold(0, |n, (d, &x)| n * self.shape[d].div_ceil(self.chunk_dims[d]) + x);
+        let want = self.chunk_dims.iter().product::<u64>() as usize * self.typesize;
+        if p.at.size != want {
+            let reason =
+                format!("HDF5 chunk {coords:?} is stored unfiltered in {} bytes, a chunk has {want}", p.at.size);
+            return Err(Error::BadChunk { chunk: n, reason });
+        }
+        let mut buf = vec![0u8; want];
+        read_exact_at(&self.raw, &mut buf, p.at.offset).map_err(|e| {
+            hdf5_err(ReadError::Io(format!("{}: {e}", self.file.path().display())), Some((p.at, coords, n)))
+        })?;
+        let lo: Vec<u64> = p.sel.iter().map(|s| s.0).collect();
+        let extent: Vec<u64> = p.sel.iter().map(|s| s.1 - s.0).collect();
+        copy_box(&buf, &self.chunk_dims, &lo, out, box_dims, &p.origin, &extent, self.typesize);
+        Ok(())
+    }
+}
+
+/// (device, inode) of a file.
+fn file_id_of(m: &std::fs::Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (m.dev(), m.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        (0, 0)
+    }
+}
+
+/// A positioned read of exactly `buf.len()` bytes.
+fn read_exact_at(f: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = f;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
+}
+
+/// An HDF5 read failure as the streamer's error: I/O stays I/O (Python's `OSError`), bad
+/// bytes name the stored chunk.
+fn hdf5_err(e: ReadError, at: Option<(Stored, &[u64], u64)>) -> Error {
+    match e {
+        ReadError::Io(s) => Error::Frame(frame::Error::Io {
+            offset: at.map(|a| a.0.offset),
+            source: Arc::new(std::io::Error::other(s)),
+        }),
+        ReadError::Bad(s) => match at {
+            Some((a, coords, n)) => Error::BadChunk {
+                chunk: n,
+                reason: format!("HDF5 chunk {coords:?} of the grid ({} bytes at byte {}): {s}", a.size, a.offset),
+            },
+            None => Error::Param { name: "hdf5 chunk", reason: s },
+        },
+    }
+}
 
 /// What the streamer reads rows from (one per worker thread).
 enum Reader {
@@ -34,10 +267,16 @@ enum Reader {
     Array(Box<NdArray>),
     /// Items of a plain super-chunk.
     Items(Box<frame::SChunk>),
+    /// Rows of an HDF5 dataset.
+    Hdf5(Arc<Hdf5Rows>),
 }
 
 impl Reader {
-    fn open(path: &Path) -> Result<Reader> {
+    fn open(source: &Source) -> Result<Reader> {
+        let path = match source {
+            Source::File(p) => p,
+            Source::Hdf5(h) => return Ok(Reader::Hdf5(Arc::clone(h))),
+        };
         let mut s = frame::open(path, Mode::Read)?;
         if s.meta_names().iter().any(|n| *n == "b2nd" || *n == "caterva") {
             let mut a = NdArray::from_schunk(s)?;
@@ -57,6 +296,7 @@ impl Reader {
                 (shape.first().copied().unwrap_or(1), row as usize * a.typesize())
             }
             Reader::Items(s) => (s.nitems(), s.typesize()),
+            Reader::Hdf5(h) => (h.shape[0], h.shape[1..].iter().product::<u64>() as usize * h.typesize),
         }
     }
 
@@ -72,6 +312,7 @@ impl Reader {
                 a.get_slice_into(&sel, out)
             }
             Reader::Items(s) => Ok(s.get_slice_into(start, stop, out)?),
+            Reader::Hdf5(h) => h.read(start, stop, out),
         }
     }
 }
@@ -116,7 +357,7 @@ struct Inner<B> {
     state: Mutex<State>,
     changed: Condvar,
     slots: Vec<Mutex<B>>,
-    path: PathBuf,
+    source: Source,
     opts: Options,
     nrows: u64,
     row_bytes: usize,
@@ -156,7 +397,7 @@ impl<B: AsMut<[u8]>> Inner<B> {
     /// Read block `seq` into buffer `slot` with `reader` (opened on first use), then publish it.
     fn fill(&self, reader: &mut Option<Result<Reader>>, slot: usize, seq: u64) {
         let (start, stop) = self.rows_of(seq);
-        let res = match reader.get_or_insert_with(|| Reader::open(&self.path)) {
+        let res = match reader.get_or_insert_with(|| Reader::open(&self.source)) {
             Ok(r) => {
                 let mut buf = self.slots[slot].lock().unwrap_or_else(PoisonError::into_inner);
                 let len = (stop - start) as usize * self.row_bytes;
@@ -179,28 +420,28 @@ pub struct Streamer<B: AsMut<[u8]> + Send + 'static> {
 }
 
 impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
-    /// Start streaming `path` into `buffers` (each at least `block_rows` rows long; their
-    /// number bounds what is read ahead). Fails before any thread starts on a bad file or
-    /// argument.
-    pub fn start(path: impl Into<PathBuf>, opts: Options, buffers: Vec<B>) -> Result<Streamer<B>> {
-        Self::start_with_readers(path, opts, buffers, opts.nthreads)
+    /// Start streaming `source` (a file's path, or [`Source::Hdf5`]) into `buffers` (each at
+    /// least `block_rows` rows long; their number bounds what is read ahead). Fails before
+    /// any thread starts on a bad file or argument.
+    pub fn start(source: impl Into<Source>, opts: Options, buffers: Vec<B>) -> Result<Streamer<B>> {
+        Self::start_with_readers(source, opts, buffers, opts.nthreads)
     }
 
     /// [`Streamer::start`] with `nreaders` reader threads (0 in tests: the consumer reads all).
     fn start_with_readers(
-        path: impl Into<PathBuf>,
+        source: impl Into<Source>,
         opts: Options,
         mut buffers: Vec<B>,
         nreaders: usize,
     ) -> Result<Streamer<B>> {
-        let path = path.into();
+        let source = source.into();
         if opts.block_rows == 0 || opts.nthreads == 0 || buffers.is_empty() {
             return Err(Error::Param {
                 name: "streamer",
                 reason: "block_rows, nthreads and buffers must be > 0".into(),
             });
         }
-        let first = Reader::open(&path)?;
+        let first = Reader::open(&source)?;
         let (nrows, row_bytes) = first.rows();
         let need = usize::try_from(opts.block_rows)
             .ok()
@@ -225,7 +466,7 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
             }),
             changed: Condvar::new(),
             slots: buffers.into_iter().map(Mutex::new).collect(),
-            path,
+            source,
             opts,
             nrows,
             row_bytes,

@@ -87,6 +87,10 @@ const MAX_DISTANCE: usize = 8191;
 const MAX_FARDISTANCE: usize = 65535 + MAX_DISTANCE - 1;
 /// Largest hash table (log2 of its entry count).
 const MAX_HASH_LOG: u32 = 14;
+/// c-blosc 1.x encodes with the 4-byte back-off (as C-Blosc2) when its probe (3-byte
+/// back-off) estimates at least this ratio, else with 3 (observed from its output: every
+/// stream probed at <= 3.93 used 3, every one at >= 4.06 used 4; equality is a guess).
+const BLOSC1_BACKOFF4_RATIO: f64 = 4.0;
 /// Minimum probe ratio per clevel (index = clevel).
 const MIN_RATIO: [f64; 10] = [0.0, 2.0, 1.5, 1.2, 1.2, 1.2, 1.2, 1.15, 1.1, 1.0];
 
@@ -142,7 +146,8 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
 }
 
 /// Entropy probe (spec §3.2 A): estimated compression ratio of the window `w` (positions
-/// covered / output bytes), or 0 as soon as it is certain to end below `min_ratio`.
+/// covered / output bytes), or 0 as soon as it is certain to end below `min_ratio`. `B`:
+/// the match back-off and shortest match (4 for C-Blosc2, 3 for c-blosc 1.x; [`Probe`]).
 ///
 /// Early exit: the output count `oc` never decreases from one step to the next (a match
 /// adds at least 2 after its possible -1) and the loop ends before position `limit`, so once
@@ -152,7 +157,7 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
 // Not inlined: inside `compress_h` (with the main pass) its loop ran out of registers and
 // reloaded the window and limits from the stack on every literal.
 #[inline(never)]
-fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
+fn probe_ratio<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
     let limit = w.len().min(1 << H);
     if limit <= 12 {
         return 0.0;
@@ -161,9 +166,9 @@ fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) ->
     // Blocks of 2^H bytes and more (the usual case) probe a window of constant length, so
     // the compiler can drop the bounds checks of the literal loop.
     if limit == 1 << H {
-        probe_window::<H>(&w[..1 << H], table, min_ratio)
+        probe_window::<H, B>(&w[..1 << H], table, min_ratio)
     } else {
-        probe_window::<H>(&w[..limit], table, min_ratio)
+        probe_window::<H, B>(&w[..limit], table, min_ratio)
     }
 }
 
@@ -174,7 +179,7 @@ fn probe_ratio<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) ->
 /// is tested when the run reaches the first position where `oc` can have reached `give_up`
 /// (testing later than possible only scans a few more positions, same decision).
 #[inline(always)]
-fn probe_window<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
+fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
     let limit = w.len();
     let bound = limit - 1;
     let stop = limit - 12;
@@ -198,8 +203,8 @@ fn probe_window<const H: u32>(w: &[u8], table: &mut HashTable, min_ratio: f64) -
             let c = (old.saturating_sub(base) as usize).min(p);
             let d = p - c;
             if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
-                let len = match_end(w, p, d, bound) - 4 - p;
-                if len >= 4 {
+                let len = match_end(w, p, d, bound) - B - p;
+                if len >= B {
                     found = Some((d, len));
                     break;
                 }
@@ -250,7 +255,10 @@ pub enum Probe {
     /// c-blosc 1.21 (numcodecs.Blosc, HDF5 filter 32001), as observed from its output (which
     /// streams it stores raw): 4 KiB starting at three quarters of the stream, whatever the
     /// clevel, same ratio thresholds. On an incompressible 2 MiB chunk split in 128 KiB
-    /// streams this looks at 64 KiB instead of 256 KiB; Blosc1 chunks.
+    /// streams this looks at 64 KiB instead of 256 KiB; Blosc1 chunks. Its probe, and its
+    /// main pass unless the probe says [`BLOSC1_BACKOFF4_RATIO`] or more, back off 3 bytes
+    /// from a match's first mismatch instead of 4 and keep matches from 3 (decoded 5)
+    /// bytes: c-blosc 1.x's streams byte for byte (issue 12).
     Blosc1,
 }
 
@@ -277,9 +285,9 @@ fn compress_h<const H: u32>(probe: Probe, clevel: u8, src: &[u8], dst: &mut [u8]
                     4..=6 => n / 2,
                     _ => n,
                 };
-                probe_ratio::<H>(&src[n - maxlen..], table, min_ratio)
+                probe_ratio::<H, 4>(&src[n - maxlen..], table, min_ratio)
             }
-            Probe::Blosc1 => probe_ratio::<12>(&src[n - n / 4..], table, min_ratio),
+            Probe::Blosc1 => probe_ratio::<12, 3>(&src[n - n / 4..], table, min_ratio),
         };
         if ratio < min_ratio {
             return 0;
@@ -288,7 +296,12 @@ fn compress_h<const H: u32>(probe: Probe, clevel: u8, src: &[u8], dst: &mut [u8]
             return 0;
         }
         table.new_pass(n);
-        encode::<H>(clevel == 9, src, dst, table).unwrap_or(0)
+        match probe {
+            Probe::Blosc2 => encode::<H, 4>(clevel == 9, src, dst, table),
+            Probe::Blosc1 if ratio >= BLOSC1_BACKOFF4_RATIO => encode::<H, 4>(clevel == 9, src, dst, table),
+            Probe::Blosc1 => encode::<H, 3>(clevel == 9, src, dst, table),
+        }
+        .unwrap_or(0)
     })
 }
 
@@ -338,8 +351,14 @@ thread_local! {
         std::cell::RefCell::new(HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 });
 }
 
-/// Main pass (spec §3.2 C). `None` when the output budget `dst.len()` is exceeded.
-fn encode<const H: u32>(second_hash: bool, src: &[u8], dst: &mut [u8], table: &mut HashTable) -> Option<usize> {
+/// Main pass (spec §3.2 C), with the back-off and shortest match `B` of [`probe_ratio`].
+/// `None` when the output budget `dst.len()` is exceeded.
+fn encode<const H: u32, const B: usize>(
+    second_hash: bool,
+    src: &[u8],
+    dst: &mut [u8],
+    table: &mut HashTable,
+) -> Option<usize> {
     let n = src.len();
     let maxout = dst.len();
     let bound = n - 1;
@@ -357,12 +376,12 @@ fn encode<const H: u32>(second_hash: bool, src: &[u8], dst: &mut [u8], table: &m
         let d = a - c;
         let mut len = 0;
         if d != 0 && d < MAX_FARDISTANCE && r32(src, c) == v {
-            len = match_end(src, a, d, bound) - 4 - a;
+            len = match_end(src, a, d, bound) - B - a;
             if len <= 5 && d > MAX_DISTANCE {
                 len = 0;
             }
         }
-        if len < 4 {
+        if len < B {
             // Literal.
             if op + 2 > maxout {
                 return None;
@@ -949,9 +968,9 @@ mod tests {
                         w[i] = w[i - 64];
                     }
                 }
-                let full = probe_ratio::<14>(&w, &mut table, 0.0);
+                let full = probe_ratio::<14, 4>(&w, &mut table, 0.0);
                 for &t in &MIN_RATIO[1..] {
-                    let r = probe_ratio::<14>(&w, &mut table, t);
+                    let r = probe_ratio::<14, 4>(&w, &mut table, t);
                     assert_eq!(r >= t, full >= t, "kept {kept} len {len} threshold {t}: {r} vs {full}");
                     gave_up += usize::from(r == 0.0 && full > 0.0);
                     cases += 1;
@@ -964,7 +983,7 @@ mod tests {
     /// The probe as the specification states it, one literal at a time and over the whole
     /// window (no early exit): the twin the counted-run loop of [`probe_ratio`] is checked
     /// against.
-    fn probe_reference<const H: u32>(w: &[u8], table: &mut HashTable) -> f64 {
+    fn probe_reference<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable) -> f64 {
         let limit = w.len().min(1 << H);
         if limit <= 12 {
             return 0.0;
@@ -980,8 +999,8 @@ mod tests {
             let c = table.swap(k, a);
             let d = a - c;
             if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
-                let len = match_end(w, a, d, bound) - 4 - a;
-                if len >= 4 {
+                let len = match_end(w, a, d, bound) - B - a;
+                if len >= B {
                     if lit == 0 {
                         oc -= 1;
                     }
@@ -1038,14 +1057,17 @@ mod tests {
                         }
                     }
                     let w = &w[start..];
-                    let want12 = probe_reference::<12>(w, &mut reference);
-                    assert_eq!(probe_ratio::<12>(w, &mut table, 0.0), want12, "H 12 kept {kept} len {len}");
-                    let want13 = probe_reference::<13>(w, &mut reference);
-                    assert_eq!(probe_ratio::<13>(w, &mut table, 0.0), want13, "H 13 kept {kept} len {len}");
-                    let want = probe_reference::<14>(w, &mut reference);
-                    assert_eq!(probe_ratio::<14>(w, &mut table, 0.0), want, "H 14 kept {kept} len {len}");
+                    // c-blosc 1.x's back-off of 3 (Blosc1 chunks), at its hash size.
+                    let want3 = probe_reference::<12, 3>(w, &mut reference);
+                    assert_eq!(probe_ratio::<12, 3>(w, &mut table, 0.0), want3, "B 3 kept {kept} len {len}");
+                    let want12 = probe_reference::<12, 4>(w, &mut reference);
+                    assert_eq!(probe_ratio::<12, 4>(w, &mut table, 0.0), want12, "H 12 kept {kept} len {len}");
+                    let want13 = probe_reference::<13, 4>(w, &mut reference);
+                    assert_eq!(probe_ratio::<13, 4>(w, &mut table, 0.0), want13, "H 13 kept {kept} len {len}");
+                    let want = probe_reference::<14, 4>(w, &mut reference);
+                    assert_eq!(probe_ratio::<14, 4>(w, &mut table, 0.0), want, "H 14 kept {kept} len {len}");
                     for &t in &MIN_RATIO[1..] {
-                        let r = probe_ratio::<14>(w, &mut table, t);
+                        let r = probe_ratio::<14, 4>(w, &mut table, t);
                         assert!(
                             r == want || (r == 0.0 && want < t),
                             "kept {kept} len {len} threshold {t}: {r} vs {want}"

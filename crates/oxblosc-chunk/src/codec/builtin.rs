@@ -116,7 +116,7 @@ impl Codec for Zlib {
         BlockTuning { high_ratio: true, split_max_clevel: None, blosc1_split: true }
     }
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
-        Ok(zlib::compress(p.clevel, src, dst))
+        Ok(if p.blosc1 { zlib::compress_blosc1(p.clevel, src, dst) } else { zlib::compress(p.clevel, src, dst) })
     }
     fn decode(&self, _: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         zlib::decompress(src, dst)

@@ -17,6 +17,28 @@ thread_local! {
     static DEFLATE: RefCell<Option<(u8, Deflate)>> = const { RefCell::new(None) };
 }
 
+/// A deflate with [`compress`]'s contract.
+pub type DeflateFn = fn(u8, &[u8], &mut [u8]) -> usize;
+
+/// A deflate for Blosc1 chunks, installed by a higher layer ([`set_blosc1_deflate`]).
+static BLOSC1_DEFLATE: std::sync::OnceLock<DeflateFn> = std::sync::OnceLock::new();
+
+/// Compress the zlib streams of Blosc1 chunks with `f` (same contract as [`compress`]) from
+/// now on: c-blosc 1.x (numcodecs) uses the stock zlib, whose streams differ from zlib-rs's,
+/// so the facade installs stock zlib here to write numcodecs' bytes. Blosc2 chunks keep
+/// zlib-rs (C-Blosc2's zlib-ng bytes). The first call wins.
+pub fn set_blosc1_deflate(f: DeflateFn) {
+    let _ = BLOSC1_DEFLATE.set(f);
+}
+
+/// [`compress`] for a Blosc1 chunk (the installed deflate, if any).
+pub(crate) fn compress_blosc1(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
+    match BLOSC1_DEFLATE.get() {
+        Some(f) => f(clevel, src, dst),
+        None => compress(clevel, src, dst),
+    }
+}
+
 /// Compress at zlib level `clevel`; 0 when the result does not fit `dst`.
 pub fn compress(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
     DEFLATE.with(|cell| {

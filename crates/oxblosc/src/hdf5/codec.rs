@@ -110,8 +110,10 @@ fn check_len(cd: &[u32], got: usize) -> Result<()> {
 }
 
 /// Encode one HDF5 chunk for filter 32001. Like hdf5-blosc, fail (so that HDF5 stores the
-/// chunk raw, the filter being optional) when the chunk would not shrink.
+/// chunk raw, the filter being optional) when the chunk would not shrink. Zlib streams come
+/// from stock zlib, as c-blosc 1.x's (the plugin and the Python extension write the same bytes).
 pub fn encode_blosc1(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
+    crate::stock_zlib::install();
     let p = blosc1_params(cd)?;
     let out = crate::chunk::compress_blosc1(data, &cparams(&p))
         .map_err(|e| format!("Blosc filter: cannot compress a {}-byte chunk: {e}", data.len()))?;

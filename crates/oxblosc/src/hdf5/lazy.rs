@@ -94,7 +94,7 @@ fn slabs<'o>(
 /// Copy the box of `extent` items at `src_lo` of the C-order `src` (`src_dims` items) to
 /// `dst_lo` of the C-order `dst` (`dst_dims` items), items of `ts` bytes, row by row.
 #[allow(clippy::too_many_arguments)]
-fn copy_box(
+pub(crate) fn copy_box(
     src: &[u8],
     src_dims: &[u64],
     src_lo: &[u64],
