@@ -446,6 +446,15 @@ impl Writer {
     /// contiguous file, and the chunks section its close leaves (up to the end of the last
     /// chunk) holds dead bytes ([`CLOSE_SMALL`]); `stored_cbytes` = the caller's stored bytes.
     /// Whether another writer of this contiguous file is open in this process ([`crate::live`]).
+    /// Without `locking`: hold the frame's own flock while checking and writing
+    /// ([`crate::lock::commit_guard`]; locked writers hold the lock file's instead).
+    fn commit_guard(&self) -> Result<Option<File>> {
+        if self.lock.is_some() {
+            return Ok(None);
+        }
+        crate::lock::commit_guard(&self.path).map_err(|e| Error::io(None, e))
+    }
+
     pub(crate) fn has_other_writers(&self) -> bool {
         self.live.as_ref().is_some_and(LiveWriter::others)
     }
@@ -465,8 +474,8 @@ impl Writer {
     /// since, in this process or another one and without a shared lock, changed it: writing
     /// from this view would overwrite that handle's chunks (sparse: reuse its chunk file ids)
     /// or index, or cut them off when closing. So a stale writer refuses to write
-    /// ([`Error::Stale`]) and closes without touching the file. (Not a lock: a handle
-    /// writing at the same moment is not seen.)
+    /// ([`Error::Stale`]) and closes without touching the file. (Checked under the commit
+    /// flock, so a handle writing at the same moment is seen too.)
     fn view_is_current(&self) -> std::io::Result<bool> {
         if !self.contiguous {
             let Some(stamp) = self.sparse_stamp else { return Ok(false) };
@@ -508,6 +517,7 @@ impl Writer {
     fn locked<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
         let lock = self.lock.clone();
         let r = exclusive_fresh(lock.as_deref()).and_then(|_g| {
+            let _one_at_a_time = self.commit_guard()?;
             if !self.view_is_current().map_err(|e| Error::io(Some(0), e))? {
                 return Err(Error::Stale);
             }
@@ -1172,6 +1182,7 @@ impl Drop for Writer {
         if let (Some(c), Some(f)) = (&self.contig, &self.file) {
             let lock = self.lock.clone();
             let Ok(_g) = exclusive_fresh(lock.as_deref()) else { return };
+            let Ok(_one_at_a_time) = self.commit_guard() else { return };
             if !matches!(self.view_is_current(), Ok(true)) {
                 return; // another handle wrote the file since: its state stays
             }
