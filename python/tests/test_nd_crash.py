@@ -186,7 +186,7 @@ def campaign(tmp: Path, contiguous: bool, kills: int, py_every: int, seed: int) 
 
 @pytest.mark.parametrize("contiguous", [True, False], ids=["contiguous", "sparse"])
 def test_sigkill_during_nd_batches(tmp_path, contiguous):
-    kills = int(os.environ.get("OXBLOSC_ND_CRASH_KILLS", "8"))
+    kills = int(os.environ.get("OXBLOSC_ND_CRASH_KILLS", "5"))
     py_every = int(os.environ.get("OXBLOSC_ND_CRASH_PY_EVERY", "2"))
     seen = campaign(tmp_path, contiguous, kills, py_every, seed=int(os.environ.get("OXBLOSC_ND_CRASH_SEED", "1")))
     print(f"n-d crash ({'contiguous' if contiguous else 'sparse'}): {kills} kills, outcomes {seen}")
