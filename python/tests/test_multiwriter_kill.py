@@ -191,7 +191,10 @@ def test_unlocked_second_writer_process_gets_stale(tmp_path: Path, contiguous: b
         s.append_data(chunk(k, 0))
     del s
     second = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, numpy as np, oxblosc
             s = oxblosc.open({str(path)!r}, mode="a")
             sys.stdout.write("open\\n"); sys.stdout.flush()
@@ -203,7 +206,8 @@ def test_unlocked_second_writer_process_gets_stale(tmp_path: Path, contiguous: b
                     print(what, "OK")
                 except Exception as e:
                     print(what, type(e).__name__, e)
-            """)],
+            """),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -263,8 +267,13 @@ def test_unlocked_writer_processes_racing_lose_nothing(tmp_path: Path, contiguou
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     n = int(os.environ.get("OXBLOSC_RACE_OPS", "60"))
     kids = [
-        subprocess.Popen([sys.executable, "-c", RACER, str(path), str(w), str(n)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(path), str(w), str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for w in (1, 2)
     ]
     for k, p in enumerate(kids):

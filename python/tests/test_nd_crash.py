@@ -60,7 +60,10 @@ def child(path: str, log_path: str, seed: int, contiguous: bool) -> None:
             lo = [rng.randrange(s) for s in shape]
             hi = [rng.randint(x + 1, s) for x, s in zip(lo, shape, strict=True)]
             box = tuple(slice(x, y) for x, y in zip(lo, hi, strict=True))
-            vals = np.array([rng.randrange(-1000, 1000) for _ in range(int(np.prod([y - x for x, y in zip(lo, hi, strict=True)])))], DTYPE)
+            vals = np.array(
+                [rng.randrange(-1000, 1000) for _ in range(int(np.prod([y - x for x, y in zip(lo, hi, strict=True)])))],
+                DTYPE,
+            )
             new = model.copy()
             new[box] = vals.reshape(new[box].shape)
             note("I", digest(new))
@@ -135,9 +138,9 @@ def check(path: str, log: Path, round_: int, py: bool) -> str:
         what = "old" if h == states[0] else "new"
     else:
         prev = np.load(str(log) + ".prev.npy") if inplace is not None else None
-        assert prev is not None and chunkwise_old_or_new(got, states[0], inplace, prev), (
-            f"round {round_}: file holds {h} {got.shape}, accepted {states} (in place {inplace})"
-        )
+        assert prev is not None and chunkwise_old_or_new(
+            got, states[0], inplace, prev
+        ), f"round {round_}: file holds {h} {got.shape}, accepted {states} (in place {inplace})"
         what = "mixed in place"
     if py:
         theirs = np.asarray(blosc2.open(path, mode="r")[:])
@@ -164,7 +167,9 @@ def check(path: str, log: Path, round_: int, py: bool) -> str:
     return what
 
 
-CHILD = "import sys; sys.path.insert(0, {tests!r}); import test_nd_crash as t; t.child({path!r}, {log!r}, {seed}, {contig})"
+CHILD = (
+    "import sys; sys.path.insert(0, {tests!r}); import test_nd_crash as t; t.child({path!r}, {log!r}, {seed}, {contig})"
+)
 
 
 def campaign(tmp: Path, contiguous: bool, kills: int, py_every: int, seed: int) -> dict[str, int]:
@@ -175,7 +180,9 @@ def campaign(tmp: Path, contiguous: bool, kills: int, py_every: int, seed: int) 
     for round_ in range(kills):
         if log.exists():
             log.unlink()
-        code = CHILD.format(tests=os.path.dirname(__file__), path=path, log=str(log), seed=rng.randrange(1 << 30), contig=contiguous)
+        code = CHILD.format(
+            tests=os.path.dirname(__file__), path=path, log=str(log), seed=rng.randrange(1 << 30), contig=contiguous
+        )
         p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         t0 = time.monotonic()
         while (not log.exists() or "C " not in log.read_text()) and p.poll() is None and time.monotonic() - t0 < 60:

@@ -25,7 +25,7 @@ use crate::lock::{FrameLock, LockView};
 use crate::mmap::Map;
 use crate::schunk::SChunk;
 use crate::storage::{Backing, Source};
-use crate::writer::{write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
+use crate::writer::{unique_temp, write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
 use crate::{Error, Result};
 
 /// How a frame file is opened.
@@ -362,15 +362,26 @@ impl SChunk {
 
     /// Write a copy of this super-chunk to `path` as a contiguous frame file or a sparse
     /// directory, replacing a frame already there. The super-chunk stays where it was.
+    ///
+    /// Written under a temporary name, then renamed into place: a process killed while saving
+    /// (also inside [`SChunk::create`]) leaves no half-written frame at `path` (one whose
+    /// header was not written yet could not be opened).
     pub fn save(&self, path: impl AsRef<Path>, contiguous: bool) -> Result<()> {
         let path = path.as_ref();
-        remove(path)?;
         let fr = self.frame()?;
+        let tmp = unique_temp(path);
         let r = if contiguous {
-            write_compact(path, &fr, SyncMode::None).map(|_| ())
+            write_compact(&tmp, &fr, SyncMode::None).map(|_| ())
         } else {
-            write_sparse_copy(path, &fr)
+            write_sparse_copy(&tmp, &fr)
         };
+        let r = r.and_then(|()| {
+            remove(path)?;
+            fs::rename(&tmp, path).map_err(|e| Error::io(None, e))
+        });
+        if r.is_err() {
+            let _ = if contiguous { fs::remove_file(&tmp) } else { fs::remove_dir_all(&tmp) };
+        }
         r.map_err(|e| e.in_file(path))
     }
 }

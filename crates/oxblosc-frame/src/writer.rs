@@ -1137,7 +1137,7 @@ fn write_new_file(p: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// A temporary name beside `path` that no other writer (thread or process) uses: two handles
 /// writing the same frame without `locking` once shared one name, so one renamed the other's
 /// half-written file into place (a sparse index of 0 bytes: the frame was unreadable).
-fn unique_temp(path: &Path) -> PathBuf {
+pub(crate) fn unique_temp(path: &Path) -> PathBuf {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tmp = path.as_os_str().to_owned();
