@@ -193,7 +193,12 @@ pub fn remove(path: impl AsRef<Path>) -> Result<()> {
         if !path.join(SPARSE_INDEX).exists() {
             return Err(Error::param("path", "directory is not a sparse frame").in_file(path));
         }
-        return fs::remove_dir_all(path).map_err(io_at(path, None));
+        // Renamed away first, then emptied: a process killed while removing used to leave a
+        // directory of chunk files without its index, which neither opened nor could be
+        // removed (not a sparse frame any more); now at worst a temporary directory remains.
+        let tmp = unique_temp(path);
+        fs::rename(path, &tmp).map_err(io_at(path, None))?;
+        return fs::remove_dir_all(&tmp).map_err(io_at(path, None));
     }
     let lock = crate::lock::lock_path(path);
     if lock.exists() {
