@@ -145,7 +145,7 @@ def run(tmp: Path, contiguous: bool, n: int, seed: int) -> str:
     for w, p in writers.items():
         err = p.communicate(timeout=300)[1].decode(errors="replace")
         if w != victim:
-            assert p.returncode == 0, f"writer {w} failed after writer {victim} was killed:\n{err[-3000:]}"
+            assert p.returncode == 0, f"writer {w} failed after writer {victim} was killed:\n{err[-6000:]}"
     Path(str(path) + ".done").write_text("")
     err = reader.communicate(timeout=300)[1].decode(errors="replace")
     assert reader.returncode == 0, f"reader failed:\n{err[-3000:]}"

@@ -283,7 +283,11 @@ impl SChunk {
     /// [`refresh`](Self::refresh) with the lock held (exclusive for writers).
     pub(crate) fn refresh_locked(&mut self, view: &Arc<LockView>) -> Result<bool> {
         let g = view.lock.generation()?;
-        if g == view.seen() {
+        // A locked writer killed after its commit but before bumping the generation leaves the
+        // frame changed under the same generation: a writer whose view no longer matches the
+        // frame catches up too (it refused every later write as stale: 3-writer kill test).
+        let behind = self.writer.as_ref().is_some_and(|w| matches!(w.view_is_current(), Ok(false)));
+        if g == view.seen() && !behind {
             return Ok(false);
         }
         let path = self.backing.path().expect("locked handles have a path").to_path_buf();

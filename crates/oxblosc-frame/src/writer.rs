@@ -476,7 +476,7 @@ impl Writer {
     /// or index, or cut them off when closing. So a stale writer refuses to write
     /// ([`Error::Stale`]) and closes without touching the file. (Checked under the commit
     /// flock, so a handle writing at the same moment is seen too.)
-    fn view_is_current(&self) -> std::io::Result<bool> {
+    pub(crate) fn view_is_current(&self) -> std::io::Result<bool> {
         if !self.contiguous {
             let Some(stamp) = self.sparse_stamp else { return Ok(false) };
             return match fs::metadata(self.path.join(SPARSE_INDEX)) {
