@@ -62,8 +62,14 @@ CHILD = textwrap.dedent(
                 s.append_data(chunk(ident, 0))
                 os.write(fd, f"C A {ident}\\n".encode())
             else:
-                j = rng.randrange(s.nchunks)
-                ident, _ = check(s.decompress_chunk(j), j)
+                while True:  # a locked handle follows other writers' commits when told to
+                    s.refresh()
+                    j = rng.randrange(s.nchunks)
+                    try:
+                        ident, _ = check(s.decompress_chunk(j), j)
+                        break
+                    except oxblosc.FrameChangedError:
+                        pass  # another writer committed in between
                 ver = w * 100000 + k
                 os.write(fd, f"I U {ident} {ver}\\n".encode())
                 s.update_data(j, chunk(ident, ver))
@@ -142,11 +148,11 @@ def run(tmp: Path, contiguous: bool, n: int, seed: int) -> str:
             break
         time.sleep(0.002)
     writers[victim].kill()
+    errs = {w: p.communicate(timeout=300)[1].decode(errors="replace") for w, p in writers.items()}
+    Path(str(path) + ".done").write_text("")  # (before any assertion: the reader stops)
     for w, p in writers.items():
-        err = p.communicate(timeout=300)[1].decode(errors="replace")
         if w != victim:
-            assert p.returncode == 0, f"writer {w} failed after writer {victim} was killed:\n{err[-6000:]}"
-    Path(str(path) + ".done").write_text("")
+            assert p.returncode == 0, f"writer {w} failed after writer {victim} was killed:\n{errs[w][-6000:]}"
     err = reader.communicate(timeout=300)[1].decode(errors="replace")
     assert reader.returncode == 0, f"reader failed:\n{err[-3000:]}"
     committed, unfinished, updates = {k: 0 for k in range(6)}, set(), set()
