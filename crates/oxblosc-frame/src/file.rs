@@ -25,7 +25,7 @@ use crate::lock::{FrameLock, LockView};
 use crate::mmap::Map;
 use crate::schunk::SChunk;
 use crate::storage::{Backing, Source};
-use crate::writer::{write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
+use crate::writer::{unique_temp, write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
 use crate::{Error, Result};
 
 /// How a frame file is opened.
@@ -193,7 +193,12 @@ pub fn remove(path: impl AsRef<Path>) -> Result<()> {
         if !path.join(SPARSE_INDEX).exists() {
             return Err(Error::param("path", "directory is not a sparse frame").in_file(path));
         }
-        return fs::remove_dir_all(path).map_err(io_at(path, None));
+        // Renamed away first, then emptied: a process killed while removing used to leave a
+        // directory of chunk files without its index, which neither opened nor could be
+        // removed (not a sparse frame any more); now at worst a temporary directory remains.
+        let tmp = unique_temp(path);
+        fs::rename(path, &tmp).map_err(io_at(path, None))?;
+        return fs::remove_dir_all(&tmp).map_err(io_at(path, None));
     }
     let lock = crate::lock::lock_path(path);
     if lock.exists() {
@@ -278,7 +283,11 @@ impl SChunk {
     /// [`refresh`](Self::refresh) with the lock held (exclusive for writers).
     pub(crate) fn refresh_locked(&mut self, view: &Arc<LockView>) -> Result<bool> {
         let g = view.lock.generation()?;
-        if g == view.seen() {
+        // A locked writer killed after its commit but before bumping the generation leaves the
+        // frame changed under the same generation: a writer whose view no longer matches the
+        // frame catches up too (it refused every later write as stale: 3-writer kill test).
+        let behind = self.writer.as_ref().is_some_and(|w| matches!(w.view_is_current(), Ok(false)));
+        if g == view.seen() && !behind {
             return Ok(false);
         }
         let path = self.backing.path().expect("locked handles have a path").to_path_buf();
@@ -362,15 +371,26 @@ impl SChunk {
 
     /// Write a copy of this super-chunk to `path` as a contiguous frame file or a sparse
     /// directory, replacing a frame already there. The super-chunk stays where it was.
+    ///
+    /// Written under a temporary name, then renamed into place: a process killed while saving
+    /// (also inside [`SChunk::create`]) leaves no half-written frame at `path` (one whose
+    /// header was not written yet could not be opened).
     pub fn save(&self, path: impl AsRef<Path>, contiguous: bool) -> Result<()> {
         let path = path.as_ref();
-        remove(path)?;
         let fr = self.frame()?;
+        let tmp = unique_temp(path);
         let r = if contiguous {
-            write_compact(path, &fr, SyncMode::None).map(|_| ())
+            write_compact(&tmp, &fr, SyncMode::None).map(|_| ())
         } else {
-            write_sparse_copy(path, &fr)
+            write_sparse_copy(&tmp, &fr)
         };
+        let r = r.and_then(|()| {
+            remove(path)?;
+            fs::rename(&tmp, path).map_err(|e| Error::io(None, e))
+        });
+        if r.is_err() {
+            let _ = if contiguous { fs::remove_file(&tmp) } else { fs::remove_dir_all(&tmp) };
+        }
         r.map_err(|e| e.in_file(path))
     }
 }

@@ -113,6 +113,26 @@ fn wait_exclusive(path: &Path) -> std::io::Result<File> {
     }
 }
 
+/// The exclusive `flock` a writer without `locking` holds on the frame itself (the file, or
+/// the directory of a sparse frame) from its staleness check to the end of its write, so that
+/// two such writers (two processes, or two handles) commit one at a time and the later one
+/// sees the other's commit (`Error::Stale`) instead of writing over it. No lock file is made
+/// and python-blosc2's `locking` protocol is untouched; writers of other libraries are not
+/// excluded. Released when the returned description is dropped. `Ok(None)` when there is no
+/// frame at `path` any more (the staleness check reports that) or flock is unavailable.
+pub(crate) fn commit_guard(path: &Path) -> std::io::Result<Option<File>> {
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match os_lock(&f, Kind::Exclusive, false) {
+        Ok(_) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 #[derive(Debug, Default)]
 struct Held {
     shared: usize,

@@ -13,7 +13,7 @@
 //!
 //! * Sparse frames (directory): a new or updated chunk goes to a **new** `%08X.chunk` file
 //!   (id = largest id ever used + 1), never over an existing one. Then the index frame is
-//!   written to `chunks.b2frame.tmp` and renamed over `chunks.b2frame` (atomic on POSIX), and
+//!   written to a temporary file of its own and renamed over `chunks.b2frame` (atomic), and
 //!   only after that are the files of replaced or deleted chunks removed (at worst an orphan
 //!   chunk file remains). A failed commit removes the chunk files it wrote.
 //! * Contiguous files. A frame is `header | chunks section (cbytes) | index | trailer`; readers
@@ -49,7 +49,7 @@
 //!   committed index as the first chunk area.
 //! * Dead space (replaced or deleted chunks, abandoned index slots) is bounded: when it exceeds
 //!   the live bytes (and 1 MiB plus 4x the index), the frame is rewritten compactly to
-//!   `<file>.oxtmp` and renamed over the file (atomic). A compaction that fails is skipped
+//!   a temporary file of its own beside it and renamed over the file (atomic). A compaction that fails is skipped
 //!   (its temporary file removed): the change it follows is committed already.
 //! * Closing (dropping the writer) moves the index and trailer right after the last chunk
 //!   (via a copy past everything when there is no room below the committed index), patches the
@@ -446,6 +446,15 @@ impl Writer {
     /// contiguous file, and the chunks section its close leaves (up to the end of the last
     /// chunk) holds dead bytes ([`CLOSE_SMALL`]); `stored_cbytes` = the caller's stored bytes.
     /// Whether another writer of this contiguous file is open in this process ([`crate::live`]).
+    /// Without `locking`: hold the frame's own flock while checking and writing
+    /// ([`crate::lock::commit_guard`]; locked writers hold the lock file's instead).
+    fn commit_guard(&self) -> Result<Option<File>> {
+        if self.lock.is_some() {
+            return Ok(None);
+        }
+        crate::lock::commit_guard(&self.path).map_err(|e| Error::io(None, e))
+    }
+
     pub(crate) fn has_other_writers(&self) -> bool {
         self.live.as_ref().is_some_and(LiveWriter::others)
     }
@@ -465,9 +474,9 @@ impl Writer {
     /// since, in this process or another one and without a shared lock, changed it: writing
     /// from this view would overwrite that handle's chunks (sparse: reuse its chunk file ids)
     /// or index, or cut them off when closing. So a stale writer refuses to write
-    /// ([`Error::Stale`]) and closes without touching the file. (Not a lock: a handle
-    /// writing at the same moment is not seen.)
-    fn view_is_current(&self) -> std::io::Result<bool> {
+    /// ([`Error::Stale`]) and closes without touching the file. (Checked under the commit
+    /// flock, so a handle writing at the same moment is seen too.)
+    pub(crate) fn view_is_current(&self) -> std::io::Result<bool> {
         if !self.contiguous {
             let Some(stamp) = self.sparse_stamp else { return Ok(false) };
             return match fs::metadata(self.path.join(SPARSE_INDEX)) {
@@ -508,6 +517,7 @@ impl Writer {
     fn locked<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
         let lock = self.lock.clone();
         let r = exclusive_fresh(lock.as_deref()).and_then(|_g| {
+            let _one_at_a_time = self.commit_guard()?;
             if !self.view_is_current().map_err(|e| Error::io(Some(0), e))? {
                 return Err(Error::Stale);
             }
@@ -826,9 +836,7 @@ impl Writer {
                 return Err(io_at(&path, None)(e));
             }
         }
-        let mut tmp = path.clone().into_os_string();
-        tmp.push(".oxtmp");
-        let tmp = PathBuf::from(tmp);
+        let tmp = unique_temp(&path);
         let out = match write_compact(&tmp, fr, self.sync_mode) {
             Ok(out) => out,
             Err(e) => {
@@ -1126,6 +1134,17 @@ fn write_new_file(p: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Write `chunks.b2frame` of a sparse frame (header, `index` chunk, trailer) atomically
 /// (temp file + rename); returns the new version's stamp (taken before the rename, so a
 /// commit by another handle just after it is not mistaken for ours).
+/// A temporary name beside `path` that no other writer (thread or process) uses: two handles
+/// writing the same frame without `locking` once shared one name, so one renamed the other's
+/// half-written file into place (a sparse index of 0 bytes: the frame was unreadable).
+pub(crate) fn unique_temp(path: &Path) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".oxtmp-{}-{n}", std::process::id()));
+    PathBuf::from(tmp)
+}
+
 fn write_sparse_index(dir: &Path, fr: &Frame, index: Option<&[u8]>, cbytes: u64, sync: SyncMode) -> Result<IndexStamp> {
     let mut h = fr.header.clone();
     h.frame_type = FRAME_SPARSE;
@@ -1137,7 +1156,7 @@ fn write_sparse_index(dir: &Path, fr: &Frame, index: Option<&[u8]>, cbytes: u64,
         out.extend_from_slice(ix);
     }
     out.extend_from_slice(&fr.trailer);
-    let tmp = dir.join(format!("{SPARSE_INDEX}.tmp"));
+    let tmp = unique_temp(&dir.join(SPARSE_INDEX));
     let r = fs::write(&tmp, &out).map_err(io_at(&tmp, None)).and_then(|()| {
         if sync == SyncMode::Full {
             File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_at(&tmp, None))?;
@@ -1163,6 +1182,7 @@ impl Drop for Writer {
         if let (Some(c), Some(f)) = (&self.contig, &self.file) {
             let lock = self.lock.clone();
             let Ok(_g) = exclusive_fresh(lock.as_deref()) else { return };
+            let Ok(_one_at_a_time) = self.commit_guard() else { return };
             if !matches!(self.view_is_current(), Ok(true)) {
                 return; // another handle wrote the file since: its state stays
             }

@@ -1,5 +1,6 @@
 //! Crash safety of frame files, contiguous and sparse: a child process appends, inserts,
-//! updates and deletes chunks in a loop and is SIGKILLed at random moments; after every kill
+//! updates and deletes chunks in a loop, alone or several in one batch, and is SIGKILLed at
+//! random moments; after every kill
 //! the file must reopen as the last state the child committed or the one it was writing, never
 //! unreadable and never with lost chunks. The sparse run keeps few, tiny chunks so that chunk
 //! file ids outgrow the frame's `cbytes` and the writer renumbers them (hard links, new index,
@@ -103,7 +104,26 @@ fn child(path: &Path, log: &Path, seed: u64, (contiguous, items, max_chunks): (b
         let new_seed = rng.next() as u32 | 1;
         let mut next = seeds.clone();
         let chunk_data = move |seed| chunk_data_n(seed, items);
-        let act: Box<dyn FnOnce(&mut SChunk)> = if n < 4 || (op < 60 && n < max_chunks) {
+        let act: Box<dyn FnOnce(&mut SChunk)> = if n >= 4 && rng.below(100) < 20 {
+            // A batch of edits (mostly chunks replaced, some twice) committed at once: replaced
+            // and appended chunks are staged to unreferenced space as they come.
+            let steps = batch_steps(&mut rng, &mut next, max_chunks as usize);
+            Box::new(move |s| {
+                s.batch(|s| {
+                    for st in &steps {
+                        let data = chunk_data(st.seed);
+                        match st.kind {
+                            Step::Update => s.update_data(st.i, &data).map(drop)?,
+                            Step::Append => s.append_data(&data).map(drop)?,
+                            Step::Delete => s.delete_chunk(st.i).map(drop)?,
+                            Step::Insert => s.insert_data(st.i, &data).map(drop)?,
+                        }
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            })
+        } else if n < 4 || (op < 60 && n < max_chunks) {
             next.push(new_seed);
             Box::new(move |s| {
                 s.append_data(&chunk_data(new_seed)).unwrap();
@@ -132,6 +152,54 @@ fn child(path: &Path, log: &Path, seed: u64, (contiguous, items, max_chunks): (b
         seeds = next;
         log.write_all(format!("C {} {}\n", seeds.len(), hash(&seeds)).as_bytes()).unwrap();
     }
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    Update,
+    Append,
+    Delete,
+    Insert,
+}
+
+struct BatchStep {
+    kind: Step,
+    i: usize,
+    seed: u32,
+}
+
+/// 2-7 random edits for one batch, applied to `seeds` as the batch will apply them; updates
+/// dominate and often hit a chunk the batch replaced already.
+fn batch_steps(rng: &mut Rng, seeds: &mut Vec<u32>, max_chunks: usize) -> Vec<BatchStep> {
+    let mut steps = Vec::new();
+    let mut last = None;
+    for _ in 0..2 + rng.below(6) {
+        let n = seeds.len() as u64;
+        let seed = rng.next() as u32 | 1;
+        let r = rng.below(100);
+        let step = if r < 60 || n < 2 {
+            let i = match last {
+                Some(i) if rng.below(3) == 0 && i < seeds.len() => i,
+                _ => rng.below(n) as usize,
+            };
+            seeds[i] = seed;
+            BatchStep { kind: Step::Update, i, seed }
+        } else if r < 75 && seeds.len() < max_chunks {
+            seeds.push(seed);
+            BatchStep { kind: Step::Append, i: seeds.len() - 1, seed }
+        } else if r < 88 {
+            let i = rng.below(n) as usize;
+            seeds.remove(i);
+            BatchStep { kind: Step::Delete, i, seed }
+        } else {
+            let i = rng.below(n) as usize;
+            seeds.insert(i, seed);
+            BatchStep { kind: Step::Insert, i, seed }
+        };
+        last = Some(step.i);
+        steps.push(step);
+    }
+    steps
 }
 
 /// Accepted states after a kill: the last committed one and, if logged after it, the one

@@ -161,3 +161,34 @@ fn failed_ops_change_nothing_contiguous() {
 fn failed_ops_change_nothing_sparse() {
     failed_ops_change_nothing(false);
 }
+
+/// Saving over an existing frame on a full disk fails and keeps the frame that was there (it
+/// used to be removed first, then the new copy failed half-way: both were gone). The copy is
+/// written under a temporary name and renamed into place, so a process killed while saving
+/// (also inside `SChunk::create`) leaves no half-written frame either.
+#[test]
+fn failed_save_keeps_the_frame_it_was_replacing() {
+    for contiguous in [true, false] {
+        let Some(fs) = Tmpfs::new(if contiguous { "save-c" } else { "save-s" }, 512) else { return };
+        let path = fs.0.join(if contiguous { "f.b2frame" } else { "d.b2frame" });
+        let cp = CParams { typesize: 1, clevel: 1, ..CParams::default() };
+        let mut s = SChunk::create(&path, contiguous, cp.clone(), DParams::default()).unwrap();
+        s.append_data(&noise(1, CHUNK)).unwrap();
+        let before = state(&s);
+        drop(s);
+        let mut other = SChunk::new(cp, DParams::default()).unwrap();
+        for k in 0..4 {
+            other.append_data(&noise(10 + k, CHUNK)).unwrap();
+        }
+        fill(&fs.0);
+        let e = other.save(&path, contiguous).unwrap_err();
+        assert!(e.to_string().contains(path.file_name().unwrap().to_str().unwrap()), "{e}");
+        assert_eq!(on_disk(&path), before, "contiguous {contiguous}: the frame being replaced was lost");
+        let leftovers: Vec<_> =
+            std::fs::read_dir(&fs.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+        assert_eq!(leftovers.len(), 2, "temporary files left: {leftovers:?}"); // the frame and the filler
+        std::fs::remove_file(fs.0.join("filler")).unwrap();
+        other.save(&path, contiguous).unwrap();
+        assert_eq!(on_disk(&path), state(&other));
+    }
+}

@@ -466,3 +466,35 @@ fn closing_compacts_only_a_current_view() {
     assert_eq!(r.cbytes(), chunks);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A locked writer killed after its commit (index renamed in, or header patched) but before it
+/// bumped the lock file's generation: the frame changed under an unchanged generation. Another
+/// locked writer must catch up with that state and write on, not refuse every write as stale
+/// (found by the three-writer kill test, python/tests/test_multiwriter_kill.py).
+#[test]
+fn locked_writer_catches_up_with_a_commit_whose_generation_bump_was_lost() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-lostbump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for contiguous in [true, false] {
+        let path = dir.join(if contiguous { "f.b2frame" } else { "d.b2frame" });
+        let mut s =
+            SChunk::create(&path, contiguous, CParams { typesize: 4, ..CParams::default() }, DParams::default())
+                .unwrap();
+        s.append_data(&data(1)).unwrap();
+        s.enable_locking().unwrap();
+        drop(s);
+        let lock = oxblosc_frame::lock::lock_path(&path);
+        let mut a = open_with(&path, cfg(Mode::Append, true)).unwrap();
+        let mut b = open_with(&path, cfg(Mode::Append, true)).unwrap();
+        let before = std::fs::read(&lock).unwrap();
+        a.append_data(&data(2)).unwrap();
+        std::fs::write(&lock, &before).unwrap(); // the bump never happened
+        drop(a);
+        b.append_data(&data(3)).unwrap_or_else(|e| panic!("contiguous {contiguous}: {e}"));
+        assert_eq!(read_pass(&b).unwrap(), [1, 2, 3]);
+        drop(b);
+        assert_eq!(read_pass(&open_with(&path, cfg(Mode::Read, false)).unwrap()).unwrap(), [1, 2, 3]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

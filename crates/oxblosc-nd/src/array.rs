@@ -92,13 +92,18 @@ impl NdArray {
     /// chunk initialised to `fill` without compressing anything. The super-chunk's block size
     /// is forced to the geometry's.
     pub fn create(schunk: SChunk, geom: Geometry, dtype: Option<&str>, fill: Fill) -> Result<NdArray> {
-        let mut a = NdArray::without_chunks(schunk, geom, dtype)?;
-        a.fill_chunks(a.geom.nchunks, &fill)?;
-        Ok(a)
+        NdArray::without_chunks(schunk, geom, dtype, |a| a.fill_chunks(a.geom.nchunks, &fill))
     }
 
-    /// The array's metalayer and parameters on an empty `schunk`, no chunks yet.
-    fn without_chunks(mut schunk: SChunk, geom: Geometry, dtype: Option<&str>) -> Result<NdArray> {
+    /// The array's metalayer and parameters on an empty `schunk`, then `chunks` adding its
+    /// chunks, all as one commit: a file killed between the metalayer and the chunks held a
+    /// metalayer describing chunks it did not have (refused when opened).
+    fn without_chunks(
+        mut schunk: SChunk,
+        geom: Geometry,
+        dtype: Option<&str>,
+        chunks: impl FnOnce(&mut NdArray) -> Result<()>,
+    ) -> Result<NdArray> {
         if schunk.nchunks() != 0 || schunk.meta(NAME).is_some() {
             return Err(Error::param("schunk", "must be empty and without a b2nd metalayer"));
         }
@@ -120,11 +125,10 @@ impl NdArray {
         let mut cp = schunk.cparams().clone();
         cp.blocksize = geom.block_bytes();
         schunk.set_cparams(cp)?;
-        let meta = geom.to_meta(Some(dtype.unwrap_or("|u1")));
-        schunk.add_meta(NAME, &meta.encode())?;
         schunk.set_chunk_context(geom.chunk_context());
         let nthreads = schunk.dparams().nthreads;
-        Ok(NdArray {
+        let meta = geom.to_meta(Some(dtype.unwrap_or("|u1"))).encode();
+        let mut a = NdArray {
             schunk,
             geom,
             dtype: dtype.map(str::to_owned),
@@ -134,7 +138,12 @@ impl NdArray {
             decoded_in_place: AtomicU64::new(0),
             write_batches: AtomicU64::new(0),
             read_in_part: AtomicU64::new(0),
-        })
+        };
+        a.atomically(|a| {
+            a.schunk.add_meta(NAME, &meta)?;
+            chunks(a)
+        })?;
+        Ok(a)
     }
 
     /// A new array holding `data` (C order, `nitems * typesize` bytes).
@@ -150,7 +159,13 @@ impl NdArray {
     /// built (memory stays a few chunks whatever the array's size), and the frame's index is
     /// written once at the end; on an error no chunk becomes part of the frame.
     pub fn from_buffer_appending(schunk: SChunk, geom: Geometry, dtype: Option<&str>, data: &[u8]) -> Result<NdArray> {
-        let mut a = NdArray::without_chunks(schunk, geom, dtype)?;
+        let need = u128::from(geom.nitems) * geom.typesize as u128;
+        if need != data.len() as u128 {
+            return Err(Error::param("data", format!("{} bytes given, the array has {need}", data.len())));
+        }
+        // First a complete array of uninitialised chunks (metalayer and chunks in one commit),
+        // then the data replacing them: a kill leaves one of the two, both whole arrays.
+        let mut a = NdArray::create(schunk, geom, dtype, Fill::Uninit)?;
         let full = a.full_selection();
         a.atomically(|a| a.set_slice_inner(&full, data))?;
         Ok(a)
