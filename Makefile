@@ -79,14 +79,9 @@ test-python: check-shared develop
 ## ci: what .ci/run calls
 ci: lint test
 
-# Lints that suggest std APIs newer than Rust 1.80 (is_multiple_of, repeat_n, is_none_or): the
-# MSRV became 1.89 (decision 0007) and they fired on ~30 lines across every crate; off until
-# one sweep adopts them.
-CLIPPY_NEWER_API = -A clippy::manual_is_multiple_of -A clippy::manual_repeat_n -A clippy::nonminimal_bool -A clippy::unnecessary_map_or
-
 lint: $(STAMP)
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings $(CLIPPY_NEWER_API)
+	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
 	$(VENV)/bin/ruff check python bench scripts build_backend
 	$(VENV)/bin/ruff format --check python bench scripts build_backend
 	$(PY) scripts/check_layers.py

@@ -106,7 +106,7 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
         }
         let idx = src.read(base + index_at, tstart - index_at, "offsets index")?;
         let nchunks = if h.chunksize > 0 {
-            h.nbytes as u64 / h.chunksize as u64 + u64::from(h.nbytes as u64 % h.chunksize as u64 != 0)
+            h.nbytes as u64 / h.chunksize as u64 + u64::from(!(h.nbytes as u64).is_multiple_of(h.chunksize as u64))
         } else {
             // Variable chunk sizes: no special offsets, so every chunk is stored (>= 16 bytes).
             let n = offsets::index_len(&idx)? as u64;

@@ -100,7 +100,7 @@ pub(crate) const INDEX_BLOCKSIZE: usize = 16 * 1024;
 /// a Blosc2 chunk are independent, so an index chunk can be assembled from blocks encoded at
 /// different times ([`index_chunk_header`] + bstarts + these bytes).
 pub(crate) fn encode_index_block(raw: &[u8]) -> Result<Vec<u8>> {
-    debug_assert!(raw.len() % 8 == 0 && !raw.is_empty() && raw.len() <= INDEX_BLOCKSIZE);
+    debug_assert!(raw.len().is_multiple_of(8) && !raw.is_empty() && raw.len() <= INDEX_BLOCKSIZE);
     let wrap = |source| Error::Chunk { chunk: ChunkId::Index, source };
     let c = oxblosc_chunk::compress(raw, &index_cparams()).map_err(wrap)?;
     let h = oxblosc_chunk::ChunkHeader::parse(&c).map_err(wrap)?;

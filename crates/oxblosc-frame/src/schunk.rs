@@ -813,7 +813,7 @@ impl SChunk {
     fn decode_part(&self, c: &[u8], lo: u64, len: u64, dst: &mut [u8]) -> oxblosc_chunk::Result<()> {
         let h = ChunkHeader::parse(c)?;
         let hts = u64::from(h.typesize.max(1));
-        if h.is_vlblocks() || lo % hts != 0 || len % hts != 0 {
+        if h.is_vlblocks() || !lo.is_multiple_of(hts) || !len.is_multiple_of(hts) {
             let all = oxblosc_chunk::decompress_with(c, &self.dparams, &self.ctx)?;
             dst.copy_from_slice(&all[lo as usize..(lo + len) as usize]);
         } else {
@@ -876,7 +876,7 @@ impl SChunk {
 
     fn set_slice_view(&mut self, start: u64, data: &[u8]) -> Result<()> {
         let ts = self.typesize() as u64;
-        if data.len() as u64 % ts != 0 {
+        if !(data.len() as u64).is_multiple_of(ts) {
             return Err(Error::param("data", format!("{} bytes is not a whole number of items", data.len())));
         }
         let stop = start + data.len() as u64 / ts;
@@ -918,7 +918,7 @@ impl SChunk {
     pub fn compress(&mut self, data: &[u8]) -> Result<Vec<u8>> {
         let mut cp = self.cparams.clone();
         let hts = if cp.typesize > 255 { 1 } else { cp.typesize };
-        if cp.blocksize == 0 && self.blocksize != 0 && self.blocksize % hts == 0 {
+        if cp.blocksize == 0 && self.blocksize != 0 && self.blocksize.is_multiple_of(hts) {
             cp.blocksize = self.blocksize;
         }
         if let Some(t) = &self.tuner {
@@ -1139,7 +1139,7 @@ impl SChunk {
         // total happens to be a multiple (e.g. an empty last chunk).
         if self.chunksize > 0
             && !self.slots.is_empty()
-            && (self.nbytes % self.chunksize as u64 != 0
+            && (!self.nbytes.is_multiple_of(self.chunksize as u64)
                 || self.chunk_nbytes(self.slots.len() - 1)? as i64 != self.chunksize)
         {
             return Err(Error::param("fill_special", "the last chunk is not full"));

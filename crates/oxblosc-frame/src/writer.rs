@@ -599,7 +599,7 @@ impl Writer {
                 c.ext = Some(new_extent(c, 0, chunks.len(), 0, Some(area)));
             }
         }
-        if !c.ext.as_ref().is_some_and(|e| e.data_end + total <= e.area_end) {
+        if c.ext.as_ref().is_none_or(|e| e.data_end + total > e.area_end) {
             c.ext = Some(new_extent(c, total, chunks.len(), 0, None));
         }
         let e = c.ext.as_mut().expect("extent");

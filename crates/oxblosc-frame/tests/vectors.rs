@@ -76,7 +76,7 @@ fn load(name: &str) -> SChunk {
 
 /// A 50-byte pattern (49 characters + NUL) repeated.
 fn check_pattern(data: &[u8], what: &str) {
-    assert!(data.len() % 50 == 0, "{what}: {} bytes", data.len());
+    assert!(data.len().is_multiple_of(50), "{what}: {} bytes", data.len());
     for (k, p) in data.chunks(50).enumerate() {
         assert_eq!(p, &data[..50], "{what}: period {k}");
     }

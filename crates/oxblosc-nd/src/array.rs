@@ -1029,7 +1029,7 @@ impl NdArray {
                 Err(Error::param("data", "the array's rows hold no items; nothing can be appended"))
             };
         }
-        if data.len() as u64 % row != 0 {
+        if !(data.len() as u64).is_multiple_of(row) {
             return Err(Error::param("data", format!("{} bytes is not a whole number of {row}-byte rows", data.len())));
         }
         let k = data.len() as u64 / row;

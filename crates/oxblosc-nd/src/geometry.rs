@@ -111,7 +111,7 @@ impl Geometry {
             )));
         }
         let nitems = checked_product(shape.iter().copied(), "item count")?;
-        if !nitems.checked_mul(typesize as u64).is_some_and(|n| n <= i64::MAX as u64) {
+        if nitems.checked_mul(typesize as u64).is_none_or(|n| n > i64::MAX as u64) {
             return Err(Error::geometry(format!("{nitems} items x {typesize} bytes overflows int64")));
         }
         let blocks_per_chunk = checked_product(bgrid.iter().copied(), "blocks per chunk")? as usize;
