@@ -53,8 +53,12 @@ pub fn compress(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
         match def.compress(src, dst, DeflateFlush::Finish) {
             Ok(Status::StreamEnd) => usize::try_from(def.total_out()).unwrap_or(0),
             // Output full (or any error): the caller stores the block another way. The state
-            // is reset before its next use.
-            _ => 0,
+            // is dropped: zlib-rs 0.6's reset of a level-1 state cut short mid-stream leaves
+            // something behind, and the next stream came out undecodable (session 9).
+            _ => {
+                *slot = None;
+                0
+            }
         }
     })
 }
@@ -106,7 +110,7 @@ mod tests {
     use zlib_rs::DeflateConfig;
 
     fn fresh(clevel: u8, src: &[u8]) -> Vec<u8> {
-        let mut buf = vec![0u8; src.len() + 1024];
+        let mut buf = vec![0u8; src.len() * 2 + 1024];
         let (out, rc) = zlib_rs::compress_slice(&mut buf, src, DeflateConfig::new(i32::from(clevel)));
         assert_eq!(rc, ReturnCode::Ok);
         out.to_vec()
@@ -129,6 +133,39 @@ mod tests {
                 assert_eq!(back, src);
                 // A stream too large for its output leaves the state to be reset next time.
                 assert_eq!(compress(clevel, &b, &mut tiny), 0);
+            }
+        }
+    }
+
+    /// A stream that ran out of output after writing most of it (an incompressible block
+    /// larger than its budget, as the engine gives each block) must not leave anything in
+    /// the state for the next stream. Found by the tuner's exhaustive search (session 9):
+    /// zlib level 1 with shuffle after level-1 blocks of unfiltered floats wrote streams
+    /// that neither oxblosc nor C-Blosc2 could decode.
+    #[test]
+    fn a_stream_cut_short_leaves_no_trace() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let noise: Vec<u8> = (0..200_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        let smooth: Vec<u8> = (0..100_000u32).flat_map(|i| ((i / 3) as u16).to_le_bytes()).collect();
+        for clevel in [1u8, 2, 5, 9] {
+            let full = fresh(clevel, &noise).len();
+            assert!(full > noise.len(), "the noise does not compress");
+            for budget in [full - 1, full - 100, noise.len() - 1, noise.len() / 2] {
+                let mut dst = vec![0u8; budget];
+                assert_eq!(compress(clevel, &noise, &mut dst), 0, "clevel {clevel}, budget {budget}");
+                let mut out = vec![0u8; smooth.len() + 1024];
+                let n = compress(clevel, &smooth, &mut out);
+                assert!(out[..n] == fresh(clevel, &smooth)[..], "clevel {clevel}, budget {budget}");
+                let mut back = vec![0u8; smooth.len()];
+                decompress(&out[..n], &mut back).unwrap();
+                assert!(back == smooth, "clevel {clevel}, budget {budget}");
             }
         }
     }
