@@ -144,3 +144,29 @@ fn few_blocks_are_read_from_the_file_alone() {
     drop(a);
     std::fs::remove_file(&p).unwrap();
 }
+
+/// A new array filled with a value (stored repeated-value chunks, not special ones) on a
+/// file: the metalayer and those chunks are one commit, which resizes the contiguous
+/// file's header; the chunks must not be staged where the header grows (this was refused:
+/// "the header cannot change size once chunks are stored").
+#[test]
+fn a_new_array_filled_with_a_value_on_a_file() {
+    for contiguous in [true, false] {
+        let p = temp(&format!("full-{contiguous}.b2nd"));
+        let cp = CParams { typesize: 8, nthreads: 1, clevel: 5, ..CParams::default() };
+        let s = SChunk::create(&p, contiguous, cp, DParams { nthreads: 1 }).unwrap();
+        let geom = Geometry::new(&[1000], &[100], &[10], 8).unwrap();
+        let a = NdArray::create(s, geom, Some("<i8"), oxblosc_nd::Fill::Value(3i64.to_le_bytes().to_vec())).unwrap();
+        let want: Vec<u8> = (0..1000).flat_map(|_| 3i64.to_le_bytes()).collect();
+        assert_eq!(a.to_vec().unwrap(), want);
+        drop(a);
+        let b = NdArray::from_schunk(open(&p, Mode::Read).unwrap()).unwrap();
+        assert_eq!(b.to_vec().unwrap(), want);
+        drop(b);
+        if contiguous {
+            std::fs::remove_file(&p).unwrap();
+        } else {
+            std::fs::remove_dir_all(&p).unwrap();
+        }
+    }
+}
