@@ -7,6 +7,9 @@ STAMP := $(VENV)/.deps-stamp
 SHARED ?= $(abspath ../shared)
 export OXBLOSC_SHARED := $(SHARED)
 CARGO ?= cargo
+# zlib-ng (the inflate of codec 4, decision 0013) is C built by cmake: every target that compiles Rust checks for it.
+NEED_CMAKE = @command -v cmake >/dev/null || (apt-get update -qq && apt-get install -y -qq cmake) \
+  || { echo "cmake is required to build zlib-ng: apt-get install cmake (or pip install cmake)"; exit 2; }
 
 .PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean stress venv check-shared
 
@@ -25,11 +28,13 @@ venv: $(STAMP)
 
 ## develop: build the extension in the dev profile into the venv (fast to compile)
 develop: $(STAMP)
+	$(NEED_CMAKE)
 	$(VENV)/bin/maturin develop -q --uv 2>/dev/null || $(VENV)/bin/maturin develop -q
 	$(CARGO) build -q -p oxblosc-cli -p oxblosc-hdf5 && $(MAKE) -s bundle-cli PROFILE=debug
 
 ## develop-release: optimised build for demos and benchmarks
 develop-release: $(STAMP)
+	$(NEED_CMAKE)
 	$(VENV)/bin/maturin develop -q --release --uv 2>/dev/null || $(VENV)/bin/maturin develop -q --release
 	$(CARGO) build -q --release -p oxblosc-cli -p oxblosc-hdf5 && $(MAKE) -s bundle-cli PROFILE=release
 
@@ -64,6 +69,7 @@ check-shared:
 
 # The frame interop test runs python-blosc2 from the venv (both directions).
 test-rust: check-shared $(STAMP)
+	$(NEED_CMAKE)
 	OXBLOSC_INTEROP_PY=$(abspath $(PY)) $(CARGO) test --workspace --exclude oxblosc-python --quiet
 	$(CARGO) test --manifest-path fuzz/Cargo.toml --target-dir target --quiet --test replay_regressions
 
@@ -80,6 +86,7 @@ test-python: check-shared develop
 ci: lint test
 
 lint: $(STAMP)
+	$(NEED_CMAKE)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --quiet -- -D warnings
 	$(VENV)/bin/ruff check python bench scripts build_backend
@@ -121,6 +128,7 @@ bench-multitables: $(STAMP)
 ## fuzz: every fuzz target for FUZZ_SECONDS each (needs cargo-fuzz; installs it)
 FUZZ_SECONDS ?= 600
 fuzz:
+	$(NEED_CMAKE)
 	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
 	for t in decompress roundtrip getitem frame_open frame_ops nd_open nd_slices bloscpack hdf5_decode nd_filters ndlz zfp_acc zfp_prec zfp_rate; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
 

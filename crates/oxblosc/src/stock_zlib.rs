@@ -13,10 +13,10 @@
 
 #![allow(unsafe_code)]
 
-use std::alloc::{alloc, dealloc, Layout};
 use std::cell::RefCell;
 use std::os::raw::c_int;
 
+use crate::chunk::codec::zlib::{zalloc, zfree};
 use libz_sys as z;
 
 /// Make the engine use stock zlib for Blosc1 zlib streams (idempotent).
@@ -105,40 +105,6 @@ pub fn deflate(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
             }
         }
     })
-}
-
-/// Bytes before each block handed to zlib, holding the allocation's size for `zfree`.
-const HEAD: usize = 16;
-
-/// zlib's allocator, on Rust's global allocator.
-unsafe extern "C" fn zalloc(_: z::voidpf, items: z::uInt, size: z::uInt) -> z::voidpf {
-    let Some(n) = (items as usize).checked_mul(size as usize).and_then(|n| n.checked_add(HEAD)) else {
-        return std::ptr::null_mut();
-    };
-    let Ok(layout) = Layout::from_size_align(n, HEAD) else { return std::ptr::null_mut() };
-    // SAFETY: `layout` has a non-zero size; the size is stored in the first `HEAD` bytes
-    // (aligned for a usize) and the block after them is handed out.
-    unsafe {
-        let p = alloc(layout);
-        if p.is_null() {
-            return std::ptr::null_mut();
-        }
-        p.cast::<usize>().write(n);
-        p.add(HEAD).cast()
-    }
-}
-
-/// Frees what [`zalloc`] handed out.
-unsafe extern "C" fn zfree(_: z::voidpf, p: z::voidpf) {
-    if p.is_null() {
-        return;
-    }
-    // SAFETY: `p` came from `zalloc`: its allocation starts `HEAD` bytes before, with its size.
-    unsafe {
-        let base = p.cast::<u8>().sub(HEAD);
-        let n = base.cast::<usize>().read();
-        dealloc(base, Layout::from_size_align_unchecked(n, HEAD));
-    }
 }
 
 #[cfg(test)]

@@ -1,21 +1,21 @@
 //! Zlib (compcode 4, chunk format code 3): RFC 1950 streams, level = clevel (format spec 3.4).
 //!
-//! Pure Rust through `zlib-rs`, whose output matched C-Blosc2's bundled zlib-ng byte for
-//! byte in every case measured (docs/decisions/0001-codec-libraries.md).
+//! Two libraries, each where it is faster (docs/decisions/0013-zlib-ng-inflate.md): deflate is
+//! `zlib-rs` (a Rust port of zlib-ng: the very streams C-Blosc2's bundled zlib-ng writes;
+//! C zlib-ng 2.3.3 writes them too but took 1.1-1.4x its time at level 5), inflate is C zlib-ng
+//! through `libz-ng-sys` (built by cmake with its runtime CPU dispatch; zlib-rs's inflate ran
+//! at 0.6-0.85x C-Blosc2's on shuffled smooth data). One state per thread and direction
+//! (deflate: per level), reset for each stream: building a state allocates and clears its
+//! window and tables (~270 KiB), more work than a small stream.
 
 #![allow(unsafe_code)]
 
 use crate::uninit::Out;
+use libz_ng_sys as z;
+use std::alloc::{alloc, dealloc, Layout};
 use std::cell::RefCell;
-use zlib_rs::{Deflate, DeflateFlush, Inflate, InflateConfig, InflateFlush, ReturnCode, Status};
-
-thread_local! {
-    /// One deflate state per thread with its level, reset for each stream: building one
-    /// allocates and clears its window and hash tables (~270 KiB), more work than a small
-    /// stream's compression. A different level builds a new state (the level also picks the
-    /// match strategy, so a reset state at the same level writes the same bytes as a fresh one).
-    static DEFLATE: RefCell<Option<(u8, Deflate)>> = const { RefCell::new(None) };
-}
+use std::os::raw::c_int;
+use zlib_rs::{Deflate, DeflateFlush, Status};
 
 /// A deflate with [`compress`]'s contract.
 pub type DeflateFn = fn(u8, &[u8], &mut [u8]) -> usize;
@@ -24,9 +24,9 @@ pub type DeflateFn = fn(u8, &[u8], &mut [u8]) -> usize;
 static BLOSC1_DEFLATE: std::sync::OnceLock<DeflateFn> = std::sync::OnceLock::new();
 
 /// Compress the zlib streams of Blosc1 chunks with `f` (same contract as [`compress`]) from
-/// now on: c-blosc 1.x (numcodecs) uses the stock zlib, whose streams differ from zlib-rs's,
+/// now on: c-blosc 1.x (numcodecs) uses the stock zlib, whose streams differ from zlib-ng's,
 /// so the facade installs stock zlib here to write numcodecs' bytes. Blosc2 chunks keep
-/// zlib-rs (C-Blosc2's zlib-ng bytes). The first call wins.
+/// zlib-ng (C-Blosc2's bytes). The first call wins.
 pub fn set_blosc1_deflate(f: DeflateFn) {
     let _ = BLOSC1_DEFLATE.set(f);
 }
@@ -37,6 +37,92 @@ pub(crate) fn compress_blosc1(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
         Some(f) => f(clevel, src, dst),
         None => compress(clevel, src, dst),
     }
+}
+
+/// A zlib-ng inflate state, boxed because the library keeps a pointer back to it; ended
+/// when dropped.
+struct Stream {
+    z: Box<z::z_stream>,
+}
+
+impl Stream {
+    /// An inflate state for zlib-wrapped streams with windows up to 32 KiB.
+    fn inflate() -> Option<Stream> {
+        let mut s = Box::new(z::z_stream {
+            next_in: std::ptr::null_mut(),
+            avail_in: 0,
+            total_in: 0,
+            next_out: std::ptr::null_mut(),
+            avail_out: 0,
+            total_out: 0,
+            msg: std::ptr::null_mut(),
+            state: std::ptr::null_mut(),
+            zalloc,
+            zfree,
+            opaque: std::ptr::null_mut(),
+            data_type: 0,
+            adler: 0,
+            reserved: 0,
+        });
+        // SAFETY: `s` is a boxed (never moved) stream with allocation callbacks.
+        let r = unsafe { z::zng_inflateInit(&mut *s) };
+        (r == z::Z_OK).then_some(Stream { z: s })
+    }
+
+    /// Inflate one whole stream from `src` into `n` bytes at `dst` (`Z_FINISH`); returns the
+    /// library's code and the bytes written. No pointer into the caller's buffers stays behind.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `n` bytes for the duration of the call.
+    unsafe fn run(&mut self, src: &[u8], dst: *mut u8, n: usize) -> (c_int, usize) {
+        let (Ok(avail_in), Ok(avail_out)) = (u32::try_from(src.len()), u32::try_from(n)) else {
+            return (z::Z_BUF_ERROR, 0);
+        };
+        let zs = &mut *self.z;
+        zs.next_in = src.as_ptr().cast_mut(); // zlib only reads through `next_in`
+        zs.avail_in = avail_in;
+        zs.next_out = dst;
+        zs.avail_out = avail_out;
+        // SAFETY: an initialised stream; `next_in`/`next_out` cover `src` and `n` bytes at
+        // `dst` (the caller's promise), both alive for the call.
+        let r = unsafe { z::inflate(zs, z::Z_FINISH) };
+        (zs.next_in, zs.next_out) = (std::ptr::null_mut(), std::ptr::null_mut());
+        (r, zs.total_out)
+    }
+
+    /// Make the state ready for a new stream; false if the library refuses.
+    fn reset(&mut self) -> bool {
+        // SAFETY: an initialised stream.
+        unsafe { z::inflateReset(&mut *self.z) == z::Z_OK }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: the stream was initialised and is ended once.
+        unsafe { z::inflateEnd(&mut *self.z) };
+    }
+}
+
+thread_local! {
+    /// This thread's zlib-rs deflate state with its level (the level also picks the match
+    /// strategy, so a reset state at the same level writes the same bytes as a fresh one).
+    static DEFLATE: RefCell<Option<(u8, Deflate)>> = const { RefCell::new(None) };
+    static INFLATE: RefCell<Option<Stream>> = const { RefCell::new(None) };
+}
+
+/// Take this thread's inflate state (made afresh if there is none, or if the reset fails)
+/// and run `f` on it; `None` if no state can be made or the cell is busy.
+fn with_inflate<T>(f: impl FnOnce(&mut Stream) -> T) -> Option<T> {
+    INFLATE.with(|c| {
+        let mut slot = c.try_borrow_mut().ok()?;
+        let reused = slot.take().and_then(|mut s| s.reset().then_some(s));
+        let s = slot.insert(match reused {
+            Some(s) => s,
+            None => Stream::inflate()?,
+        });
+        Some(f(s))
+    })
 }
 
 /// Compress at zlib level `clevel`; 0 when the result does not fit `dst`.
@@ -65,49 +151,80 @@ pub fn compress(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
 
 /// Decode one zlib stream into exactly `dst.len()` bytes.
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
-    let want = dst.len();
-    let (out, rc) = zlib_rs::decompress_slice(dst, src, InflateConfig::default());
-    result(out.len(), want, rc)
-}
-
-thread_local! {
-    /// One inflate state per thread, reset for each stream instead of built afresh.
-    static INFLATE: RefCell<Inflate> = RefCell::new(Inflate::new(true, 15));
+    // SAFETY: `dst` is valid for writes of its length.
+    unsafe { inflate_into(src, dst.as_mut_ptr(), dst.len()) }
 }
 
 /// [`decompress`] into possibly uninitialised output; on `Ok` every byte of `dst` was written.
-/// Reuses this thread's inflate state across streams (building one per stream allocated and
-/// initialised its tables each time).
 pub(crate) fn decompress_out(src: &[u8], dst: &mut Out) -> Result<(), String> {
     let want = dst.len();
-    INFLATE.with(|cell| {
-        let mut inf = cell.borrow_mut();
-        inf.reset(true);
-        // SAFETY: inflate only stores decoded (initialised) bytes; `result` accepts only a
-        // finished stream whose output is exactly `want` bytes, the whole of `dst`.
-        let r = inf.decompress_uninit(src, unsafe { dst.slots() }, InflateFlush::Finish);
-        let got = usize::try_from(inf.total_out()).unwrap_or(usize::MAX);
-        match r {
-            Ok(Status::StreamEnd) => result(got, want, ReturnCode::Ok),
-            Ok(_) => result(got, want, ReturnCode::BufError),
-            Err(e) => result(got, want, e.into()),
-        }
-    })
+    // SAFETY: inflate only stores decoded bytes; `inflate_into` accepts only a finished
+    // stream of exactly `want` bytes, the whole of `dst`.
+    let slots = unsafe { dst.slots() };
+    unsafe { inflate_into(src, slots.as_mut_ptr().cast(), want) }
 }
 
-fn result(got: usize, want: usize, rc: ReturnCode) -> Result<(), String> {
-    match rc {
-        ReturnCode::Ok if got == want => Ok(()),
-        ReturnCode::Ok => Err(format!("zlib stream decoded to {got} bytes, expected {want}")),
-        ReturnCode::BufError => Err(format!("zlib stream is truncated or larger than {want} bytes")),
-        other => Err(format!("malformed zlib stream ({other:?})")),
+/// Inflate `src` into the `want` bytes at `dst`; `Ok` only when the stream ends exactly there.
+///
+/// # Safety
+/// `dst` must be valid for writes of `want` bytes.
+unsafe fn inflate_into(src: &[u8], dst: *mut u8, want: usize) -> Result<(), String> {
+    // SAFETY: the caller's promise about `dst`.
+    let r = with_inflate(|s| unsafe { s.run(src, dst, want) });
+    match r {
+        None => Err("zlib: no inflate state (out of memory)".to_string()),
+        Some((z::Z_STREAM_END, got)) if got == want => Ok(()),
+        Some((z::Z_STREAM_END, got)) => Err(format!("zlib stream decoded to {got} bytes, expected {want}")),
+        Some((z::Z_BUF_ERROR | z::Z_OK, _)) => Err(format!("zlib stream is truncated or larger than {want} bytes")),
+        Some((code, _)) => Err(format!("malformed zlib stream (zlib-ng code {code})")),
+    }
+}
+
+/// Bytes before each block handed to zlib, holding the allocation's size for [`zfree`].
+const HEAD: usize = 16;
+
+/// zlib's allocator on Rust's global allocator (also handed to stock zlib by the facade:
+/// the callback types are the same).
+///
+/// # Safety
+/// Called by zlib only.
+pub unsafe extern "C" fn zalloc(_: z::voidpf, items: z::uInt, size: z::uInt) -> z::voidpf {
+    let Some(n) = (items as usize).checked_mul(size as usize).and_then(|n| n.checked_add(HEAD)) else {
+        return std::ptr::null_mut();
+    };
+    let Ok(layout) = Layout::from_size_align(n, HEAD) else { return std::ptr::null_mut() };
+    // SAFETY: `layout` has a non-zero size; the size is stored in the first `HEAD` bytes
+    // (aligned for a usize) and the block after them is handed out.
+    unsafe {
+        let p = alloc(layout);
+        if p.is_null() {
+            return std::ptr::null_mut();
+        }
+        p.cast::<usize>().write(n);
+        p.add(HEAD).cast()
+    }
+}
+
+/// Frees what [`zalloc`] handed out.
+///
+/// # Safety
+/// `p` must be null or come from [`zalloc`].
+pub unsafe extern "C" fn zfree(_: z::voidpf, p: z::voidpf) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: `p` came from `zalloc`: its allocation starts `HEAD` bytes before, with its size.
+    unsafe {
+        let base = p.cast::<u8>().sub(HEAD);
+        let n = base.cast::<usize>().read();
+        dealloc(base, Layout::from_size_align_unchecked(n, HEAD));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zlib_rs::DeflateConfig;
+    use zlib_rs::{DeflateConfig, ReturnCode};
 
     fn fresh(clevel: u8, src: &[u8]) -> Vec<u8> {
         let mut buf = vec![0u8; src.len() * 2 + 1024];
@@ -167,6 +284,36 @@ mod tests {
                 decompress(&out[..n], &mut back).unwrap();
                 assert!(back == smooth, "clevel {clevel}, budget {budget}");
             }
+        }
+    }
+
+    /// The reused inflate state (zlib-ng) reports truncated, too long, too short and
+    /// corrupt streams as errors, writes nothing past its output, and decodes the next
+    /// good stream correctly after each failure.
+    #[test]
+    fn inflate_reports_bad_streams_and_recovers() {
+        let src: Vec<u8> = (0..60_000u32).flat_map(|i| ((i / 5) as u16).to_le_bytes()).collect();
+        let good = fresh(5, &src);
+        let mut corrupt = good.clone();
+        corrupt[good.len() / 2] ^= 0x55;
+        let mut bad_check = good.clone();
+        *bad_check.last_mut().unwrap() ^= 1; // the Adler-32 trailer
+        let cases: [(&[u8], usize, &str); 6] = [
+            (&good[..good.len() / 3], src.len(), "truncated"),
+            (&good, src.len() - 1, "larger than"),
+            (&good, src.len() + 1, "decoded to"),
+            (&corrupt, src.len(), ""),
+            (&bad_check, src.len(), "malformed"),
+            (&[0x78, 0x9c, 0xff, 0xff], 10, ""),
+        ];
+        for (stream, want, msg) in cases {
+            let mut dst = vec![0xAAu8; want + 64];
+            let err = decompress(stream, &mut dst[..want]).unwrap_err();
+            assert!(err.contains(msg), "{err}");
+            assert!(dst[want..].iter().all(|&b| b == 0xAA), "wrote past its output");
+            let mut back = vec![0u8; src.len()];
+            decompress(&good, &mut back).unwrap();
+            assert!(back == src);
         }
     }
 }
