@@ -20,6 +20,9 @@ use crate::geometry::{for_each_product, BlockRun, Copier, DimChunk, DimSlice, Ge
 use crate::meta::{Meta, LEGACY_NAME, NAME};
 use crate::{Error, Result};
 
+/// One chunk's part of a slab read: (chunk, byte ranges of its decoded bytes, output bytes).
+type Slab = (u64, Vec<(usize, usize)>, usize);
+
 /// What a new array's chunks initially hold (written as special chunks: no data).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fill {
@@ -392,7 +395,7 @@ impl NdArray {
     /// of an array whose chunks span the inner axes, as the automatic shapes of a field do:
     /// no chunk-sized buffer and no copy into the output, which took 12% of such a read).
     /// None otherwise (the general path).
-    fn slab_ranges(&self, sel: &[DimSlice]) -> Option<Vec<(u64, Vec<(usize, usize)>, usize)>> {
+    fn slab_ranges(&self, sel: &[DimSlice]) -> Option<Vec<Slab>> {
         let g = &self.geom;
         if sel.len() != g.ndim() || sel.iter().any(|s| s.step != 1 || s.stop <= s.start) || !self.blocks_in_c_order() {
             return None;
@@ -421,7 +424,7 @@ impl NdArray {
 
     /// Decode `slabs` (see [`Self::slab_ranges`]) into consecutive pieces of `out`, one chunk
     /// per job on the array's threads (the calling thread takes jobs too).
-    fn decode_slabs_into(&self, slabs: Vec<(u64, Vec<(usize, usize)>, usize)>, out: &mut [u8]) -> Result<()> {
+    fn decode_slabs_into(&self, slabs: Vec<Slab>, out: &mut [u8]) -> Result<()> {
         let mut jobs = Vec::with_capacity(slabs.len());
         let mut rest = out;
         for (n, ranges, len) in slabs {

@@ -374,8 +374,8 @@ fn slabs_of_several_chunks_decode_straight_into_the_output() {
     std::fs::create_dir_all(&dir).unwrap();
     for nthreads in [1, 3] {
         let path = dir.join(format!("a{nthreads}.b2nd"));
-        let file = SChunk::create(&path, true, CParams { typesize: 4, ..CParams::default() }, DParams { nthreads })
-            .unwrap();
+        let file =
+            SChunk::create(&path, true, CParams { typesize: 4, ..CParams::default() }, DParams { nthreads }).unwrap();
         for sc in [schunk(4, nthreads), file] {
             let a = NdArray::from_buffer(sc, g.clone(), Some("<u4"), &data).unwrap();
             for (sel, in_place) in &cases {
@@ -399,9 +399,9 @@ fn parts_of_one_chunk_decode_only_their_blocks_straight_into_the_output() {
     let cases = [
         (s([(4, 16), (0, 6), (0, 10)]), 24, 1), // 12 planes of a chunk (Dask's slab)
         (s([(20, 22), (6, 12), (0, 10)]), 4, 1),
-        (s([(4, 16), (3, 6), (0, 10)]), 12, 1),       // one block per plane
-        (s([(4, 16), (1, 5), (0, 10)]), 24, 1),       // parts of two blocks per plane
-        (s([(4, 16), (1, 2), (2, 5)]), 12, 1),        // a row part per plane
+        (s([(4, 16), (3, 6), (0, 10)]), 12, 1),      // one block per plane
+        (s([(4, 16), (1, 5), (0, 10)]), 24, 1),      // parts of two blocks per plane
+        (s([(4, 16), (1, 2), (2, 5)]), 12, 1),       // a row part per plane
         (s([(4, 6), (0, 3), (2, 5)]), 2, 0),         // three runs in one block: decoded once, copied
         (s([(10, 20), (0, 6), (0, 10)]), 12 + 8, 2), // two chunks, each a slab of the output
     ];
