@@ -423,7 +423,8 @@ impl NdArray {
     }
 
     /// Decode `slabs` (see [`Self::slab_ranges`]) into consecutive pieces of `out`, one chunk
-    /// per job on the array's threads (the calling thread takes jobs too).
+    /// per job on the array's threads (the calling thread takes jobs too); fewer chunks than
+    /// threads are decoded one after the other, each on all the threads.
     fn decode_slabs_into(&self, slabs: Vec<Slab>, out: &mut [u8]) -> Result<()> {
         let mut jobs = Vec::with_capacity(slabs.len());
         let mut rest = out;
@@ -431,6 +432,11 @@ impl NdArray {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
             jobs.push((n, ranges, head));
             rest = tail;
+        }
+        if jobs.len() < self.nthreads {
+            return jobs
+                .into_iter()
+                .try_for_each(|(n, ranges, piece)| self.decode_ranges_into(n, &ranges, piece, self.nthreads));
         }
         map_jobs(jobs, self.nthreads, |(n, ranges, piece)| self.decode_ranges_into(n, &ranges, piece, 1))?;
         Ok(())
