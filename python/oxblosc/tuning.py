@@ -148,14 +148,20 @@ class TuneResult:
     __repr__ = __str__
 
     def plot(self, ax: Any = None) -> Any:
-        """Ratio against decompression speed of the front (needs matplotlib)."""
+        """Ratio against decompression speed of the front, each point labelled with its
+        parameters and compression speed (the front has three axes; the plot shows two), the
+        pick starred (needs matplotlib). Draws on ``ax``, or on a new figure."""
         import matplotlib.pyplot as plt
 
-        ax = ax or plt.figure().gca()
+        ax = ax if ax is not None else plt.figure().gca()
         ax.scatter([p.dspeed for p in self.front], [p.ratio for p in self.front], label="Pareto front")
+        for p in self.front:
+            text = f"{p.codec.name.lower()}/{p.clevel} {p.filter_names}, c {p.cspeed:.2f}"
+            ax.annotate(text, (p.dspeed, p.ratio), xytext=(3, 3), textcoords="offset points", fontsize=7)
         ax.scatter([self.best.dspeed], [self.best.ratio], marker="*", s=200, label="pick")
         ax.set_xlabel("decompression GB/s (1 thread)")
         ax.set_ylabel("compression ratio")
+        ax.set_title(f"oxblosc.tune, objective {self.objective} (c: compression GB/s)")
         ax.legend()
         return ax
 

@@ -51,3 +51,27 @@ def test_arguments():
         oxblosc.tune(field(), time_budget=-1)
     r = oxblosc.tune(field().tobytes(), typesize=4, time_budget=0)
     assert r.truncated and r.npoints == 1 and r.cparams.typesize == 4
+
+
+def test_plot_shows_the_front_and_marks_the_pick():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = oxblosc.tune(field(), objective="balanced", seed=1, time_budget=600)
+    assert len(r.front) >= 2
+    ax = r.plot()
+    try:
+        assert "decompression" in ax.get_xlabel() and "ratio" in ax.get_ylabel()
+        assert r.objective in ax.get_title()
+        front, pick = ax.collections
+        got = sorted(map(tuple, front.get_offsets().tolist()))
+        assert got == sorted((p.dspeed, p.ratio) for p in r.front)
+        assert pick.get_offsets().tolist() == [[r.best.dspeed, r.best.ratio]]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Pareto front", "pick"]
+        # One label per front point says which parameters it stands for.
+        labels = [t.get_text() for t in ax.texts]
+        assert len(labels) == len(r.front)
+        assert all(p.codec.name.lower() in t for p, t in zip(r.front, labels, strict=True))
+    finally:
+        plt.close(ax.figure)

@@ -340,11 +340,52 @@ fn whole_chunks_in_c_order_decode_straight_into_the_output() {
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 1, 1], nthreads), 8);
         // Edge chunks (shape not a multiple of chunks) too: all 18, their padding skipped.
         assert_eq!(read_each_chunk(&[9, 13, 10], &[4, 6, 5], &[1, 3, 5], nthreads), 18);
-        // Blocks not in C order, or padded: never in place, same values.
+        // Padded on the split axis only (4 rows in blocks of 3, 6 in blocks of 4): the edge
+        // block's padding follows its items, still in place.
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[3, 6, 5], nthreads), 8);
+        assert_eq!(read_each_chunk(&[9, 13, 10], &[4, 6, 5], &[1, 4, 5], nthreads), 18);
+        // Blocks not in C order: never in place, same values.
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[2, 3, 5], nthreads), 0);
         assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[1, 6, 2], nthreads), 0);
-        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[3, 6, 5], nthreads), 0);
+        assert_eq!(read_each_chunk(&[8, 12, 10], &[4, 6, 5], &[2, 4, 5], nthreads), 0);
     }
+}
+
+/// A read across chunks along the first axis only, whole chunks on the others (a full read
+/// of a field whose chunks span the inner axes, as the automatic shapes give): every chunk
+/// decodes straight into its piece of the output, blocks padded on the split axis (721 rows
+/// in blocks of 22 in the bench field; here 7 in blocks of 3), memory and file, the last
+/// chunk short, parts of the end chunks, 1 and 3 threads.
+#[test]
+fn slabs_of_several_chunks_decode_straight_into_the_output() {
+    let shape = [11u64, 7, 5];
+    let g = Geometry::new(&shape, &[2, 7, 5], &[1, 3, 5], 4).unwrap();
+    let data = reference(shape.iter().product(), 4);
+    let s = |r: [(u64, u64); 3]| r.map(|(a, b)| DimSlice::new(a, b, 1));
+    // (selection, chunks decoded in place)
+    let cases = [
+        (s([(0, 11), (0, 7), (0, 5)]), 6), // the whole array
+        (s([(1, 10), (0, 7), (0, 5)]), 5), // parts of the end chunks
+        (s([(3, 5), (0, 7), (0, 5)]), 2),
+        (s([(0, 11), (0, 6), (0, 5)]), 0), // not a whole chunk on an inner axis: copied
+        (s([(0, 11), (1, 7), (0, 5)]), 0),
+    ];
+    let dir = std::env::temp_dir().join(format!("oxnd-slabs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for nthreads in [1, 3] {
+        let path = dir.join(format!("a{nthreads}.b2nd"));
+        let file =
+            SChunk::create(&path, true, CParams { typesize: 4, ..CParams::default() }, DParams { nthreads }).unwrap();
+        for sc in [schunk(4, nthreads), file] {
+            let a = NdArray::from_buffer(sc, g.clone(), Some("<u4"), &data).unwrap();
+            for (sel, in_place) in &cases {
+                let p0 = a.chunks_decoded_in_place();
+                assert_eq!(a.get_slice(sel).unwrap(), naive_get(&data, &shape, 4, sel), "{sel:?}");
+                assert_eq!(a.chunks_decoded_in_place() - p0, *in_place, "{sel:?} {nthreads}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -354,15 +395,15 @@ fn parts_of_one_chunk_decode_only_their_blocks_straight_into_the_output() {
     let g = Geometry::new(&shape, &[16, 6, 10], &[1, 3, 10], 4).unwrap();
     let data = reference(shape.iter().product(), 4);
     let s = |r: [(u64, u64); 3]| r.map(|(a, b)| DimSlice::new(a, b, 1));
-    // (selection, blocks decoded, decoded straight into the output)
+    // (selection, blocks decoded, chunks decoded straight into the output)
     let cases = [
-        (s([(4, 16), (0, 6), (0, 10)]), 24, true), // 12 planes of a chunk (Dask's slab)
-        (s([(20, 22), (6, 12), (0, 10)]), 4, true),
-        (s([(4, 16), (3, 6), (0, 10)]), 12, true),       // one block per plane
-        (s([(4, 16), (1, 5), (0, 10)]), 24, true),       // parts of two blocks per plane
-        (s([(4, 16), (1, 2), (2, 5)]), 12, true),        // a row part per plane
-        (s([(4, 6), (0, 3), (2, 5)]), 2, false),         // three runs in one block: decoded once, copied
-        (s([(10, 20), (0, 6), (0, 10)]), 12 + 8, false), // two chunks
+        (s([(4, 16), (0, 6), (0, 10)]), 24, 1), // 12 planes of a chunk (Dask's slab)
+        (s([(20, 22), (6, 12), (0, 10)]), 4, 1),
+        (s([(4, 16), (3, 6), (0, 10)]), 12, 1),      // one block per plane
+        (s([(4, 16), (1, 5), (0, 10)]), 24, 1),      // parts of two blocks per plane
+        (s([(4, 16), (1, 2), (2, 5)]), 12, 1),       // a row part per plane
+        (s([(4, 6), (0, 3), (2, 5)]), 2, 0),         // three runs in one block: decoded once, copied
+        (s([(10, 20), (0, 6), (0, 10)]), 12 + 8, 2), // two chunks, each a slab of the output
     ];
     for nthreads in [1, 3] {
         let a = NdArray::from_buffer(schunk(4, nthreads), g.clone(), Some("<u4"), &data).unwrap();
@@ -370,7 +411,7 @@ fn parts_of_one_chunk_decode_only_their_blocks_straight_into_the_output() {
             let (b0, p0) = (a.blocks_decoded(), a.chunks_decoded_in_place());
             assert_eq!(a.get_slice(sel).unwrap(), naive_get(&data, &shape, 4, sel), "{sel:?}");
             assert_eq!(a.blocks_decoded() - b0, *blocks, "{sel:?}");
-            assert_eq!(a.chunks_decoded_in_place() - p0, u64::from(*in_place), "{sel:?}");
+            assert_eq!(a.chunks_decoded_in_place() - p0, *in_place, "{sel:?}");
         }
     }
     // Special chunks: zeros are not decoded, a repeated value is expanded into the part.
