@@ -489,9 +489,8 @@ class SChunk:
             raise ValueError("Maximum chunksize allowed is 2^31 - 1")
         meta = [(str(k), packb(v)) for k, v in (kwargs.get("meta") or {}).items()]
         if urlpath is not None:
-            if mode == "w":
-                remove_urlpath(urlpath)
-            elif os.path.exists(urlpath):
+            # (mode "w": the native constructor renames the new frame over the old one.)
+            if mode != "w" and os.path.exists(urlpath):
                 raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
         dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
         self._n = _native.NativeSChunk.create(

@@ -62,19 +62,32 @@ impl NativeSChunk {
         let dp = DParams { nthreads: dthreads.max(1) };
         let inner = py
             .allow_threads(|| -> frame::Result<SChunk> {
+                // A file gets its metalayers under a temporary name, then is renamed into
+                // place: a kill in between left a frame without them at `urlpath`.
                 let mut s = match &urlpath {
                     None => SChunk::new(cp.clone(), dp)?,
-                    Some(p) => {
-                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp)?;
-                        s.set_cparams(cp)?;
-                        s
-                    }
+                    Some(p) => SChunk::create_staged(p, contiguous, cp.clone(), dp)?,
                 };
-                if locking {
-                    s.enable_locking()?;
-                }
-                for (name, content) in &meta {
-                    s.add_meta(name, content)?;
+                let built = (|| {
+                    if urlpath.is_some() {
+                        s.set_cparams(cp)?;
+                    }
+                    for (name, content) in &meta {
+                        s.add_meta(name, content)?;
+                    }
+                    if let Some(p) = &urlpath {
+                        s.publish(p)?;
+                    }
+                    if locking {
+                        s.enable_locking()?;
+                    }
+                    Ok(())
+                })();
+                if let Err(e) = built {
+                    if urlpath.is_some() {
+                        s.discard();
+                    }
+                    return Err(e);
                 }
                 Ok(s)
             })
