@@ -81,9 +81,9 @@ _STORAGE_FIELDS = {"contiguous", "urlpath", "mode", "mmap_mode", "initial_mappin
 
 class _Locked:
     """A locked native super-chunk: every call is serialised per handle; before each call the
-    handle re-syncs if another handle committed, and a read that meets a newer state
-    (``FrameChangedError``) is retried on the refreshed view, so callers only see whole
-    committed states."""
+    handle re-syncs if another handle committed, and a call that meets a newer state
+    (``FrameChangedError``) is retried on the refreshed view, reader or writer, so callers
+    only see whole committed states."""
 
     _RETRIES = 1000
 
@@ -121,8 +121,10 @@ class _Locked:
                     try:
                         return getattr(self._native, name)(*args, **kwargs)
                     except FrameChangedError:
-                        if self._native.writable:
-                            raise
+                        # Another handle committed between the catch-up and this call: try
+                        # again on the new state, writers too (a stale view is refused before
+                        # anything is read or written, and writes catch up under the lock).
+                        pass
                     finally:
                         if held:
                             self._native.release_lock()

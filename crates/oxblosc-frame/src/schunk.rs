@@ -1164,8 +1164,14 @@ impl SChunk {
                     let c = match value_chunks.iter().find(|(n, _)| *n == nb) {
                         Some((_, c)) => c.clone(),
                         None => {
-                            let c = oxblosc_chunk::special_chunk(kind, nb, ts, Some(v))
+                            let mut c = oxblosc_chunk::special_chunk(kind, nb, ts, Some(v))
                                 .map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+                            // With the remembered block size (b2nd's block), as C-Blosc2
+                            // writes these: python-blosc2 could not slice an array of
+                            // whole-chunk-block value chunks ("Error while getting the buffer").
+                            if self.blocksize > 0 && self.blocksize < nb && c.len() >= 16 {
+                                c[8..12].copy_from_slice(&(self.blocksize as u32).to_le_bytes());
+                            }
                             value_chunks.push((nb, c.clone()));
                             c
                         }
