@@ -204,3 +204,51 @@ def test_killed_while_computing_keeps_the_old_array(tmp_path: Path, contiguous: 
     np.testing.assert_array_equal(oxblosc.open(p)[:], np.arange(np.prod(SHAPE)).reshape(SHAPE))
     others = set(os.listdir(tmp_path)) - {"old.b2nd", "old.b2nd.halfway"}
     assert len(others) == 1 and others.pop().startswith(f"old.b2nd.oxtmp-{child.pid}-")
+
+
+TABLE = textwrap.dedent(
+    """
+    import os, resource, signal, sys
+    import numpy as np, oxblosc
+    sys.path.insert(0, sys.argv[2])
+    from test_replace_on_failure import snapshot
+
+    d = sys.argv[1]
+    rng = np.random.default_rng(0)
+    big = oxblosc.CTable({"x": rng.integers(0, 2**63, 100_000), "y": rng.random(100_000)}, chunks=8192, blocks=1024)
+    some = big.where("y > 0.5")  # a view: saved column by column through a copy
+    small = oxblosc.CTable({"x": np.arange(10), "y": np.ones(10)})
+    paths = [os.path.join(d, n) for n in ("t.b2d", "t.b2z", "v.b2d", "v.b2z")]
+    for p in paths:
+        small.save(p)
+    before = {p: snapshot(p) if os.path.isdir(p) else open(p, "rb").read() for p in paths}
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, hard))
+    for p, t in zip(paths, (big, big, some, some)):
+        try:
+            t.save(p, overwrite=True)
+        except OSError:
+            print("OK", os.path.basename(p))
+        else:
+            raise AssertionError(f"saving {p} did not fail")
+        assert (snapshot(p) if os.path.isdir(p) else open(p, "rb").read()) == before[p], f"{p} changed"
+    assert sorted(os.listdir(d)) == ["t.b2d", "t.b2z", "v.b2d", "v.b2z"], sorted(os.listdir(d))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+    for p, t in zip(paths, (big, big, some, some)):
+        t.save(p, overwrite=True)
+        assert len(oxblosc.CTable.open(p)) == len(t)
+    assert sorted(os.listdir(d)) == ["t.b2d", "t.b2z", "v.b2d", "v.b2z"], sorted(os.listdir(d))
+    """
+)
+
+
+def test_table_save_failing_keeps_the_old_table(tmp_path: Path) -> None:
+    """CTable.save(overwrite=True) to a directory or a .b2z file, of a table and of a view,
+    fails under a file size limit: the table saved there before stays as it was."""
+    r = subprocess.run(
+        [sys.executable, "-c", TABLE, str(tmp_path), os.path.dirname(__file__)], capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert r.stdout.count("OK ") == 4
