@@ -24,9 +24,9 @@ and limits: docs/architecture.md, tables).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
-import contextlib
 import os
 import shutil
 import zipfile

@@ -24,7 +24,6 @@ from .schunk import (
     _fspath,
     _Locked,
     _open_native,
-    remove_urlpath,
     schunk_from_cframe,
 )
 

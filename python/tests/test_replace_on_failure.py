@@ -116,6 +116,7 @@ LIMITED = textwrap.dedent(
     data = np.random.default_rng(0).integers(0, 2**63, size=(256, 512), dtype=np.int64)
     src = oxblosc.asarray(data)  # in memory
     kw = dict(chunks=(32, 512), blocks=(8, 512), mode="w")
+    n, dt = data.size, data.dtype
     cases = {
         "asarray": lambda p, c: oxblosc.asarray(data, urlpath=p, contiguous=c, **kw),
         "asarray fortran": lambda p, c: oxblosc.asarray(np.asfortranarray(data), urlpath=p, contiguous=c, **kw),
@@ -123,9 +124,9 @@ LIMITED = textwrap.dedent(
         "asarray of an NDArray": lambda p, c: oxblosc.asarray(src, urlpath=p, contiguous=c, **kw),
         "compute": lambda p, c: (src + 1).compute(urlpath=p, contiguous=c, **kw),
         "slice": lambda p, c: src.slice((slice(0, 200),), urlpath=p, contiguous=c, **kw),
-        "fromiter": lambda p, c: oxblosc.fromiter(iter(data.ravel()), data.shape, data.dtype, urlpath=p, contiguous=c, **kw),
-        "arange": lambda p, c: oxblosc.arange(0, data.size, dtype=np.float64, shape=data.shape, urlpath=p, contiguous=c, **kw),
-        "reshape": lambda p, c: src.reshape((512, 256), urlpath=p, contiguous=c, chunks=(64, 256), blocks=(16, 256), mode="w"),
+        "fromiter": lambda p, c: oxblosc.fromiter(iter(data.ravel()), data.shape, dt, urlpath=p, contiguous=c, **kw),
+        "arange": lambda p, c: oxblosc.arange(0, n, dtype=np.float64, shape=data.shape, urlpath=p, contiguous=c, **kw),
+        "reshape": lambda p, c: src.reshape((512, 256), urlpath=p, contiguous=c, mode="w"),
         "concat": lambda p, c: oxblosc.concat([src, src], urlpath=p, contiguous=c, **kw),
         "stack": lambda p, c: oxblosc.stack([src, src], urlpath=p, contiguous=c, mode="w"),
         "save": lambda p, c: src.save(p, contiguous=c),

@@ -257,7 +257,12 @@ impl SChunk {
     /// appear whole or not at all: fill it, then [`publish`](Self::publish) it to `path` (or
     /// [`discard`](Self::discard) it). Until then `path` keeps whatever it held. A process
     /// killed before publishing leaves only the temporary (`<path>.oxtmp-<pid>-<n>`).
-    pub fn create_staged(path: impl AsRef<Path>, contiguous: bool, cparams: CParams, dparams: DParams) -> Result<SChunk> {
+    pub fn create_staged(
+        path: impl AsRef<Path>,
+        contiguous: bool,
+        cparams: CParams,
+        dparams: DParams,
+    ) -> Result<SChunk> {
         SChunk::create(unique_temp(path.as_ref()), contiguous, cparams, dparams)
     }
 
