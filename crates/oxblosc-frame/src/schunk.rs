@@ -1304,12 +1304,6 @@ impl SChunk {
     /// space, so a batch over a file holds no more than one change's chunks in memory.
     fn stage_new(&mut self) -> Result<()> {
         let Some(t) = self.txn.as_ref().filter(|_| self.writer.is_some()) else { return Ok(()) };
-        // A change that edited the metalayers (a new array's, then its first chunks, in one
-        // commit) may resize a contiguous file's header: its chunks stay in memory and the
-        // commit writes the frame anew (staged chunks would sit where the header grows).
-        if t.meta != self.meta && self.writer.as_ref().is_some_and(|w| w.is_contiguous()) {
-            return Ok(());
-        }
         let from = t.stage_from.min(self.slots.len());
         // Positions recorded before an insert or removal may have moved: staging a chunk at
         // another position is harmless (it is pending there too); one missed stays in memory
