@@ -495,24 +495,31 @@ class SChunk:
             if mode != "w" and os.path.exists(urlpath):
                 raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
         dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
+        filled = data is not None and memoryview(data).nbytes > 0
+        if filled and chunksize <= 0:
+            raise ValueError("chunksize must be positive to split data into chunks")
+        # With data, a file is named only once the data is in (a failure leaves what was there).
+        staged = filled and urlpath is not None
+        locked = locking and urlpath is not None
+        cp = _native_cparams(cparams, tuned=True)
         self._n = _native.NativeSChunk.create(
-            _native_cparams(cparams, tuned=True),
-            dthreads,
-            urlpath,
-            self._contiguous,
-            meta,
-            locking and urlpath is not None,
+            cp, dthreads, urlpath, self._contiguous, meta, locked and not staged, staged
         )
         if tuner_arg(cparams) is not None:
             self._n.set_tuner(tuner_arg(cparams))
-        if locking and urlpath is not None:
-            self._n = _Locked(self._n)
         self._chunksize_hint = chunksize
         self._dparams = dparams
-        if data is not None and memoryview(data).nbytes > 0:
-            if chunksize <= 0:
-                raise ValueError("chunksize must be positive to split data into chunks")
-            self._n.extend(data, chunksize)
+        if filled:
+            try:
+                self._n.extend(data, chunksize)
+            except BaseException:
+                if staged:
+                    self._n.discard()
+                raise
+            if staged:
+                self._n.publish(locked)
+        if locked:
+            self._n = _Locked(self._n)
 
     # ------------------------------------------------------------------ context manager
 

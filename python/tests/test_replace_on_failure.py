@@ -130,6 +130,7 @@ LIMITED = textwrap.dedent(
         "concat": lambda p, c: oxblosc.concat([src, src], urlpath=p, contiguous=c, **kw),
         "stack": lambda p, c: oxblosc.stack([src, src], urlpath=p, contiguous=c, mode="w"),
         "save": lambda p, c: src.save(p, contiguous=c),
+        "SChunk data": lambda p, c: oxblosc.SChunk(chunksize=1 << 17, data=data, urlpath=p, contiguous=c, mode="w"),
         "open().copy": lambda p, c: oxblosc.open(os.path.join(d, "src.b2nd")).copy(urlpath=p, contiguous=c, **kw),
     }
     # A source on disk, made before the limit
@@ -167,7 +168,7 @@ def test_file_size_limit_keeps_the_old_array(tmp_path: Path) -> None:
         [sys.executable, "-c", LIMITED, str(d), os.path.dirname(__file__)], capture_output=True, text=True, timeout=300
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    assert r.stdout.count("OK ") == 25
+    assert r.stdout.count("OK ") == 27
 
 
 KILLED = textwrap.dedent(
