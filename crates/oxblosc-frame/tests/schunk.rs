@@ -610,20 +610,7 @@ fn a_batch_replacing_chunks_of_a_file_keeps_none_in_memory() {
                 std::fs::metadata(p).unwrap().blocks() * 512
             }
         };
-        let chunk = |k: usize| -> std::sync::Arc<[u8]> {
-            // codec 0 = BloscLZ on noise: stored about raw, 256 KiB per chunk.
-            let mut x = (k as u32 + 1).wrapping_mul(0x9E37_79B9);
-            let data: Vec<u8> = (0..chunk_items * 4)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    x as u8
-                })
-                .collect();
-            std::sync::Arc::from(s_compress(&data))
-        };
-        let want: Vec<std::sync::Arc<[u8]>> = (0..n).map(chunk).collect();
+        let want: Vec<std::sync::Arc<[u8]>> = (0..n).map(|k| noise_chunk(k as u32 + 1, chunk_items * 4)).collect();
         let before = on_disk(&path);
         s.batch(|s| {
             for (i, c) in want.iter().enumerate() {
@@ -670,20 +657,7 @@ fn a_batch_adding_a_metalayer_and_chunks_keeps_no_chunk_in_memory() {
     for contiguous in [true, false] {
         let path = tmpdir(&format!("batch-meta-{contiguous}")).join("f.b2frame");
         let mut s = SChunk::create(&path, contiguous, cp(0, 4), DParams::default()).unwrap();
-        let want: Vec<std::sync::Arc<[u8]>> = (0..n)
-            .map(|k| {
-                let mut x = (k as u32 + 7).wrapping_mul(0x9E37_79B9);
-                let data: Vec<u8> = (0..chunk_items * 4)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 17;
-                        x ^= x << 5;
-                        x as u8
-                    })
-                    .collect();
-                std::sync::Arc::from(s_compress(&data))
-            })
-            .collect();
+        let want: Vec<std::sync::Arc<[u8]>> = (0..n).map(|k| noise_chunk(k as u32 + 7, chunk_items * 4)).collect();
         s.batch(|s| {
             s.add_meta("b2nd", &[0x90; 300])?;
             for (i, c) in want.iter().enumerate() {
@@ -707,4 +681,18 @@ fn a_batch_adding_a_metalayer_and_chunks_keeps_no_chunk_in_memory() {
         }
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
+}
+
+/// A compressed chunk of `nbytes` of noise (codec 0 = BloscLZ: stored about raw).
+fn noise_chunk(seed: u32, nbytes: usize) -> std::sync::Arc<[u8]> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9);
+    let data: Vec<u8> = (0..nbytes)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    std::sync::Arc::from(s_compress(&data))
 }
