@@ -26,7 +26,7 @@ def _from_values(values: np.ndarray, shape: Any, c_order: bool, kwargs: dict) ->
     shape = values.shape if shape is None else _shape_tuple(shape)
     if math.prod(shape) != values.size:
         raise ValueError(f"The shape {shape} is not consistent with the {values.size} values")
-    with _filling(empty(shape, values.dtype, **kwargs)) as out:
+    with _filling(shape, values.dtype, kwargs) as out:
         return chunkwise.fill_flat(out, chunkwise.flat_reader(values), c_order)
 
 
@@ -69,7 +69,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = np.float64, **kwa
     """A 2-d array of ``N`` rows and ``M`` (default ``N``) columns with ones on diagonal
     ``k`` (0 the main one, > 0 above it, < 0 below) and zeros elsewhere."""
     M = N if M is None else M  # noqa: N806
-    with _filling(empty((N, M), dtype, **kwargs)) as out:
+    with _filling((N, M), dtype, kwargs) as out:
         rows = out.chunks[0] if N else 1
         for r0 in range(0, N, rows):
             r1 = min(r0 + rows, N)
@@ -82,7 +82,7 @@ def fromiter(iterable: Iterable, shape: Any, dtype: Any, c_order: bool = True, *
     once, in order; too few values raise ValueError). ``c_order=False``: chunk by chunk."""
     shape = _shape_tuple(shape)
     dtype = np.dtype(dtype)
-    with _filling(empty(shape, dtype, **kwargs)) as out:
+    with _filling(shape, dtype, kwargs) as out:
         if isinstance(iterable, np.ndarray):
             take = chunkwise.flat_reader(np.asarray(iterable, dtype=dtype).reshape(shape))
             return chunkwise.fill_flat(out, take, True)
@@ -171,7 +171,7 @@ def concat(arrays: Sequence[NDArray], /, axis: int = 0, **kwargs: Any) -> NDArra
     kwargs.setdefault("chunks", first.chunks)
     kwargs.setdefault("blocks", first.blocks)
     offset = 0
-    with _filling(empty(tuple(shape), first.dtype, **kwargs)) as out:
+    with _filling(tuple(shape), first.dtype, kwargs) as out:
         for a in arrays:
 
             def moved(r: tuple[slice, ...], at: int = offset) -> tuple[slice, ...]:

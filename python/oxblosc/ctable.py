@@ -21,6 +21,7 @@ values can make a query skip matching rows. ``t.skip_blocks = False`` ignores th
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 from typing import Any
@@ -239,23 +240,28 @@ class CTable:
         path = os.fspath(urlpath)
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists (pass overwrite=True)")
-        if self._root is self and self._all_valid and all(a.shape[0] == self._phys for a in self._arrays()):
-            stored = self._stored()
-            if path.endswith(".b2z"):
-                if os.path.exists(path):
-                    os.remove(path)
-                L.write_zip(path, stored, self._epoch, _summary.zip_members(self))
-                return
-            if os.path.exists(path):
-                shutil.rmtree(path)
-            os.makedirs(os.path.join(path, "_cols"))
-            for name, arr in self._cols.items():
-                arr.save(os.path.join(path, L.col_path(name)))
-            self._valid.save(os.path.join(path, L.VALID))
-            L.write_meta(path, stored, self._epoch)
-            _summary.write_meta_file(self, path)
+        fast = self._root is self and self._all_valid and all(a.shape[0] == self._phys for a in self._arrays())
+        if fast and path.endswith(".b2z"):  # (written to a temporary file, renamed over path)
+            L.write_zip(path, self._stored(), self._epoch, _summary.zip_members(self))
             return
-        self.copy(urlpath=path, overwrite=True).close()  # column by column, user metadata too
+        # Built under a temporary name beside ``path``, which it replaces only when complete:
+        # a failure (a full disk) or a kill leaves the old table as it was.
+        tmp = f"{path}.oxtmp-{os.getpid()}-{next(_TEMP_SEQ)}" + (".b2z" if path.endswith(".b2z") else "")
+        try:
+            if fast:
+                stored = self._stored()
+                os.makedirs(os.path.join(tmp, "_cols"))
+                for name, arr in self._cols.items():
+                    arr.save(os.path.join(tmp, L.col_path(name)))
+                self._valid.save(os.path.join(tmp, L.VALID))
+                L.write_meta(tmp, stored, self._epoch)
+                _summary.write_meta_file(self, tmp)
+            else:
+                self.copy(urlpath=tmp).close()  # column by column, user metadata too
+        except BaseException:
+            _remove_tree_or_file(tmp)
+            raise
+        _replace_path(tmp, path)
 
     def close(self) -> None:
         """Write a ``.b2z`` table changed since it was written (directories are always current)."""
@@ -837,3 +843,26 @@ def open_table(urlpath: str, mode: str = "r") -> CTable:
 
 
 __all__ = ["CTable", "Column"]
+
+
+_TEMP_SEQ = itertools.count()
+
+
+def _remove_tree_or_file(path: str) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def _replace_path(tmp: str, path: str) -> None:
+    """Move the table written at ``tmp`` to ``path``, replacing what is there. A file is
+    replaced in one rename; a directory is first renamed away (a kill in between leaves the
+    old table under ``<path>.oxold-<pid>-<n>``, the new one at ``tmp``), then removed."""
+    if not os.path.lexists(path) or not (os.path.isdir(path) or os.path.isdir(tmp)):
+        os.replace(tmp, path)
+        return
+    old = f"{path}.oxold-{os.getpid()}-{next(_TEMP_SEQ)}"
+    os.rename(path, old)
+    os.rename(tmp, path)
+    _remove_tree_or_file(old)

@@ -24,6 +24,7 @@ and limits: docs/architecture.md, tables).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -490,9 +491,14 @@ def write_zip(path: str, stored: Stored, epoch: int, extra: dict | None = None) 
         if recs is not None:
             members[stats_path(name)] = _stats_array(stored.cols[name], recs).to_cframe()
     tmp = f"{path}.tmp-{os.getpid()}"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as z:
-        for rel, data in members.items():
-            z.writestr(rel, data)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as z:
+            for rel, data in members.items():
+                z.writestr(rel, data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)  # (a full disk: no half-written zip left beside the table)
+        raise
     os.replace(tmp, path)
 
 

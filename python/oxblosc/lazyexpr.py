@@ -27,7 +27,7 @@ from . import core as _core
 from . import lazytext
 from ._native import NativeNDArray, auto_chunks_blocks, expr_compute, expr_evaluate, expr_names, expr_read
 from .info import InfoTable
-from .ndarray import NDArray, _expand, _is_bool_scalar, asarray, empty
+from .ndarray import NDArray, _expand, _filling, _is_bool_scalar, asarray, empty
 from .operators import Operators
 
 __all__ = ["LazyArray", "LazyExpr", "lazyexpr", "combine", "numpy_fallback"]
@@ -407,8 +407,9 @@ class LazyExpr(Operators, LazyArray):
         base = self._base()
         if base is not None and "chunks" not in kwargs and "blocks" not in kwargs:
             kwargs["chunks"], kwargs["blocks"] = base.chunks, base.blocks
-        out = empty(self._shape, self._dtype, **kwargs)
-        return out if _compute_native(self, out) else _fill(out, self)
+        # A file gets its name only once complete: a failure leaves ``urlpath`` as it was.
+        with _filling(self._shape, self._dtype, kwargs) as out:
+            return out if _compute_native(self, out) else _fill(out, self)
 
     def where(self, value1: Any = None, value2: Any = None) -> Any:
         """``where(self, value1, value2)`` (python-blosc2's method form); with one argument,

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._native import auto_chunks_blocks
 from .lazyexpr import LazyArray, _check_dtype, _grid
-from .ndarray import NDArray, _expand, empty
+from .ndarray import NDArray, _expand, _filling
 from .operators import Operators
 
 
@@ -144,9 +144,10 @@ class LazyUDF(Operators, LazyArray):
             return asarray(np.asarray(self[item]), **storage)
         storage.setdefault("chunks", self._chunks or None)
         storage.setdefault("blocks", self._blocks or None)
-        out = empty(self._shape, self._dtype, **storage)
-        for region in _grid(self._shape, self._chunks) if self._shape else [()]:
-            out[region] = self._chunk(region)
+        # A file gets its name only once complete: a raising function leaves it as it was.
+        with _filling(self._shape, self._dtype, storage) as out:
+            for region in _grid(self._shape, self._chunks) if self._shape else [()]:
+                out[region] = self._chunk(region)
         return out
 
     def save(self, urlpath: Any = None, **kwargs: Any) -> None:

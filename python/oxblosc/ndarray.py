@@ -37,7 +37,7 @@ from . import _native, chunkwise
 from .core import CParams, DParams, _checked, _native_cparams, call_nthreads
 from .info import InfoTable, cparams_summary, human_bytes
 from .operators import Operators
-from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb, remove_urlpath
+from .schunk import _STORAGE_FIELDS, SChunk, _fspath, _Locked, _to_cparams, _to_dparams, packb
 from .tuning import tuner_arg
 
 _FILL_ZEROS, _FILL_UNINIT, _FILL_NAN, _FILL_VALUE = 0, 1, 2, 3
@@ -651,7 +651,7 @@ class NDArray(Operators):
             shape = tuple(self.size // rest if s == -1 and rest else s for s in shape)
         if math.prod(shape) != self.size or any(s < 0 for s in shape):
             raise ValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
-        with _filling(empty(shape, self.dtype, **kwargs)) as out:
+        with _filling(shape, self.dtype, kwargs) as out:
             return chunkwise.fill_flat(out, chunkwise.flat_reader(self), c_order)
 
     def squeeze(self, axis: int | tuple[int, ...] | None = None) -> NDArray:
@@ -674,7 +674,7 @@ class NDArray(Operators):
         kwargs.setdefault("chunks", tuple(self.chunks[a] for a in axes))
         kwargs.setdefault("blocks", tuple(self.blocks[a] for a in axes))
         kwargs.setdefault("cparams", self.cparams)
-        with _filling(empty(tuple(self.shape[a] for a in axes), self.dtype, **kwargs)) as out:
+        with _filling(tuple(self.shape[a] for a in axes), self.dtype, kwargs) as out:
             chunkwise.copy_regions(self, out, target, transform)
         return out
 
@@ -719,7 +719,7 @@ class NDArray(Operators):
         kwargs.setdefault("meta", meta or None)
         # Chunk by chunk, so a copy of an array larger than memory fits in memory.
         cast = (lambda v: v.astype(target)) if dtype is not None else None
-        with _filling(empty(self.shape, target, **kwargs)) as out:
+        with _filling(self.shape, target, kwargs) as out:
             chunkwise.copy_regions(self, out, lambda r: r, cast)
             for k, v in self.vlmeta.getall().items():
                 out.vlmeta[k] = v
@@ -729,9 +729,9 @@ class NDArray(Operators):
         return self._n.to_cframe()
 
     def save(self, urlpath: str | os.PathLike, contiguous: bool = True, **kwargs: Any) -> None:
-        path = _fspath(urlpath)
-        remove_urlpath(path)
-        self._n.save(path, contiguous)
+        # (The native save writes a temporary and renames it over ``urlpath``: a failure
+        # leaves what was there.)
+        self._n.save(_fspath(urlpath), contiguous)
 
 
 class NDField:
@@ -869,7 +869,12 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
     return shape
 
 
-def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, kwargs: dict) -> NDArray:
+def _create(
+    shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, kwargs: dict, staged: bool = False
+) -> NDArray:
+    """A new array; in a file, built under a temporary name and renamed to ``urlpath`` when
+    complete (``mode="w"`` replaces what is there only then). ``staged``: the caller fills
+    it first and publishes it (:func:`_filling`)."""
     kwargs = _storage_kwargs(dict(kwargs))
     shape = _shape_tuple(shape)
     dtype = np.dtype(dtype)
@@ -908,9 +913,7 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
     if urlpath is not None:
         if mode == "r":
             raise ValueError("cannot create an array in read-only mode 'r'")
-        if mode == "w":
-            remove_urlpath(urlpath)
-        elif os.path.exists(urlpath):
+        if mode != "w" and os.path.exists(urlpath):
             raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
     meta = [(str(k), packb(v)) for k, v in (kwargs.get("meta") or {}).items()]
     locking = bool(kwargs.get("locking")) and urlpath is not None
@@ -929,10 +932,11 @@ def _create(shape: Any, dtype: Any, fill: int, value: bytes | None, data: Any, k
         fill,
         value,
         data,
-        locking=locking,
+        locking=locking and not staged,
         tuner=tuner_arg(cp),
+        staged=staged and urlpath is not None,
     )
-    if locking:
+    if locking and not staged:
         native = _Locked(native)
     return NDArray(native, urlpath=urlpath, mode=mode if urlpath else "a", mmap_mode=mmap_mode, contiguous=contiguous)
 
@@ -1011,7 +1015,7 @@ _STREAM_BYTES = 32 << 20
 
 
 def _stream(a: np.ndarray, kwargs: dict) -> NDArray:
-    with _filling(_create(a.shape, a.dtype, _FILL_UNINIT, None, None, kwargs)) as out:
+    with _filling(a.shape, a.dtype, kwargs) as out:
         c0 = max(out.chunks[0], 1)
         chunk_row = c0 * (a.nbytes // a.shape[0])  # a.nbytes > 0: no empty axis
         if chunk_row <= _STREAM_BYTES:  # a row of chunks at a time
@@ -1024,16 +1028,23 @@ def _stream(a: np.ndarray, kwargs: dict) -> NDArray:
 
 
 @contextlib.contextmanager
-def _filling(out: NDArray) -> Iterator[NDArray]:
-    """Constructors fill a new array after creating it. When that fails, the file (or sparse
-    directory) they created is removed rather than left as a valid frame holding part of the
-    array, and the error goes on."""
+def _filling(shape: Any, dtype: Any, kwargs: dict) -> Iterator[NDArray]:
+    """A new array as :func:`empty` makes it, for the block to fill. In a file it is written
+    under a temporary name and renamed to ``urlpath`` only when the block succeeds: an error
+    (a failing expression or callback, a full disk) or a kill leaves ``urlpath`` exactly as
+    it was (a file ``mode="w"`` would replace stays), and the error goes on."""
+    out = _create(shape, dtype, _FILL_UNINIT, None, None, kwargs, staged=True)
     try:
         yield out
     except BaseException:
         if out.urlpath is not None:
-            remove_urlpath(out.urlpath)
+            out._n.discard()
         raise
+    if out.urlpath is not None:
+        locking = bool(_storage_kwargs(dict(kwargs)).get("locking"))
+        out._n.publish(locking)
+        if locking:
+            out._n = out._schunk._n = _Locked(out._n)
 
 
 def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) -> NDArray:

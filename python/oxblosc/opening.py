@@ -24,7 +24,6 @@ from .schunk import (
     _fspath,
     _Locked,
     _open_native,
-    remove_urlpath,
     schunk_from_cframe,
 )
 
@@ -86,7 +85,6 @@ def open(urlpath: str | os.PathLike, mode: str = "r", offset: int = 0, **kwargs:
     is_array = bool({"b2nd", "caterva"} & set(native.meta_names()))
     if mode == "w" and not is_array:
         cp = native.cparams
-        remove_urlpath(path)
         native = _native.NativeSChunk.create(cp, native.dthreads, path, contiguous, [], locking)
         native = _Locked(native) if locking else native
     s = SChunk(_native=native, urlpath=path, mode=mode, mmap_mode=mmap_mode, contiguous=contiguous)

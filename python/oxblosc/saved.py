@@ -20,7 +20,7 @@ import warnings
 from typing import Any
 
 from .lazyexpr import LazyExpr, lazyexpr
-from .ndarray import NDArray, empty
+from .ndarray import NDArray, _filling
 
 _KEY = "b2o"
 _USER = "_b2o_user_vlmeta"
@@ -63,9 +63,10 @@ def carrier(expr: LazyExpr, urlpath: str | None, **kwargs: Any) -> NDArray:
     meta = dict(kwargs.pop("meta", None) or {})
     meta[_KEY] = {"kind": "lazyexpr", "version": _VERSION}
     kwargs.setdefault("chunks", expr.chunks or None)
-    out = empty(expr.shape, expr.dtype, meta=meta, **kwargs)
-    out.vlmeta[_KEY] = {"kind": "lazyexpr", "version": _VERSION, "expression": expr.expression, "operands": refs}
-    out.vlmeta[_USER] = dict(expr.vlmeta)
+    # Named only with its vlmeta written: a kill cannot leave an array without them.
+    with _filling(expr.shape, expr.dtype, {**kwargs, "meta": meta}) as out:
+        out.vlmeta[_KEY] = {"kind": "lazyexpr", "version": _VERSION, "expression": expr.expression, "operands": refs}
+        out.vlmeta[_USER] = dict(expr.vlmeta)
     return out
 
 

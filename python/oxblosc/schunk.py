@@ -81,9 +81,9 @@ _STORAGE_FIELDS = {"contiguous", "urlpath", "mode", "mmap_mode", "initial_mappin
 
 class _Locked:
     """A locked native super-chunk: every call is serialised per handle; before each call the
-    handle re-syncs if another handle committed, and a read that meets a newer state
-    (``FrameChangedError``) is retried on the refreshed view, so callers only see whole
-    committed states."""
+    handle re-syncs if another handle committed, and a call that meets a newer state
+    (``FrameChangedError``) is retried on the refreshed view, reader or writer, so callers
+    only see whole committed states."""
 
     _RETRIES = 1000
 
@@ -121,8 +121,10 @@ class _Locked:
                     try:
                         return getattr(self._native, name)(*args, **kwargs)
                     except FrameChangedError:
-                        if self._native.writable:
-                            raise
+                        # Another handle committed between the catch-up and this call: try
+                        # again on the new state, writers too (a stale view is refused before
+                        # anything is read or written, and writes catch up under the lock).
+                        pass
                     finally:
                         if held:
                             self._native.release_lock()
@@ -489,29 +491,35 @@ class SChunk:
             raise ValueError("Maximum chunksize allowed is 2^31 - 1")
         meta = [(str(k), packb(v)) for k, v in (kwargs.get("meta") or {}).items()]
         if urlpath is not None:
-            if mode == "w":
-                remove_urlpath(urlpath)
-            elif os.path.exists(urlpath):
+            # (mode "w": the native constructor renames the new frame over the old one.)
+            if mode != "w" and os.path.exists(urlpath):
                 raise FileExistsError(f"{urlpath} exists: open it with oxblosc.open(), or pass mode='w' to replace it")
         dthreads = _checked("nthreads", dparams.nthreads, 1, 1 << 16)
+        filled = data is not None and memoryview(data).nbytes > 0
+        if filled and chunksize <= 0:
+            raise ValueError("chunksize must be positive to split data into chunks")
+        # With data, a file is named only once the data is in (a failure leaves what was there).
+        staged = filled and urlpath is not None
+        locked = locking and urlpath is not None
+        cp = _native_cparams(cparams, tuned=True)
         self._n = _native.NativeSChunk.create(
-            _native_cparams(cparams, tuned=True),
-            dthreads,
-            urlpath,
-            self._contiguous,
-            meta,
-            locking and urlpath is not None,
+            cp, dthreads, urlpath, self._contiguous, meta, locked and not staged, staged
         )
         if tuner_arg(cparams) is not None:
             self._n.set_tuner(tuner_arg(cparams))
-        if locking and urlpath is not None:
-            self._n = _Locked(self._n)
         self._chunksize_hint = chunksize
         self._dparams = dparams
-        if data is not None and memoryview(data).nbytes > 0:
-            if chunksize <= 0:
-                raise ValueError("chunksize must be positive to split data into chunks")
-            self._n.extend(data, chunksize)
+        if filled:
+            try:
+                self._n.extend(data, chunksize)
+            except BaseException:
+                if staged:
+                    self._n.discard()
+                raise
+            if staged:
+                self._n.publish(locked)
+        if locked:
+            self._n = _Locked(self._n)
 
     # ------------------------------------------------------------------ context manager
 

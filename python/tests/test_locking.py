@@ -445,3 +445,34 @@ def test_locked_write_failing_on_file_size_limit_reports_it_and_keeps_the_handle
     del a
     np.testing.assert_array_equal(blosc2.open(path)[:], want)
     np.testing.assert_array_equal(oxblosc.open(path)[:], want)
+
+
+@pytest.mark.parametrize("contiguous", [True, False], ids=["contiguous", "sparse"])
+def test_locked_writer_reads_follow_another_writer_process(tmp_path: Path, contiguous: bool) -> None:
+    """A locked *writer* handle reads (chunks, slices) while another process appends as fast
+    as it can: like a locked reader, it follows the other writer's commits by itself, never
+    raising FrameChangedError (it did whenever a commit landed between its catch-up and its
+    read), and every read is one whole committed state; its own writes are kept."""
+    path = tmp_path / "w.b2nd"
+    oxblosc.zeros((10, 50), dtype="i8", chunks=(10, 50), blocks=(5, 50), urlpath=str(path), contiguous=contiguous)
+    a = oxblosc.open(str(path), mode="a", locking=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    kid = subprocess.Popen(
+        [sys.executable, "-c", ND_APPENDER, str(path), "100", "400"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    reads = 0
+    while kid.poll() is None or reads == 0:
+        x = a[:]
+        blocks = x.reshape(-1, 10, 50)
+        assert (blocks == blocks[:, :1, :1]).all(), "a read mixed two states"
+        n = a.schunk.nchunks
+        c = np.frombuffer(a.schunk.decompress_chunk(n - 1), np.int64)
+        assert (c == c[0]).all()
+        reads += 1
+        if reads % 10 == 0:
+            a[0, 0] = 0  # (the writer's own writes go on too)
+    assert "DONE" in _result(kid, "appender")
+    assert a.shape == (4010, 50) and reads > 1
+    vals = list(oxblosc.open(str(path))[:].reshape(-1, 10, 50)[:, 0, 0])
+    assert vals == [0, *range(100, 500)]

@@ -6,8 +6,10 @@ chunks (staged to unreferenced space as it goes). After each kill:
 
 - our ``open`` gives exactly the last state the child committed or the one it was writing;
 - python-blosc2 (the real wheel) opens the same file and reads the same values;
-- a computed-into file is absent, or holds its empty state or the full result; an array
-  computed into in place holds, chunk by chunk, the old or the new values.
+- a file replaced by a new array (``mode="w"``: computed, from data, or a filled value) holds
+  the array it held before or the complete new one, never an empty or partial one (made
+  under a temporary name, renamed when complete); an array computed into in place holds,
+  chunk by chunk, the old or the new values.
 
 The child logs ``I <hash>`` before an operation (the state it is about to write) and ``C
 <hash>`` after it returns; a hash covers shape and bytes. Campaigns: ``OXBLOSC_ND_CRASH_KILLS``.
@@ -46,6 +48,8 @@ def child(path: str, log_path: str, seed: int, contiguous: bool) -> None:
     def note(kind: str, h: str) -> None:
         os.write(log.fileno(), f"{kind} {h}\n".encode())
 
+    if os.path.exists(out_path):  # what a file made by an earlier round holds (opened whole)
+        note("Q", digest(oxblosc.open(out_path)[:]))
     if os.path.exists(path):
         a = oxblosc.open(path, mode="a")
     else:
@@ -76,11 +80,20 @@ def child(path: str, log_path: str, seed: int, contiguous: bool) -> None:
             note("I", digest(new))
             a.resize(ns)
         elif r < 0.85:
-            # into a new file (written by a batch over the empty array's chunks)
+            # a new array replacing the file at out_path (mode="w"): computed, from data, or
+            # filled with a value; made under a temporary name and renamed when complete
             k = rng.randrange(1, 9)
-            oxblosc.remove_urlpath(out_path)  # what is there after a kill is this compute's
-            note("O", f"{k} {digest(model * k + 1)}")
-            (a * k + 1).compute(urlpath=out_path, mode="w", contiguous=contiguous, chunks=CHUNKS, blocks=BLOCKS)
+            kw = dict(urlpath=out_path, mode="w", contiguous=contiguous, chunks=CHUNKS, blocks=BLOCKS)
+            how = rng.randrange(3)
+            want = [model * k + 1, model * k + 2, np.full(model.shape, k, DTYPE)][how]
+            note("O", f"{k} {digest(want)}")
+            if how == 0:
+                (a * k + 1).compute(**kw)
+            elif how == 1:
+                oxblosc.asarray((model * k + 2).astype(DTYPE), **kw)
+            else:
+                oxblosc.full(model.shape, k, dtype=DTYPE, **kw)
+            note("Q", digest(want))
             new = model
             note("I", digest(new))
         else:
@@ -96,11 +109,11 @@ def child(path: str, log_path: str, seed: int, contiguous: bool) -> None:
         note("C", digest(model))
 
 
-def accepted(log: Path) -> tuple[list[str], str | None, int | None]:
-    """States the file may hold after a kill, the compute-into-file line being written (if
-    any), and the in-place offset being applied (if any)."""
+def accepted(log: Path) -> tuple[list[str], str | None, int | None, str | None]:
+    """States the file may hold after a kill, the new-file line being written (if any), the
+    in-place offset being applied (if any), and what the out file held before (if any)."""
     states: list[str] = []
-    last_c, last_i, out, inplace = None, None, None, None
+    last_c, last_i, out, inplace, held = None, None, None, None, None
     for line in log.read_text().splitlines(keepends=True):
         if not line.endswith("\n"):
             break  # torn
@@ -113,8 +126,10 @@ def accepted(log: Path) -> tuple[list[str], str | None, int | None]:
             out = rest
         elif kind == "P":
             inplace = int(rest)
+        elif kind == "Q":
+            held = rest
     states = [s for s in (last_c, last_i) if s is not None]
-    return states, out, inplace
+    return states, out, inplace, held
 
 
 def chunkwise_old_or_new(got: np.ndarray, old_digest: str, k: int, prev: np.ndarray) -> bool:
@@ -130,7 +145,7 @@ def chunkwise_old_or_new(got: np.ndarray, old_digest: str, k: int, prev: np.ndar
 
 
 def check(path: str, log: Path, round_: int, py: bool) -> str:
-    states, out, inplace = accepted(log)
+    states, out, inplace, held = accepted(log)
     assert states, f"round {round_}: the child committed nothing"
     got = oxblosc.open(path)[:]
     h = digest(got)
@@ -145,25 +160,22 @@ def check(path: str, log: Path, round_: int, py: bool) -> str:
     if py:
         theirs = np.asarray(blosc2.open(path, mode="r")[:])
         assert theirs.shape == got.shape and np.array_equal(theirs, got), f"round {round_}: python-blosc2 differs"
+    # The out file (replaced by mode="w" constructors): absent only if never made, else the
+    # array it held before or the complete new one, never an empty or partial one.
     out_path = path + ".out" + ("" if path.endswith(".b2nd") else ".d")
-    if out is not None and os.path.exists(out_path):
-        k, want = out.split()
-        try:
-            obj = oxblosc.open(out_path)
-        except Exception as e:
-            raise AssertionError(f"round {round_}: computed-into file unreadable: {e}") from e
-        if not isinstance(obj, oxblosc.NDArray):
-            # killed right after the empty frame was made, before the array's one commit
-            assert obj.nchunks == 0 and blosc2.open(out_path, mode="r").nchunks == 0, f"round {round_}"
-            return what
-        o = obj[:]
-        done = digest(o) == want
-        assert done or not np.any(o), f"round {round_}: computed-into file holds neither its empty state nor the result"
-        if py:
-            theirs = np.asarray(blosc2.open(out_path, mode="r")[:])
-            assert theirs.shape == o.shape
-            if done:  # (python-blosc2 reads an empty array's uninitialized chunks as garbage)
-                np.testing.assert_array_equal(theirs, o)
+    if not os.path.exists(out_path):
+        assert held is None, f"round {round_}: the new array removed the file it was replacing"
+        return what
+    try:
+        obj = oxblosc.open(out_path)
+    except Exception as e:
+        raise AssertionError(f"round {round_}: out file unreadable: {e}") from e
+    assert isinstance(obj, oxblosc.NDArray), f"round {round_}: out file is a super-chunk without array metadata"
+    o = obj[:]
+    allowed = {held} | ({out.split()[1]} if out is not None else set())
+    assert digest(o) in allowed, f"round {round_}: out file holds neither the old array nor the new one"
+    if py:
+        np.testing.assert_array_equal(np.asarray(blosc2.open(out_path, mode="r")[:]), o)
     return what
 
 

@@ -177,6 +177,10 @@ def test_special_constructors_are_read_by_blosc2():
         (oxblosc.zeros((5, 7), dtype="<i4", chunks=(2, 3), blocks=(1, 2)), np.zeros((5, 7), "<i4")),
         (oxblosc.ones((5, 7), dtype="<f4"), np.ones((5, 7), "<f4")),
         (oxblosc.full((4, 4), 2.5, dtype=">f8"), np.full((4, 4), 2.5, ">f8")),
+        # repeated-value chunks with blocks smaller than chunks (they carried the chunk as
+        # their block size and python-blosc2 failed: "Error while getting the buffer")
+        (oxblosc.full((9, 11), 3, dtype="<i4", chunks=(4, 5), blocks=(2, 3)), np.full((9, 11), 3, "<i4")),
+        (oxblosc.ones((30, 30), dtype="<i8", chunks=(10, 10), blocks=(5, 5)), np.ones((30, 30), "<i8")),
         (oxblosc.nans((3, 5), dtype="<f8"), np.full((3, 5), np.nan)),
         (oxblosc.arange(0, 30, 2, shape=(3, 5)), np.arange(0, 30, 2).reshape(3, 5)),
         (oxblosc.linspace(0, 1, 12, shape=(3, 4)), np.linspace(0, 1, 12).reshape(3, 4)),

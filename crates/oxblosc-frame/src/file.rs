@@ -210,6 +210,36 @@ pub fn remove(path: impl AsRef<Path>) -> Result<()> {
     Ok(())
 }
 
+/// Move the frame file or sparse directory at `from` (just written under a temporary name
+/// beside `path`) to `path`, replacing a frame there (with its `.b2lock` file) in one step:
+/// other processes and a crash see the old frame or the new one, never a missing or half
+/// one. A directory at `path` that is not a sparse frame is refused and left alone.
+pub(crate) fn replace(from: &Path, path: &Path) -> Result<()> {
+    let Ok(old) = fs::symlink_metadata(path) else {
+        return fs::rename(from, path).map_err(io_at(path, None));
+    };
+    if old.is_dir() && !path.join(SPARSE_INDEX).exists() {
+        return Err(Error::param("path", "directory is not a sparse frame").in_file(path));
+    }
+    let lock = crate::lock::lock_path(path);
+    if !old.is_dir() && lock.exists() {
+        fs::remove_file(&lock).map_err(io_at(&lock, None))?;
+    }
+    // Linux swaps the two names atomically (whatever their kinds); the old frame, now under
+    // the temporary name, is removed after. Elsewhere (or on a file system without the
+    // exchange) the old frame is removed first: a crash in between leaves no frame at `path`.
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        if renameat_with(CWD, from, CWD, path, RenameFlags::EXCHANGE).is_ok() {
+            return if old.is_dir() { fs::remove_dir_all(from) } else { fs::remove_file(from) }
+                .map_err(io_at(from, None));
+        }
+    }
+    remove(path)?;
+    fs::rename(from, path).map_err(io_at(path, None))
+}
+
 impl SChunk {
     /// Create a new, empty frame at `path` (replacing an existing frame there) and return the
     /// super-chunk writing to it: every change is persisted as it is made.
@@ -221,6 +251,48 @@ impl SChunk {
         s.cparams.nthreads = nthreads;
         s.dparams = dparams;
         Ok(s)
+    }
+
+    /// [`create`](Self::create) under a temporary name beside `path`, for a frame that must
+    /// appear whole or not at all: fill it, then [`publish`](Self::publish) it to `path` (or
+    /// [`discard`](Self::discard) it). Until then `path` keeps whatever it held. A process
+    /// killed before publishing leaves only the temporary (`<path>.oxtmp-<pid>-<n>`).
+    pub fn create_staged(
+        path: impl AsRef<Path>,
+        contiguous: bool,
+        cparams: CParams,
+        dparams: DParams,
+    ) -> Result<SChunk> {
+        SChunk::create(unique_temp(path.as_ref()), contiguous, cparams, dparams)
+    }
+
+    /// Move this writable handle's frame to `path` (see [`replace`]); the handle keeps
+    /// working on it there. Not for locked handles (their lock file is named after the path:
+    /// enable locking after publishing) nor inside a batch.
+    pub fn publish(&mut self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        if self.is_locked() || self.txn.is_some() {
+            return Err(Error::param("publish", "not while locked or inside a batch").in_file(path));
+        }
+        let Some(w) = &mut self.writer else {
+            return Err(Error::param("publish", "only a writable frame on disk can be published").in_file(path));
+        };
+        replace(&w.path, path)?;
+        w.path = path.to_path_buf();
+        match &mut self.backing {
+            Backing::File { path: p, .. } | Backing::Sparse { dir: p, .. } => *p = path.to_path_buf(),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Remove the frame of a handle made by [`create_staged`](Self::create_staged) and never
+    /// published (a failed fill); the handle must not be used after.
+    pub fn discard(&mut self) {
+        if let Some(mut w) = self.writer.take() {
+            w.abandon();
+            let _ = remove(&w.path);
+        }
     }
 
     /// Where this super-chunk is persisted, if it was opened writable.
@@ -384,10 +456,7 @@ impl SChunk {
         } else {
             write_sparse_copy(&tmp, &fr)
         };
-        let r = r.and_then(|()| {
-            remove(path)?;
-            fs::rename(&tmp, path).map_err(|e| Error::io(None, e))
-        });
+        let r = r.and_then(|()| replace(&tmp, path));
         if r.is_err() {
             let _ = if contiguous { fs::remove_file(&tmp) } else { fs::remove_dir_all(&tmp) };
         }

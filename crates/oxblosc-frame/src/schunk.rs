@@ -1164,8 +1164,14 @@ impl SChunk {
                     let c = match value_chunks.iter().find(|(n, _)| *n == nb) {
                         Some((_, c)) => c.clone(),
                         None => {
-                            let c = oxblosc_chunk::special_chunk(kind, nb, ts, Some(v))
+                            let mut c = oxblosc_chunk::special_chunk(kind, nb, ts, Some(v))
                                 .map_err(|source| Error::Chunk { chunk: ChunkId::Input, source })?;
+                            // With the remembered block size (b2nd's block), as C-Blosc2
+                            // writes these: python-blosc2 could not slice an array of
+                            // whole-chunk-block value chunks ("Error while getting the buffer").
+                            if self.blocksize > 0 && self.blocksize < nb && c.len() >= 16 {
+                                c[8..12].copy_from_slice(&(self.blocksize as u32).to_le_bytes());
+                            }
                             value_chunks.push((nb, c.clone()));
                             c
                         }
@@ -1298,12 +1304,6 @@ impl SChunk {
     /// space, so a batch over a file holds no more than one change's chunks in memory.
     fn stage_new(&mut self) -> Result<()> {
         let Some(t) = self.txn.as_ref().filter(|_| self.writer.is_some()) else { return Ok(()) };
-        // A change that edited the metalayers (a new array's, then its first chunks, in one
-        // commit) may resize a contiguous file's header: its chunks stay in memory and the
-        // commit writes the frame anew (staged chunks would sit where the header grows).
-        if t.meta != self.meta && self.writer.as_ref().is_some_and(|w| w.is_contiguous()) {
-            return Ok(());
-        }
         let from = t.stage_from.min(self.slots.len());
         // Positions recorded before an insert or removal may have moved: staging a chunk at
         // another position is harmless (it is pending there too); one missed stays in memory

@@ -686,10 +686,10 @@ impl Writer {
             });
         }
         if hb0.len() as u64 != self.header_len {
-            // Metalayers changed size: only possible while no chunk is stored.
-            if (0..fr.chunks.len()).any(|i| matches!(fr.chunks.entry(i), Entry::Stored(_))) {
-                return Err(Error::param("meta", "the header cannot change size once chunks are stored"));
-            }
+            // Metalayers were added (only possible before the first chunk, so stored chunks
+            // here are this batch's, staged past the old frame: a new array's, in the same
+            // commit as its metalayer). The header cannot grow in place: the frame is written
+            // anew (temp file + rename), staged chunks read back one at a time.
             let rw = self.rewrite(fr)?;
             return Ok(Committed {
                 stored: Vec::new(),

@@ -6,6 +6,9 @@
 //! file ids outgrow the frame's `cbytes` and the writer renumbers them (hard links, new index,
 //! old names removed) many times, with kills landing inside that too.
 //!
+//! Now and then the child replaces the whole frame by a new one built under a temporary name
+//! and renamed over it (`SChunk::create_staged` + `publish`).
+//!
 //! The child is this test binary re-executed with `OXBLOSC_CRASH_CHILD` set. Before each
 //! operation it logs `I <nchunks> <hash>` (the state it is about to write), after the
 //! operation returns `C <nchunks> <hash>`. Chunk `k` holds 1024 u32 derived from a seed, and
@@ -104,7 +107,22 @@ fn child(path: &Path, log: &Path, seed: u64, (contiguous, items, max_chunks): (b
         let new_seed = rng.next() as u32 | 1;
         let mut next = seeds.clone();
         let chunk_data = move |seed| chunk_data_n(seed, items);
-        let act: Box<dyn FnOnce(&mut SChunk)> = if n >= 4 && rng.below(100) < 20 {
+        let act: Box<dyn FnOnce(&mut SChunk)> = if rng.below(100) < 4 {
+            // The whole frame replaced by a new one built beside it under a temporary name
+            // and renamed over it (`create_staged` + `publish`, as `mode="w"` constructors
+            // do): the old frame or the new one, never neither nor a part.
+            next.push(new_seed);
+            let all = next.clone();
+            let path = path.to_path_buf();
+            Box::new(move |s| {
+                let mut t = SChunk::create_staged(&path, contiguous, cparams(), DParams::default()).unwrap();
+                for &seed in &all {
+                    t.append_data(&chunk_data(seed)).unwrap();
+                }
+                t.publish(&path).unwrap();
+                *s = t; // (the old handle, its frame replaced, closes without touching it)
+            })
+        } else if n >= 4 && rng.below(100) < 20 {
             // A batch of edits (mostly chunks replaced, some twice) committed at once: replaced
             // and appended chunks are staged to unreferenced space as they come.
             let steps = batch_steps(&mut rng, &mut next, max_chunks as usize);

@@ -192,3 +192,60 @@ fn failed_save_keeps_the_frame_it_was_replacing() {
         assert_eq!(on_disk(&path), state(&other));
     }
 }
+
+/// A frame made with `create_staged` lives under a temporary name until `publish` renames it
+/// over `path` (any kind over any kind: file or sparse directory); until then, and when it
+/// is discarded instead, `path` holds the old frame unchanged. A plain directory is refused.
+#[test]
+fn a_staged_frame_replaces_the_old_one_only_when_published() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-staged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cp = CParams { typesize: 1, clevel: 1, ..CParams::default() };
+    let names = |d: &Path| {
+        let mut v: Vec<String> =
+            std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    for (old_contiguous, contiguous) in [(true, true), (false, false), (true, false), (false, true)] {
+        let path = dir.join("f.b2frame");
+        let mut s = SChunk::create(&path, old_contiguous, cp.clone(), DParams::default()).unwrap();
+        s.append_data(&noise(1, CHUNK)).unwrap();
+        let before = state(&s);
+        drop(s);
+        for publish in [false, true] {
+            let mut t = SChunk::create_staged(&path, contiguous, cp.clone(), DParams::default()).unwrap();
+            t.append_data(&noise(2, CHUNK)).unwrap();
+            t.set_vlmeta("k", b"v").unwrap();
+            assert_eq!(on_disk(&path), before, "the old frame changed before publishing");
+            assert_eq!(names(&dir).len(), 2, "{:?}", names(&dir));
+            if !publish {
+                t.discard();
+                assert_eq!(names(&dir), ["f.b2frame"]);
+                assert_eq!(on_disk(&path), before);
+                continue;
+            }
+            let made = state(&t);
+            t.publish(&path).unwrap();
+            assert_eq!(names(&dir), ["f.b2frame"], "old frame or temporary left");
+            assert_eq!(path.is_dir(), !contiguous);
+            assert_eq!(on_disk(&path), made);
+            // the handle goes on writing where the frame now is
+            t.append_data(&noise(3, CHUNK)).unwrap();
+            let after = state(&t);
+            drop(t);
+            assert_eq!(on_disk(&path), after);
+        }
+        oxblosc_frame::remove(&path).unwrap();
+    }
+    let plain = dir.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::write(plain.join("mine.txt"), b"x").unwrap();
+    let mut t = SChunk::create_staged(&plain, true, cp, DParams::default()).unwrap();
+    let e = t.publish(&plain).unwrap_err();
+    assert!(e.to_string().contains("not a sparse frame"), "{e}");
+    t.discard();
+    assert_eq!(names(&plain), ["mine.txt"]);
+    assert_eq!(names(&dir), ["plain"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

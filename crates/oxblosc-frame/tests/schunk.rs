@@ -610,20 +610,7 @@ fn a_batch_replacing_chunks_of_a_file_keeps_none_in_memory() {
                 std::fs::metadata(p).unwrap().blocks() * 512
             }
         };
-        let chunk = |k: usize| -> std::sync::Arc<[u8]> {
-            // codec 0 = BloscLZ on noise: stored about raw, 256 KiB per chunk.
-            let mut x = (k as u32 + 1).wrapping_mul(0x9E37_79B9);
-            let data: Vec<u8> = (0..chunk_items * 4)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    x as u8
-                })
-                .collect();
-            std::sync::Arc::from(s_compress(&data))
-        };
-        let want: Vec<std::sync::Arc<[u8]>> = (0..n).map(chunk).collect();
+        let want: Vec<std::sync::Arc<[u8]>> = (0..n).map(|k| noise_chunk(k as u32 + 1, chunk_items * 4)).collect();
         let before = on_disk(&path);
         s.batch(|s| {
             for (i, c) in want.iter().enumerate() {
@@ -657,4 +644,55 @@ fn a_batch_replacing_chunks_of_a_file_keeps_none_in_memory() {
 
 fn s_compress(data: &[u8]) -> Vec<u8> {
     oxblosc_chunk::compress(data, &oxblosc_chunk::CParams { typesize: 4, ..Default::default() }).unwrap()
+}
+
+/// A batch that adds a metalayer to a new contiguous file and then its chunks (a new array's
+/// one commit) stages the chunks as they come, like any batch, though the header grows: the
+/// commit writes the frame anew, reading staged chunks back. (Session 9 kept such a batch's
+/// chunks in memory until the commit instead.) Sparse directories are staged the same way.
+#[test]
+fn a_batch_adding_a_metalayer_and_chunks_keeps_no_chunk_in_memory() {
+    let n = 6usize;
+    let chunk_items = 1 << 16;
+    for contiguous in [true, false] {
+        let path = tmpdir(&format!("batch-meta-{contiguous}")).join("f.b2frame");
+        let mut s = SChunk::create(&path, contiguous, cp(0, 4), DParams::default()).unwrap();
+        let want: Vec<std::sync::Arc<[u8]>> = (0..n).map(|k| noise_chunk(k as u32 + 7, chunk_items * 4)).collect();
+        s.batch(|s| {
+            s.add_meta("b2nd", &[0x90; 300])?;
+            for (i, c) in want.iter().enumerate() {
+                s.append_chunk_shared(c.clone())?;
+                assert_eq!(std::sync::Arc::strong_count(c), 1, "chunk {i} is still held in memory by the batch");
+            }
+            Ok(())
+        })
+        .unwrap();
+        let expect: Vec<Vec<u8>> =
+            want.iter().map(|c| oxblosc_chunk::decompress(c, &DParams::default()).unwrap()).collect();
+        assert_eq!(all_data(&s), expect.concat());
+        drop(s);
+        let r = open(&path, Mode::Read).unwrap();
+        assert_eq!(r.meta("b2nd"), Some(&[0x90u8; 300][..]));
+        assert_eq!(all_data(&r), expect.concat());
+        if contiguous {
+            // written anew: no staging area left behind
+            let len = std::fs::metadata(&path).unwrap().len();
+            assert!(len < r.cbytes() + 4096, "{len} bytes for {} of chunks", r.cbytes());
+        }
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+}
+
+/// A compressed chunk of `nbytes` of noise (codec 0 = BloscLZ: stored about raw).
+fn noise_chunk(seed: u32, nbytes: usize) -> std::sync::Arc<[u8]> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9);
+    let data: Vec<u8> = (0..nbytes)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    std::sync::Arc::from(s_compress(&data))
 }

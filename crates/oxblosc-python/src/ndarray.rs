@@ -90,9 +90,11 @@ impl AndNote for PyErr {
 #[pymethods]
 impl NativeNDArray {
     /// A new array. `chunks`/`blocks` None: chosen automatically. `fill`: 0 zeros, 1 uninit,
-    /// 2 NaN, 3 the `value` bytes; `data` (C-order bytes) overrides the fill.
+    /// 2 NaN, 3 the `value` bytes; `data` (C-order bytes) overrides the fill. A file is built
+    /// under a temporary name and renamed to `urlpath` once complete (replacing what is
+    /// there); `staged`: not yet, the caller fills it first, then calls `publish` or `discard`.
     #[staticmethod]
-    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data, locking=false, tuner=None))]
+    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, shape, chunks, blocks, dtype, fill, value, data, locking=false, tuner=None, staged=false))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -110,7 +112,11 @@ impl NativeNDArray {
         data: Option<&Bound<'_, PyAny>>,
         locking: bool,
         tuner: Option<crate::tune::TunerArg>,
+        staged: bool,
     ) -> PyResult<Self> {
+        if staged && locking {
+            return Err(PyValueError::new_err("a staged array is locked when published, not created locked"));
+        }
         let cp = cparams.into_cparams()?;
         let tuner = tuner.map(crate::tune::per_chunk).transpose()?;
         let dp = DParams { nthreads: dthreads.max(1) };
@@ -137,10 +143,10 @@ impl NativeNDArray {
                         None => NdArray::create(s, geom, Some(&dtype), fill),
                     };
                 };
-                let mut s = SChunk::create(p, contiguous, cp.clone(), dp.clone())?;
-                // From here on the file is ours: a failure removes it rather than leaving a
-                // frame with part of the array (or none of it) behind.
-                let build = move || -> nd::Result<NdArray> {
+                // Built under a temporary name: a failure (or a kill) leaves `p` as it was
+                // rather than a frame holding part of the array, or none of it.
+                let s = SChunk::create_staged(p, contiguous, cp.clone(), dp.clone())?;
+                let build = |mut s: SChunk| -> nd::Result<NdArray> {
                     s.set_cparams(cp.clone())?;
                     for (name, content) in &meta {
                         s.add_meta(name, content)?;
@@ -152,12 +158,16 @@ impl NativeNDArray {
                         Some(v) => NdArray::from_buffer_appending(s, geom, Some(&dtype), v.as_slice())?,
                         None => NdArray::create(s, geom, Some(&dtype), fill)?,
                     };
+                    if !staged {
+                        a.schunk_mut().publish(p)?;
+                    }
                     if locking {
                         a.schunk_mut().enable_locking()?;
                     }
                     Ok(a)
                 };
-                build().inspect_err(|_| remove_created(p, contiguous))
+                let tmp = s.urlpath().map(std::path::Path::to_path_buf);
+                build(s).inspect_err(|_| remove_created(tmp.as_deref(), contiguous))
             })
             .map_err(|e| nd_err(py, e))?;
         Ok(NativeNDArray::new(inner, urlpath))
@@ -332,8 +342,34 @@ impl NativeNDArray {
         self.inner.write(py, |a| a.append(view.as_slice()).map(|()| a.shape().to_vec())).map_err(|e| self.err(py, e))
     }
 
+    /// A staged array (`create(..., staged=True)`), filled: rename it to its `urlpath`,
+    /// replacing what is there; then lock it if asked.
+    #[pyo3(signature = (locking=false))]
+    fn publish(&self, py: Python<'_>, locking: bool) -> PyResult<()> {
+        let Some(p) = &self.path else { return Ok(()) };
+        self.inner
+            .write(py, |a| {
+                a.schunk_mut().publish(p)?;
+                if locking {
+                    a.schunk_mut().enable_locking()?;
+                }
+                Ok(())
+            })
+            .map_err(|e| self.schunk_err(py, e))
+    }
+
+    /// A staged array whose filling failed: remove its temporary file (`urlpath` is left as
+    /// it was). The array must not be used after.
+    fn discard(&self, py: Python<'_>) {
+        self.inner.write(py, |a| a.schunk_mut().discard());
+    }
+
     fn save(&self, py: Python<'_>, urlpath: PathBuf, contiguous: bool) -> PyResult<()> {
-        self.inner.read(py, |a| a.save(&urlpath, contiguous)).map_err(|e| nd_err(py, e).and_note(py, &urlpath))
+        // (An I/O error stays an OSError naming the file: a full disk is no corrupt chunk.)
+        self.inner.read(py, |a| a.save(&urlpath, contiguous)).map_err(|e| match e {
+            nd::Error::Frame(e) => frame_err(py, e.in_file(&urlpath)),
+            e => nd_err(py, e).and_note(py, &urlpath),
+        })
     }
 
     /// An in-memory, writable copy.
@@ -489,8 +525,10 @@ impl NativeNDArray {
 
 /// Remove the frame file (or sparse directory) a failed constructor created. Best effort:
 /// the constructor's own error is the one reported.
-fn remove_created(path: &std::path::Path, contiguous: bool) {
-    let _ = if contiguous { std::fs::remove_file(path) } else { std::fs::remove_dir_all(path) };
+fn remove_created(path: Option<&std::path::Path>, contiguous: bool) {
+    if let Some(path) = path {
+        let _ = if contiguous { std::fs::remove_file(path) } else { std::fs::remove_dir_all(path) };
+    }
 }
 
 /// A chunk compressed by `NativeNDArray.encode_chunk`, waiting for `commit_encoded`.

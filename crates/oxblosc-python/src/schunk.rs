@@ -47,8 +47,10 @@ fn bytes_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 #[pymethods]
 impl NativeSChunk {
     /// A new, empty super-chunk; written to `urlpath` (replacing what is there) when given.
+    /// `staged`: under a temporary name until `publish` (the caller adds data first).
     #[staticmethod]
-    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, locking=false))]
+    #[pyo3(signature = (cparams, dthreads, urlpath, contiguous, meta, locking=false, staged=false))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         cparams: CParamsArg,
@@ -57,24 +59,41 @@ impl NativeSChunk {
         contiguous: bool,
         meta: Vec<(String, Vec<u8>)>,
         locking: bool,
+        staged: bool,
     ) -> PyResult<Self> {
+        if staged && locking {
+            return Err(PyValueError::new_err("a staged super-chunk is locked when published, not created locked"));
+        }
         let cp = cparams.into_cparams()?;
         let dp = DParams { nthreads: dthreads.max(1) };
         let inner = py
             .allow_threads(|| -> frame::Result<SChunk> {
+                // A file gets its metalayers under a temporary name, then is renamed into
+                // place: a kill in between left a frame without them at `urlpath`.
                 let mut s = match &urlpath {
                     None => SChunk::new(cp.clone(), dp)?,
-                    Some(p) => {
-                        let mut s = SChunk::create(p, contiguous, cp.clone(), dp)?;
-                        s.set_cparams(cp)?;
-                        s
-                    }
+                    Some(p) => SChunk::create_staged(p, contiguous, cp.clone(), dp)?,
                 };
-                if locking {
-                    s.enable_locking()?;
-                }
-                for (name, content) in &meta {
-                    s.add_meta(name, content)?;
+                let built = (|| {
+                    if urlpath.is_some() {
+                        s.set_cparams(cp)?;
+                    }
+                    for (name, content) in &meta {
+                        s.add_meta(name, content)?;
+                    }
+                    if let Some(p) = urlpath.as_ref().filter(|_| !staged) {
+                        s.publish(p)?;
+                    }
+                    if locking {
+                        s.enable_locking()?;
+                    }
+                    Ok(())
+                })();
+                if let Err(e) = built {
+                    if urlpath.is_some() {
+                        s.discard();
+                    }
+                    return Err(e);
                 }
                 Ok(s)
             })
@@ -120,6 +139,28 @@ impl NativeSChunk {
         let cfg = OpenConfig { mode, offset, locking, mmap };
         let inner = py.allow_threads(|| frame::open_with(&urlpath, cfg)).map_err(|e| frame_err(py, e))?;
         Ok(NativeSChunk::new(inner, Some(urlpath)))
+    }
+
+    /// A staged super-chunk (`create(..., staged=True)`), filled: rename it to its
+    /// `urlpath`, replacing what is there; then lock it if asked.
+    #[pyo3(signature = (locking=false))]
+    fn publish(&self, py: Python<'_>, locking: bool) -> PyResult<()> {
+        let Some(p) = &self.path else { return Ok(()) };
+        self.inner
+            .write(py, |s| {
+                s.publish(p)?;
+                if locking {
+                    s.enable_locking()?;
+                }
+                Ok(())
+            })
+            .map_err(|e| frame_err(py, e))
+    }
+
+    /// A staged super-chunk whose filling failed: remove its temporary file (`urlpath` is
+    /// left as it was). It must not be used after.
+    fn discard(&self, py: Python<'_>) {
+        self.inner.write(py, SChunk::discard);
     }
 
     /// Locked handles: re-read the frame if another handle changed it; returns whether it did.
