@@ -25,7 +25,7 @@ use crate::lock::{FrameLock, LockView};
 use crate::mmap::Map;
 use crate::schunk::SChunk;
 use crate::storage::{Backing, Source};
-use crate::writer::{unique_temp, write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
+use crate::writer::{sweep_stale_temps, unique_temp, write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
 use crate::{Error, Result};
 
 /// How a frame file is opened.
@@ -256,13 +256,15 @@ impl SChunk {
     /// [`create`](Self::create) under a temporary name beside `path`, for a frame that must
     /// appear whole or not at all: fill it, then [`publish`](Self::publish) it to `path` (or
     /// [`discard`](Self::discard) it). Until then `path` keeps whatever it held. A process
-    /// killed before publishing leaves only the temporary (`<path>.oxtmp-<pid>-<n>`).
+    /// killed before publishing leaves only the temporary (`<path>.oxtmp-<pid>-<n>`); the
+    /// next staged creation at `path` removes such leftovers once stale ([`sweep_stale_temps`]).
     pub fn create_staged(
         path: impl AsRef<Path>,
         contiguous: bool,
         cparams: CParams,
         dparams: DParams,
     ) -> Result<SChunk> {
+        sweep_stale_temps(path.as_ref());
         SChunk::create(unique_temp(path.as_ref()), contiguous, cparams, dparams)
     }
 

@@ -1145,6 +1145,44 @@ pub(crate) fn unique_temp(path: &Path) -> PathBuf {
     PathBuf::from(tmp)
 }
 
+/// How long a temporary must have been left untouched before [`sweep_stale_temps`] removes
+/// it: the process named in it looks gone, but it may live in another PID namespace
+/// (a container sharing the directory) and still be writing.
+const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Remove what killed processes left of their temporaries for `path` ([`unique_temp`]
+/// names: `<path>.oxtmp-<pid>-<n>`, files or sparse directories, possibly a whole array's
+/// worth of data): those of a process id that is not running here (Linux: no `/proc/<pid>`)
+/// and untouched for [`STALE_TEMP_AGE`]. Best effort: errors are ignored. Elsewhere nothing
+/// is removed (no cheap check that a process is gone).
+pub(crate) fn sweep_stale_temps(path: &Path) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else { return };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    let prefix = format!("{name}.oxtmp-");
+    for e in entries.flatten() {
+        let file_name = e.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
+        else {
+            continue;
+        };
+        let running = pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists();
+        let Ok(meta) = fs::symlink_metadata(e.path()) else { continue };
+        let old = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_some_and(|age| age >= STALE_TEMP_AGE);
+        if running || !old {
+            continue;
+        }
+        let _ = if meta.is_dir() { fs::remove_dir_all(e.path()) } else { fs::remove_file(e.path()) };
+    }
+}
+
 fn write_sparse_index(dir: &Path, fr: &Frame, index: Option<&[u8]>, cbytes: u64, sync: SyncMode) -> Result<IndexStamp> {
     let mut h = fr.header.clone();
     h.frame_type = FRAME_SPARSE;

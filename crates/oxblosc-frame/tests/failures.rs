@@ -249,3 +249,56 @@ fn a_staged_frame_replaces_the_old_one_only_when_published() {
     assert_eq!(names(&dir), ["plain"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What a killed process left of its staged frames (`<path>.oxtmp-<pid>-<n>`, a file or a
+/// sparse directory) is removed by the next staged creation at that path, once its process is
+/// gone and it has been untouched for ten minutes; a running process's temporaries, recent
+/// ones and other names stay.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_staged_creation_sweeps_stale_temporaries_of_killed_processes() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cp = CParams { typesize: 1, clevel: 1, ..CParams::default() };
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let alive = std::process::id();
+    let path = dir.join("a.b2nd");
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let make = |name: &str, sparse: bool, old: bool| {
+        let p = dir.join(name);
+        if sparse {
+            std::fs::create_dir(&p).unwrap();
+            std::fs::write(p.join("chunks.b2frame"), b"x").unwrap();
+        } else {
+            std::fs::write(&p, b"leftover").unwrap();
+        }
+        if old {
+            std::fs::File::open(&p).unwrap().set_modified(long_ago).unwrap();
+        }
+    };
+    make(&format!("a.b2nd.oxtmp-{dead}-0"), false, true); // stale file: removed
+    make(&format!("a.b2nd.oxtmp-{dead}-1"), true, true); // stale sparse directory: removed
+    make(&format!("a.b2nd.oxtmp-{dead}-2"), false, false); // recent: kept
+    make(&format!("a.b2nd.oxtmp-{alive}-9"), false, true); // a running process's: kept
+    make(&format!("b.b2nd.oxtmp-{dead}-0"), false, true); // another path's: kept
+    make(&format!("a.b2nd.oxtmp-{dead}"), false, true); // not our name pattern: kept
+    let mut s = SChunk::create_staged(&path, true, cp, DParams::default()).unwrap();
+    s.append_data(&noise(3, CHUNK)).unwrap();
+    s.publish(&path).unwrap();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let mut want = vec![
+        "a.b2nd".to_string(),
+        format!("a.b2nd.oxtmp-{dead}"),
+        format!("a.b2nd.oxtmp-{dead}-2"),
+        format!("a.b2nd.oxtmp-{alive}-9"),
+        format!("b.b2nd.oxtmp-{dead}-0"),
+    ];
+    want.sort();
+    assert_eq!(names, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
