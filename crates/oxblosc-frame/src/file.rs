@@ -25,7 +25,9 @@ use crate::lock::{FrameLock, LockView};
 use crate::mmap::Map;
 use crate::schunk::SChunk;
 use crate::storage::{Backing, Source};
-use crate::writer::{sweep_stale_temps, unique_temp, write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX};
+use crate::writer::{
+    sweep_stale_temps, unique_temp, write_compact, write_sparse_copy, IndexStamp, SyncMode, Writer, SPARSE_INDEX,
+};
 use crate::{Error, Result};
 
 /// How a frame file is opened.
