@@ -37,6 +37,14 @@ def write(path: str) -> dict:
         t.append(nested_rows(100))
         t = f.create_table("/", "big_endian_b1", ERA5, filters=tables.Filters(5, EXTRA[1][1]), chunkshape=(64,), byteorder="big")
         t.append(rows_for("big_endian_b1", 150, 0, ERA5))
+        # Chunked arrays with never-written chunks: a zero fill (streamed), a -1 fill (refused).
+        for name, dflt in (("carray_b2", 0.0), ("carray_fill", -1.0)):
+            a = f.create_carray(
+                "/", name, tables.Float32Atom(dflt=dflt), (50, 7), filters=tables.Filters(5, "blosc2:zstd"), chunkshape=(8, 4)
+            )
+            a[3:29, 2:6] = np.arange(26 * 4, dtype="f4").reshape(26, 4)
+        e = f.create_earray("/", "earray_b1", tables.Int16Atom(), (0, 3), filters=tables.Filters(5, "blosc:lz4"), chunkshape=(16, 3))
+        e.append(np.arange(-300, 300, dtype="i2").reshape(200, 3))
     return {}
 
 
@@ -54,15 +62,17 @@ def _check(node) -> str:
     import oxblosc as ox
 
     want = node.read()
-    n, crows = node.nrows, node.chunkshape[0]
+    n, crows = len(want), node.chunkshape[0]
     s = ox.Streamer(node)
-    if s.block_rows != crows or s.dtype.itemsize != node.rowsize:
-        return f"block_rows {s.block_rows} (chunks {crows}), itemsize {s.dtype.itemsize} ({node.rowsize})"
+    if s.block_rows != crows or s.dtype.itemsize * int(np.prod(s.row_shape)) != want.dtype.itemsize * int(
+        np.prod(want.shape[1:])
+    ):
+        return f"block_rows {s.block_rows} (chunks {crows}), dtype {s.dtype} x {s.row_shape}"
     s.close()
     for ordered, nthreads, rows in [(True, 1, None), (True, 3, 97), (False, 2, 50)]:
         got = {}
         for start, block in ox.Streamer(node, block_rows=rows, ordered=ordered, nthreads=nthreads):
-            if start in got or not np.array_equal(block, node.read(start, start + len(block))):
+            if start in got or not np.array_equal(block, node[start : start + len(block)]):
                 return f"block at {start} ({ordered=}, {nthreads=}, {rows=})"
             got[start] = block.copy()
         if ordered and list(got) != sorted(got):
@@ -91,7 +101,7 @@ def stream(path: str) -> dict:
 
     out = {}
     with tables.open_file(path, "r") as f:
-        for node in f.walk_nodes("/", classname="Table"):
+        for node in f.walk_nodes("/", classname="Leaf"):
             try:
                 out[node._v_pathname.lstrip("/")] = _check(node)
             except ValueError as e:
