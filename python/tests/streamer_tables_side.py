@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pytables_side import ERA5, nested_rows, rows_for  # noqa: E402
@@ -33,17 +32,28 @@ def write(path: str) -> dict:
 
     _write_cases(path)
     with tables.open_file(path, "a") as f:
-        t = f.create_table("/", "nested_b2", nested_rows(0).dtype, filters=tables.Filters(5, EXTRA[0][1]), chunkshape=(30,))
+        t = f.create_table(
+            "/", "nested_b2", nested_rows(0).dtype, filters=tables.Filters(5, EXTRA[0][1]), chunkshape=(30,)
+        )
         t.append(nested_rows(100))
-        t = f.create_table("/", "big_endian_b1", ERA5, filters=tables.Filters(5, EXTRA[1][1]), chunkshape=(64,), byteorder="big")
+        t = f.create_table(
+            "/", "big_endian_b1", ERA5, filters=tables.Filters(5, EXTRA[1][1]), chunkshape=(64,), byteorder="big"
+        )
         t.append(rows_for("big_endian_b1", 150, 0, ERA5))
         # Chunked arrays with never-written chunks: a zero fill (streamed), a -1 fill (refused).
         for name, dflt in (("carray_b2", 0.0), ("carray_fill", -1.0)):
             a = f.create_carray(
-                "/", name, tables.Float32Atom(dflt=dflt), (50, 7), filters=tables.Filters(5, "blosc2:zstd"), chunkshape=(8, 4)
+                "/",
+                name,
+                tables.Float32Atom(dflt=dflt),
+                (50, 7),
+                filters=tables.Filters(5, "blosc2:zstd"),
+                chunkshape=(8, 4),
             )
             a[3:29, 2:6] = np.arange(26 * 4, dtype="f4").reshape(26, 4)
-        e = f.create_earray("/", "earray_b1", tables.Int16Atom(), (0, 3), filters=tables.Filters(5, "blosc:lz4"), chunkshape=(16, 3))
+        e = f.create_earray(
+            "/", "earray_b1", tables.Int16Atom(), (0, 3), filters=tables.Filters(5, "blosc:lz4"), chunkshape=(16, 3)
+        )
         e.append(np.arange(-300, 300, dtype="i2").reshape(200, 3))
     return {}
 

@@ -125,7 +125,7 @@ def test_corrupt_table_chunk_raises_at_its_place(pt_file, tmp_path):
     with h5py.File(path, "r") as f:
         got = []
         with pytest.raises(ox.ChunkError, match=rf"rows {3 * crows}\.\.{4 * crows} of .*bad\.h5.*HDF5 chunk \[3\]"):
-            for start, block in ox.Streamer(oh5.Table(f[name]), nthreads=2):
+            for _, block in ox.Streamer(oh5.Table(f[name]), nthreads=2):
                 got.append(block.copy())
         assert len(got) == 3 and np.array_equal(np.concatenate(got), want[: 3 * crows])
     assert _stream_threads() == 0
