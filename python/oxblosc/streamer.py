@@ -1,5 +1,5 @@
-"""``Streamer``: read a big frame file, or an HDF5 dataset stored with a Blosc filter, block
-by block with Rust threads decompressing ahead (multitables' idea, in threads instead of
+"""``Streamer``: read a big frame file, or an HDF5 dataset or PyTables table stored with a
+Blosc filter, block by block with Rust threads decompressing ahead (multitables' idea, in threads instead of
 processes).
 
 Reader threads (``nthreads``) each open the file, read and decompress consecutive blocks of
@@ -108,7 +108,9 @@ class Streamer:
     Blosc filter (32026 or 32001) in a plain file: h5py lists its chunks once, then the
     readers read and decode them from the file in Rust (chunks never written read as zeros,
     chunks HDF5 stored unfiltered are copied; a non-zero fill value or another pipeline raise
-    ``ValueError``). ``block_rows`` defaults to the array's chunk length along axis 0
+    ``ValueError``); a table (an ``oxblosc.hdf5.Table``, whose bools it keeps, or a PyTables
+    ``tables.Table``/``CArray``/``EArray`` node, whose chunk index PyTables gives) the same
+    way: blocks of a table are structured arrays. ``block_rows`` defaults to the array's chunk length along axis 0
     (a super-chunk's items per chunk). ``nthreads`` defaults to ``oxblosc.nthreads``;
     ``nslots`` (ring buffers) to twice that."""
 
