@@ -1,5 +1,5 @@
-"""``Streamer``: read a big frame file, or an HDF5 dataset stored with a Blosc filter, block
-by block with Rust threads decompressing ahead (multitables' idea, in threads instead of
+"""``Streamer``: read a big frame file, or an HDF5 dataset or PyTables table stored with a
+Blosc filter, block by block with Rust threads decompressing ahead (multitables' idea, in threads instead of
 processes).
 
 Reader threads (``nthreads``) each open the file, read and decompress consecutive blocks of
@@ -39,12 +39,43 @@ from .ndarray import NDArray
 from .schunk import SChunk, _fspath
 
 
-def _hdf5_dataset(source: Any) -> Any:
-    """The h5py dataset behind ``source`` (an h5py or ``oxblosc.hdf5`` dataset), else None."""
-    d = source._d if type(source).__module__ == "oxblosc.hdf5.dataset" else source
+def _hdf5_dataset(source: Any) -> tuple[Any, np.dtype] | None:
+    """The h5py dataset behind ``source`` (an h5py dataset, an ``oxblosc.hdf5.Dataset`` or
+    ``oxblosc.hdf5.Table``) and the dtype of its rows (a Table's: PyTables' bools as NumPy
+    bools, same bytes), else None."""
+    mod = type(source).__module__
+    d = source._d if mod in ("oxblosc.hdf5.dataset", "oxblosc.hdf5.table") else source
     if type(d).__module__.startswith("h5py.") and hasattr(getattr(d, "id", None), "get_chunk_info"):
-        return d
+        return d, (source.dtype if mod == "oxblosc.hdf5.table" else d.dtype)
     return None
+
+
+def _pytables_leaf(source: Any) -> Any:
+    """``source`` if it is a PyTables node with chunks (``tables.Table``, ``CArray``,
+    ``EArray``), else None. Recognised by name: PyTables is never imported here (it bundles
+    its own HDF5, which must not share a process with h5py's)."""
+    if type(source).__module__.startswith("tables.") and hasattr(source, "chunk_info"):
+        return source
+    return None
+
+
+# HDF5 filter names (their first word: PyTables', hdf5plugin's and ours) and ids.
+_BLOSC_FILTERS = {"blosc2": 32026, "blosc": 32001}
+
+
+def _pytables_filter(node: Any) -> int | None:
+    """The Blosc filter (32001 or 32026) of a PyTables node whose pipeline is that one filter,
+    else None. PyTables names filters by the name stored in the file: its ``Filters`` shows no
+    compression for Blosc filters other writers stored, so the pipeline is read here."""
+    try:
+        from tables.utilsextension import get_filters  # noqa: PLC0415 - PyTables is loaded (node)
+
+        pipeline = get_filters(node._v_parent._v_objectid, node._v_name) or {}
+    except (ImportError, AttributeError):  # another PyTables: its own view of the filters
+        fl = node.filters
+        pipeline = {fl.complib.split(":")[0]: ()} if fl.complevel and not fl.fletcher32 else {}
+    names = [str(n).split()[0].lower() if str(n).split() else "" for n in pipeline]
+    return _BLOSC_FILTERS.get(names[0]) if len(names) == 1 else None
 
 
 class Slot:
@@ -77,7 +108,9 @@ class Streamer:
     Blosc filter (32026 or 32001) in a plain file: h5py lists its chunks once, then the
     readers read and decode them from the file in Rust (chunks never written read as zeros,
     chunks HDF5 stored unfiltered are copied; a non-zero fill value or another pipeline raise
-    ``ValueError``). ``block_rows`` defaults to the array's chunk length along axis 0
+    ``ValueError``); a table (an ``oxblosc.hdf5.Table``, whose bools it keeps, or a PyTables
+    ``tables.Table``/``CArray``/``EArray`` node, whose chunk index PyTables gives) the same
+    way: blocks of a table are structured arrays. ``block_rows`` defaults to the array's chunk length along axis 0
     (a super-chunk's items per chunk). ``nthreads`` defaults to ``oxblosc.nthreads``;
     ``nslots`` (ring buffers) to twice that."""
 
@@ -94,7 +127,11 @@ class Streamer:
         self._native = None
         h5 = _hdf5_dataset(source)
         if h5 is not None:
-            self._init_hdf5(h5, block_rows, ordered, cyclic, nthreads, copy, nslots)
+            self._init_hdf5(*h5, (block_rows, ordered, cyclic, nthreads, copy, nslots))
+            return
+        leaf = _pytables_leaf(source)
+        if leaf is not None:
+            self._init_pytables(leaf, (block_rows, ordered, cyclic, nthreads, copy, nslots))
             return
         if isinstance(source, NDArray | SChunk):
             path = source.urlpath
@@ -129,7 +166,7 @@ class Streamer:
         byte_views = [b.reshape(-1).view(np.uint8) if b.size else bytearray(0) for b in self._buffers]
         return rows, self.ordered, self.cyclic, nthreads, byte_views
 
-    def _init_hdf5(self, d: Any, block_rows, ordered, cyclic, nthreads, copy, nslots) -> None:
+    def _init_hdf5(self, d: Any, dtype: np.dtype, options: tuple) -> None:
         """Rows of an h5py dataset whose chunks one Blosc filter stored: the chunk index comes
         from h5py once; the readers then read and decode the chunks from the file in Rust."""
         from .hdf5.dataset import Dataset as _H5  # noqa: PLC0415 - h5py is optional
@@ -158,15 +195,53 @@ class Streamer:
         else:
             for i in range(d.id.get_num_chunks()):
                 keep(d.id.get_chunk_info(i))
-        self.path = os.fspath(h._path)
-        self.dtype, self.row_shape = d.dtype, d.shape[1:]
-        st = os.stat(self.path)
-        args = self._setup(d.shape[0], d.chunks[0], block_rows, ordered, cyclic, nthreads, copy, nslots)
-        self._native = _native.NativeStreamer.hdf5(
-            self.path, (st.st_dev, st.st_ino), h.filter_id, list(d.shape), list(d.chunks),
-            d.dtype.itemsize, stored, *args,
-        )  # fmt: skip
+        self._start_hdf5(h._path, h.filter_id, d.shape, d.chunks, dtype, stored, options)
         h.close()
+
+    def _init_pytables(self, node: Any, options: tuple) -> None:
+        """Rows of a PyTables table or chunked array stored with its Blosc or Blosc2 filter:
+        PyTables gives each chunk's address once (``chunk_info``); the readers then read and
+        decode the chunks from the file in Rust, as for h5py datasets."""
+        f = node._v_file
+        where = f"{f.filename}: node {node._v_pathname}"
+        chunks, filter_id = node.chunkshape, _pytables_filter(node)
+        if chunks is None or filter_id is None or not os.path.isfile(f.filename):
+            raise ValueError(
+                f"Streamer reads PyTables nodes chunked with PyTables' Blosc or Blosc2 filter (and no "
+                f"other) in a plain file; {where} is not (read it with PyTables)"
+            )
+        if f.mode != "r":
+            node.flush()  # rows PyTables still buffers, and its HDF5 caches
+        shape = tuple(node.shape)
+        # Never-written chunks read as zeros: only right when zeros are the node's fill value.
+        atom = getattr(node, "atom", None)
+        zero_fill = atom is not None and not np.asarray(atom.dflt, atom.dtype).tobytes().strip(b"\0")
+        stored = []
+        grid = [range(0, n, c) for n, c in zip(shape, chunks, strict=True)]
+        for start in np.ndindex(*(len(g) for g in grid)) if all(shape) else ():
+            info = node.chunk_info(tuple(int(g[i]) for g, i in zip(grid, start, strict=True)))
+            if info.offset is None:
+                if not zero_fill:
+                    raise ValueError(f"{where}: chunk at {info.start} was never written (Streamer needs every chunk)")
+                continue
+            stored.append(([int(x) for x in info.start], info.offset, info.size, bool(info.filter_mask)))
+        # The rows as stored (PyTables converts big-endian tables to native order when it reads).
+        dtype = node.dtype.newbyteorder(">") if node.byteorder == "big" else node.dtype
+        self._start_hdf5(f.filename, filter_id, shape, chunks, dtype, stored, options)
+
+    def _start_hdf5(self, path, filter_id: int, shape, chunks, dtype: np.dtype, stored: list, options: tuple) -> None:
+        """Start the native stream over HDF5 chunks (``stored``: offset, address, size and
+        whether stored unfiltered, per written chunk)."""
+        if not shape:
+            raise ValueError(f"{path}: Streamer needs rows (a dataset of rank >= 1)")
+        self.path = os.fspath(path)
+        self.dtype, self.row_shape = np.dtype(dtype), tuple(shape[1:])
+        st = os.stat(self.path)
+        args = self._setup(shape[0], chunks[0], *options)
+        self._native = _native.NativeStreamer.hdf5(
+            self.path, (st.st_dev, st.st_ino), filter_id, list(shape), list(chunks),
+            self.dtype.itemsize, stored, *args,
+        )  # fmt: skip
 
     def acquire(self) -> Slot | None:
         """The next filled block (waits for it), None once the stream is over or closed."""

@@ -51,7 +51,13 @@ fn compress_to_bytes<'py>(
         buf.resize(capacity, 0);
     }
     let result = py.allow_threads(|| f(&mut buf[..capacity]));
-    let out = result.map(|n| PyBytes::new(py, &buf[..n])).map_err(|e| to_py(py, e));
+    let out = match result {
+        Ok(n) => buffer::new_bytes_with(py, n, |out| {
+            copy_released(py, out, &buf[..n]);
+            Ok(())
+        }),
+        Err(e) => Err(to_py(py, e)),
+    };
     if buf.capacity() <= KEEP_OUTPUT_LIMIT {
         OUTPUT.with(|c| c.set(buf));
     }
@@ -148,16 +154,33 @@ fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg)
 /// A new `bytes` holding `head` then `data` (a chunk stored raw), each copied once.
 fn header_then<'py>(py: Python<'py>, head: &[u8], data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     buffer::new_bytes_with(py, head.len() + data.len(), |out| {
-        // Byte-wise writes that the compiler turns into memcpy (MSRV 1.80 predates
-        // `write_copy_of_slice`).
         let (h, rest) = out.split_at_mut(head.len());
-        for (part, src) in [(h, head), (rest, data)] {
-            for (d, &s) in part.iter_mut().zip(src) {
-                d.write(s);
-            }
-        }
+        copy_released(py, h, head);
+        copy_released(py, rest, data);
         Ok(())
     })
+}
+
+/// Copies at least this long into a new `bytes` run without the GIL.
+const GIL_FREE_COPY: usize = 64 << 10;
+
+/// Copy `src` into `dst` (a `bytes` being built, the same length), without the GIL when it is
+/// long: nothing else can see that `bytes` yet, and Zarr's codec threads, which run chunks
+/// concurrently, spent a raw (incompressible) chunk's whole copy waiting for one another.
+fn copy_released(py: Python<'_>, dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
+    // Byte-wise writes that the compiler turns into memcpy (MSRV 1.80 predates
+    // `write_copy_of_slice`).
+    let copy = |dst: &mut [std::mem::MaybeUninit<u8>]| {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            d.write(s);
+        }
+    };
+    if src.len() >= GIL_FREE_COPY {
+        py.allow_threads(|| copy(dst));
+    } else {
+        copy(dst);
+    }
 }
 
 /// Compress into a Blosc1 (version 2) chunk, readable by c-blosc 1.x, numcodecs and zarr.

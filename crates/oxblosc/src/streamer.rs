@@ -19,11 +19,13 @@
 //! chunk index; the readers share one open file and read with positioned reads, decoding only
 //! in Rust, no HDF5 call).
 //!
-//! The consumer helps: when the block it waits for is not claimed by any reader yet and a
-//! buffer is free, it claims and reads that block itself instead of sleeping until a reader
-//! thread is scheduled (on a busy machine that wait is longer than the read, and a stream with
-//! one reader fell behind a plain read loop). It claims the same way the readers do (buffer
-//! first, then number), so the protocol above is unchanged.
+//! The consumer helps: when the block it waits for is not ready and a buffer is free, it
+//! claims and reads the next unclaimed block itself (the wanted one if no reader has claimed
+//! it, else a later one while a reader fills the wanted one) instead of sleeping until a
+//! reader thread is scheduled: on a busy machine that wait is longer than the read, and a
+//! stream with one reader fell behind a plain read loop (issue 12, sessions 8 and 10). It
+//! claims the same way the readers do (buffer first, then number), so the protocol above is
+//! unchanged: the wanted block is claimed before any later one, so it is being filled.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -533,9 +535,9 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
                     }
                 });
             }
-            // Nothing to hand out: read the wanted block here if no reader has claimed it.
-            let unclaimed = !inner.opts.ordered || st.next_claim == st.next_deliver;
-            if unclaimed && !inner.exhausted(&st) {
+            // Nothing to hand out: read the next unclaimed block here rather than sleep (the
+            // wanted one, or, while a reader still fills that, a later one).
+            if !inner.exhausted(&st) {
                 if let Some((slot, seq)) = inner.claim(&mut st) {
                     drop(st);
                     inner.fill(&mut self.own.lock().unwrap_or_else(PoisonError::into_inner), slot, seq);
@@ -649,6 +651,42 @@ mod tests {
         let cyc = drain(path.clone(), true, true, 20);
         assert_eq!(cyc.iter().map(|g| g.0).collect::<Vec<_>>()[8..11], [2400, 0, 300]);
         assert_eq!(cyc[9].1, all[..1200]);
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn the_consumer_reads_ahead_while_a_reader_fills_the_wanted_block() {
+        let path = items_file("ahead", 2500);
+        let opts = Options { block_rows: 300, ordered: true, cyclic: false, nthreads: 1 };
+        let s = Arc::new(Streamer::start_with_readers(path.clone(), opts, vec![vec![0u8; 1200]; 3], 0).unwrap());
+        // A "reader" claims block 0 and has not filled it yet.
+        let (slot0, seq0) = s.inner.claim(&mut s.inner.lock()).unwrap();
+        assert_eq!(seq0, 0);
+        let consumer = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || s.next().map(|f| f.map(|f| (f.seq, f.start)).ok()))
+        };
+        // Meanwhile the consumer reads blocks 1 and 2 into the two other buffers.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while s.inner.lock().done.len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the consumer slept instead of reading ahead");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(s.inner.lock().done.keys().copied().collect::<Vec<_>>(), [1, 2]);
+        // The reader finishes block 0: delivered first, in order.
+        let mut own = None;
+        s.inner.fill(&mut own, slot0, seq0);
+        assert_eq!(consumer.join().unwrap(), Some(Some((0, 0))));
+        let all: Vec<u8> = (0..2500u32).flat_map(u32::to_le_bytes).collect();
+        let mut got = s.with_slot(slot0, |b| b.clone());
+        s.release(slot0);
+        while let Some(f) = s.next() {
+            let f = f.unwrap();
+            assert_eq!(f.start, 300 * f.seq);
+            got.extend(s.with_slot(f.slot, |b| b[..f.nrows as usize * 4].to_vec()));
+            s.release(f.slot);
+        }
+        assert_eq!(got, all);
         let _ = std::fs::remove_file(path);
     }
 

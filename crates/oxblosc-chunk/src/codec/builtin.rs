@@ -139,6 +139,7 @@ impl Codec for Zstd {
     fn encode(&self, p: &CodecParams, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         Ok(match p.dict {
             Some(Dict::Zstd(d)) => zstd::compress_with_dict(src, dst, d),
+            _ if p.blosc1 && p.clevel >= 4 => zstd::compress_reinit(p.clevel, src, dst),
             _ => zstd::compress(p.clevel, src, dst),
         })
     }
