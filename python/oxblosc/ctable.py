@@ -246,7 +246,7 @@ class CTable:
             return
         # Built under a temporary name beside ``path``, which it replaces only when complete:
         # a failure (a full disk) or a kill leaves the old table as it was.
-        tmp = f"{path}.oxtmp-{os.getpid()}-{next(_TEMP_SEQ)}" + (".b2z" if path.endswith(".b2z") else "")
+        tmp = _temp_name(path)
         try:
             if fast:
                 stored = self._stored()
@@ -846,6 +846,11 @@ __all__ = ["CTable", "Column"]
 
 
 _TEMP_SEQ = itertools.count()
+
+
+def _temp_name(path: str) -> str:
+    """A fresh name beside ``path`` to build a table under (``.b2z`` kept: it selects the format)."""
+    return f"{path}.oxtmp-{os.getpid()}-{next(_TEMP_SEQ)}" + (".b2z" if path.endswith(".b2z") else "")
 
 
 def _remove_tree_or_file(path: str) -> None:

@@ -10,7 +10,6 @@ from it. Sorting reads only the key columns to find the order.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any
 
 import numpy as np
@@ -142,7 +141,7 @@ def copy(
     if path is not None and os.path.exists(path):
         if not overwrite:
             raise FileExistsError(f"{path} exists (pass overwrite=True)")
-        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        return _copy_over(t, compact, path, chunks, blocks, cparams)
     chunks, blocks = (x[0] if isinstance(x, tuple | list) else x for x in (chunks, blocks))
     r = t._root
     if compact or r is not t:
@@ -155,6 +154,27 @@ def copy(
         out._nrows, out._all_valid, out._live = len(r), False, None
         out._persist(force_zip=True)
     _copy_attrs(r, out)
+    return out
+
+
+def _copy_over(t: Any, compact: bool, path: str, chunks: Any, blocks: Any, cparams: Any) -> Any:
+    """``copy`` over an existing table: built under a temporary name beside ``path`` and
+    renamed over it only when complete (as ``CTable.save``), so a failure (a full disk) or a
+    kill leaves the old table as it was. Returns the copy at ``path``: a ``.b2z`` copy holds
+    its columns in memory (only its name changes), a directory is opened again there."""
+    from .ctable import _remove_tree_or_file, _replace_path, _temp_name
+
+    tmp = _temp_name(path)
+    try:
+        out = copy(t, compact, tmp, False, chunks, blocks, cparams)
+        out.close()
+    except BaseException:
+        _remove_tree_or_file(tmp)
+        raise
+    _replace_path(tmp, path)
+    if not path.endswith(".b2z"):
+        return type(t._root).open(path, mode="a")
+    out.urlpath = path
     return out
 
 

@@ -712,6 +712,7 @@ class NDArray(Operators):
                 out._origin = (reduced[1], _file_token(self.urlpath), out._n._writes)
             return out
         target = np.dtype(dtype) if dtype is not None else self.dtype
+        kwargs = _storage_kwargs(dict(kwargs))  # a ``storage`` first: the defaults below fill its gaps
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks)
         kwargs.setdefault("cparams", dataclasses.replace(self.cparams, typesize=target.itemsize))
