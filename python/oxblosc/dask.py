@@ -15,17 +15,29 @@ file without losing a chunk. ``dask.array.store(x, target)`` works the same way 
 target opened with ``locking=True`` whose chunks match ``x``'s. Each chunk write is one
 commit: a task that fails (or a worker that dies) leaves the chunks written so far and
 zeros elsewhere, never a torn chunk or a broken file; write again to finish.
+
+:func:`to_oxblosc` writes all or nothing: the new array is built under a temporary name
+beside ``urlpath`` (``<urlpath>.oxtmp-<pid>-<n>``, the name the frame layer gives its own
+temporaries, so a killed run's leftover is swept by a later creation at ``urlpath``); the
+workers write it with locking (the lock file is named after that temporary), and only once
+every chunk is stored an unlocked handle renames it over ``urlpath`` (what was there stays,
+byte for byte, until then). A failing graph removes the temporary and leaves ``urlpath`` as
+it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from typing import Any
 
+import dask
 import dask.array as da
 
 from .ndarray import NDArray, zeros
 from .opening import open as _open
+from .schunk import remove_urlpath
 
 
 def to_oxblosc(
@@ -37,22 +49,57 @@ def to_oxblosc(
     scheduler: Any = None,
     **kwargs: Any,
 ) -> NDArray | Any:
-    """Write the Dask array ``x`` to a new b2nd file at ``urlpath`` (replaced if present).
+    """Write the Dask array ``x`` to a new b2nd file at ``urlpath``, replacing what is there
+    once every chunk is written (a failing graph leaves it as it was).
 
     ``chunks`` default to ``x``'s largest chunk per axis (``x`` is rechunked to them);
     ``blocks``, ``cparams``, ``contiguous``, ... as for :func:`oxblosc.zeros`; ``scheduler``
     as for ``dask.compute`` (default: Dask's current one). Returns the array opened
-    read-only, or with ``compute=False`` the Dask ``Delayed`` that writes it."""
+    read-only, or with ``compute=False`` the Dask ``Delayed`` that writes and then publishes
+    it (if that fails, its temporary stays until a later creation at ``urlpath`` sweeps it)."""
     chunks = tuple(int(c) for c in (chunks or x.chunksize))
-    target = zeros(x.shape, x.dtype, chunks=chunks, blocks=blocks, urlpath=urlpath, mode="w", **kwargs)
-    path = target.urlpath
-    del target
-    writer = _open(path, mode="a", locking=True)
+    path = os.fspath(urlpath)
+    tmp = _temporary_name(path)
+    zeros(x.shape, x.dtype, chunks=chunks, blocks=blocks, urlpath=tmp, mode="w", **kwargs)
+    writer = _open(tmp, mode="a", locking=True)
     stored = da.store(x.rechunk(chunks), writer, lock=False, compute=False)
+    del writer
     if not compute:
-        return stored
-    stored.compute(**({} if scheduler is None else {"scheduler": scheduler}))
+        return dask.delayed(_publish, pure=False)(stored, tmp, path)
+    try:
+        stored.compute(**({} if scheduler is None else {"scheduler": scheduler}))
+    except BaseException:
+        del stored
+        _remove_temporary(tmp)
+        raise
+    del stored  # (the driver's own locked handle closes before the rename)
+    _publish(None, tmp, path)
     return _open(path, mode="r")
+
+
+def _temporary_name(path: str) -> str:
+    """A fresh ``<path>.oxtmp-<pid>-<n>`` (the frame layer's pattern: a number ``n`` it
+    does not count up to in practice, this being nanoseconds since 1970)."""
+    return f"{path}.oxtmp-{os.getpid()}-{time.time_ns()}"
+
+
+def _publish(_stored: Any, tmp: str, path: str) -> None:
+    """Rename the written temporary over ``path`` through an unlocked handle (a locked one
+    cannot be renamed: its lock file is named after its path), then drop the temporary's
+    lock file. ``_stored``: the store's result, so Dask runs this after it."""
+    done = _open(tmp, mode="a")
+    done._n.publish(False, to=path)
+    del done
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(tmp + ".b2lock")
+
+
+def _remove_temporary(tmp: str) -> None:
+    """Best effort: a task still running in another worker may keep writing for a moment."""
+    with contextlib.suppress(OSError):
+        remove_urlpath(tmp)
+    with contextlib.suppress(OSError):
+        os.remove(tmp + ".b2lock")
 
 
 __all__ = ["to_oxblosc"]

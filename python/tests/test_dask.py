@@ -246,3 +246,38 @@ def test_arrays_reopened_in_workers_use_one_thread(tmp_path, client):
     assert a.dparams.nthreads == ox.nthreads
     futures = [client.submit(_array_threads_in_worker, a, pure=False) for _ in range(3)]
     assert [f.result() for f in futures] == [(1, 1)] * 3
+
+
+def _fails_part_way(block, block_info=None):
+    """A chunk task that raises for one chunk late in the graph, after others were written."""
+    if block_info[0]["chunk-location"] == (4, 2):
+        raise RuntimeError("a task fails part way")
+    return block * 3
+
+
+@pytest.mark.parametrize("contiguous", [True, False], ids=["contiguous", "sparse"])
+def test_to_oxblosc_replaces_the_old_array_only_on_success(tmp_path, client, contiguous):
+    blosc2 = pytest.importorskip("blosc2")
+    from .test_replace_on_failure import snapshot  # noqa: PLC0415
+
+    p = str(tmp_path / "old.b2nd")
+    old = np.arange(DATA.size, dtype=np.int64).reshape(DATA.shape)
+    ox.asarray(old, urlpath=p, chunks=(60, 45), contiguous=contiguous)
+    before = snapshot(p)
+    x = da.from_array(DATA, chunks=(40, 30))
+    # 2 worker processes write the new array; one of its 18 chunk tasks raises
+    with pytest.raises(RuntimeError, match="part way"):
+        to_oxblosc(x.map_blocks(_fails_part_way, dtype=DATA.dtype), p, contiguous=contiguous)
+    assert snapshot(p) == before, "the old array changed"
+    np.testing.assert_array_equal(blosc2.open(p)[:], old)
+    # (a task still running when the graph failed may recreate the temporary's lock file)
+    assert [n for n in os.listdir(tmp_path) if not n.endswith(".b2lock")] == ["old.b2nd"]
+    # succeeding, the new array replaces the old one (python-blosc2 reads it)
+    out = to_oxblosc(x * 3, p, contiguous=contiguous)
+    assert out.urlpath == p and out.chunks == (40, 30)
+    np.testing.assert_array_equal(blosc2.open(p)[:], DATA * 3)
+    assert [n for n in os.listdir(tmp_path) if not n.endswith(".b2lock")] == ["old.b2nd"]
+    # compute=False: the Delayed writes, then publishes
+    to_oxblosc(x + 1, p, contiguous=contiguous, compute=False).compute()
+    np.testing.assert_array_equal(blosc2.open(p)[:], DATA + 1)
+    assert sorted(os.listdir(tmp_path)) == ["old.b2nd"]

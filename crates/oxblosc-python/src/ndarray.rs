@@ -343,10 +343,11 @@ impl NativeNDArray {
     }
 
     /// A staged array (`create(..., staged=True)`), filled: rename it to its `urlpath`,
-    /// replacing what is there; then lock it if asked.
-    #[pyo3(signature = (locking=false))]
-    fn publish(&self, py: Python<'_>, locking: bool) -> PyResult<()> {
-        let Some(p) = &self.path else { return Ok(()) };
+    /// replacing what is there; then lock it if asked. `to`: rename it there instead (an
+    /// unlocked handle opened at a temporary name, as `oxblosc.dask.to_oxblosc` stages).
+    #[pyo3(signature = (locking=false, to=None))]
+    fn publish(&self, py: Python<'_>, locking: bool, to: Option<PathBuf>) -> PyResult<()> {
+        let Some(p) = to.as_ref().or(self.path.as_ref()) else { return Ok(()) };
         self.inner
             .write(py, |a| {
                 a.schunk_mut().publish(p)?;
