@@ -69,10 +69,10 @@ def to_oxblosc(
     try:
         stored.compute(**({} if scheduler is None else {"scheduler": scheduler}))
     except BaseException:
-        del stored
         _remove_temporary(tmp)
         raise
-    del stored  # (the driver's own locked handle closes before the rename)
+    finally:
+        del stored  # (the driver's own locked handle closes before the rename)
     _publish(None, tmp, path)
     return _open(path, mode="r")
 
@@ -88,10 +88,27 @@ def _publish(_stored: Any, tmp: str, path: str) -> None:
     cannot be renamed: its lock file is named after its path), then drop the temporary's
     lock file. ``_stored``: the store's result, so Dask runs this after it."""
     done = _open(tmp, mode="a")
+    if _bloated(done):
+        done._n.compact()
     done._n.publish(False, to=path)
     del done
     with contextlib.suppress(FileNotFoundError):
         os.remove(tmp + ".b2lock")
+
+
+def _bloated(a: NDArray) -> bool:
+    """Whether a contiguous file written by locked writers keeps dead bytes worth a rewrite
+    (the rule a writer applies when it closes: any in a chunks section under 64 MiB, else
+    more than 1/16 of the live bytes). Locked writers that took turns leave the last one's
+    reserve (a hole before the index) when no writer closes with a current view (a worker
+    process's handle dropped after another process committed skips its close): the file
+    then looks up to twice its size (``cbytes`` too) although the hole takes no disk."""
+    if not os.path.isfile(a.urlpath):
+        return False
+    s = a.schunk
+    live = sum(s._n.chunk_summary(i)[1] for i in range(s.nchunks))
+    dead = s.cbytes - live
+    return dead > 0 and (s.cbytes < 64 << 20 or dead > live // 16)
 
 
 def _remove_temporary(tmp: str) -> None:

@@ -359,6 +359,12 @@ impl NativeNDArray {
             .map_err(|e| self.schunk_err(py, e))
     }
 
+    /// Rewrite a contiguous file without dead space (`SChunk::compact`): for a file locked
+    /// writers in other processes filled, whose closes left a reserve before the index.
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.write(py, |a| a.schunk_mut().compact()).map_err(|e| self.schunk_err(py, e))
+    }
+
     /// A staged array whose filling failed: remove its temporary file (`urlpath` is left as
     /// it was). The array must not be used after.
     fn discard(&self, py: Python<'_>) {
