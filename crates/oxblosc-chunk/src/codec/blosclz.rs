@@ -296,10 +296,12 @@ fn compress_h<const H: u32>(probe: Probe, clevel: u8, src: &[u8], dst: &mut [u8]
             return 0;
         }
         table.new_pass(n);
-        match probe {
-            Probe::Blosc2 => encode::<H, 4>(clevel == 9, src, dst, table),
-            Probe::Blosc1 if ratio >= BLOSC1_BACKOFF4_RATIO => encode::<H, 4>(clevel == 9, src, dst, table),
-            Probe::Blosc1 => encode::<H, 3>(clevel == 9, src, dst, table),
+        let back4 = probe == Probe::Blosc2 || ratio >= BLOSC1_BACKOFF4_RATIO;
+        match (back4, clevel == 9) {
+            (true, false) => encode::<H, 4, false>(src, dst, table),
+            (true, true) => encode::<H, 4, true>(src, dst, table),
+            (false, false) => encode::<H, 3, false>(src, dst, table),
+            (false, true) => encode::<H, 3, true>(src, dst, table),
         }
         .unwrap_or(0)
     })
@@ -351,18 +353,24 @@ thread_local! {
         std::cell::RefCell::new(HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 });
 }
 
-/// Main pass (spec §3.2 C), with the back-off and shortest match `B` of [`probe_ratio`].
-/// `None` when the output budget `dst.len()` is exceeded.
-fn encode<const H: u32, const B: usize>(
-    second_hash: bool,
+/// Main pass (spec §3.2 C), with the back-off and shortest match `B` of [`probe_ratio`];
+/// `S`: also hash the position after a match's end (clevel 9). `None` when the output
+/// budget `dst.len()` is exceeded.
+fn encode<const H: u32, const B: usize, const S: bool>(
     src: &[u8],
     dst: &mut [u8],
     table: &mut HashTable,
 ) -> Option<usize> {
     let n = src.len();
     let maxout = dst.len();
+    if n < 16 {
+        return None;
+    }
     let bound = n - 1;
     let stop = n - 12;
+    // In locals: through `table` they were reloaded from the stack on every position.
+    let base = table.base;
+    let slots: &mut [u32; 1 << MAX_HASH_LOG] = &mut table.slots;
     dst[0] = (MAX_COPY - 1) as u8;
     dst[1..5].copy_from_slice(&src[..4]);
     let mut op = 5usize;
@@ -372,8 +380,14 @@ fn encode<const H: u32, const B: usize>(
         let a = p;
         let v = r32(src, a);
         let k = hash::<H>(v);
-        let c = table.swap(k, a);
-        let d = a - c;
+        let old = slots[k];
+        let here = base + a as u32;
+        slots[k] = here;
+        // Slots of earlier passes (below `base`) read as position 0, distance `a`; the
+        // others hold positions up to `a`. One subtraction and a minimum from the load to
+        // the distance (it is on the critical path of every position).
+        let d = here.wrapping_sub(old).min(a as u32) as usize;
+        let c = a - d;
         let mut len = 0;
         if d != 0 && d < MAX_FARDISTANCE && r32(src, c) == v {
             len = match_end(src, a, d, bound) - B - a;
@@ -474,9 +488,9 @@ fn encode<const H: u32, const B: usize>(
         // Update the hash at the match boundary.
         let q = a + len;
         let seq = r32(src, q);
-        table.set(hash::<H>(seq), q);
-        if second_hash {
-            table.set(hash::<H>(seq >> 8), q + 1);
+        slots[hash::<H>(seq)] = base + q as u32;
+        if S {
+            slots[hash::<H>(seq >> 8)] = base + (q + 1) as u32;
         }
         p = q + 2;
         if op + 1 > maxout {
