@@ -295,7 +295,7 @@ fn compress_h<const H: u32>(probe: Probe, clevel: u8, src: &[u8], dst: &mut [u8]
         if n < 16 || dst.len() < 66 {
             return 0;
         }
-        table.new_pass(n);
+        table.zero_pass::<H>(n);
         let back4 = probe == Probe::Blosc2 || ratio >= BLOSC1_BACKOFF4_RATIO;
         match (back4, clevel == 9) {
             (true, false) => encode::<H, 4, false>(src, dst, table),
@@ -308,9 +308,12 @@ fn compress_h<const H: u32>(probe: Probe, clevel: u8, src: &[u8], dst: &mut [u8]
 }
 
 /// Hash table of positions. Every pass starts from an all-zero table (position 0 in every
-/// slot); instead of zeroing 64 KiB twice per stream, slots hold `base + position`, and a
-/// pass raises `base` above everything stored before it, so older slots read as 0 exactly
-/// as zeroed ones would (same output, byte for byte).
+/// slot). The probe does not zero it: its slots hold `base + position`, and a pass raises
+/// `base` above everything stored before it, so older slots read as 0 exactly as zeroed
+/// ones would (same output, byte for byte). The main pass zeroes it ([`HashTable::zero_pass`]):
+/// a stream is usually 16 KiB to 4 MiB, so the 16 KiB..64 KiB fill is small next to the
+/// pass, and plain positions take the base and a minimum off the critical path of every
+/// position (issue 13: 11% faster on arange_i8 blosclz/5).
 struct HashTable {
     slots: Box<[u32; 1 << MAX_HASH_LOG]>,
     base: u32,
@@ -332,8 +335,18 @@ impl HashTable {
         }
     }
 
+    /// Start a main pass over positions below `n` + 1 with the first `2^H` slots really
+    /// zeroed (the pass stores plain positions): the main loop's distance is then one
+    /// subtraction from the slot load, with no base to keep in a register. Later passes
+    /// start above `n`, so these positions read as 0 for them.
+    fn zero_pass<const H: u32>(&mut self, n: usize) {
+        self.slots[..1 << H].fill(0);
+        let above = u32::try_from(n).ok().and_then(|n| n.checked_add(1)).unwrap_or(u32::MAX);
+        (self.base, self.top) = (0, self.top.max(above));
+    }
+
     /// The position in slot `k` (0 when not written in this pass), replaced by `pos`.
-    #[inline(always)]
+    #[cfg(test)]
     fn swap(&mut self, k: usize, pos: usize) -> usize {
         let old = self.slots[k].saturating_sub(self.base) as usize;
         self.set(k, pos);
@@ -341,7 +354,7 @@ impl HashTable {
     }
 
     /// Store `pos` (at most the pass's `n`, so `base + pos < top` fits in u32).
-    #[inline(always)]
+    #[cfg(test)]
     fn set(&mut self, k: usize, pos: usize) {
         self.slots[k] = self.base + pos as u32;
     }
@@ -368,8 +381,7 @@ fn encode<const H: u32, const B: usize, const S: bool>(
     }
     let bound = n - 1;
     let stop = n - 12;
-    // In locals: through `table` they were reloaded from the stack on every position.
-    let base = table.base;
+    // In a local: through `table` it was reloaded from the stack on every position.
     let slots: &mut [u32; 1 << MAX_HASH_LOG] = &mut table.slots;
     dst[0] = (MAX_COPY - 1) as u8;
     dst[1..5].copy_from_slice(&src[..4]);
@@ -380,14 +392,10 @@ fn encode<const H: u32, const B: usize, const S: bool>(
         let a = p;
         let v = r32(src, a);
         let k = hash::<H>(v);
-        let old = slots[k];
-        let here = base + a as u32;
-        slots[k] = here;
-        // Slots of earlier passes (below `base`) read as position 0, distance `a`; the
-        // others hold positions up to `a`. One subtraction and a minimum from the load to
-        // the distance (it is on the critical path of every position).
-        let d = here.wrapping_sub(old).min(a as u32) as usize;
-        let c = a - d;
+        // Positions up to `a` (the table was zeroed, see `zero_pass`).
+        let c = slots[k] as usize;
+        slots[k] = a as u32;
+        let d = a - c;
         let mut len = 0;
         if d != 0 && d < MAX_FARDISTANCE && r32(src, c) == v {
             len = match_end(src, a, d, bound) - B - a;
@@ -488,9 +496,9 @@ fn encode<const H: u32, const B: usize, const S: bool>(
         // Update the hash at the match boundary.
         let q = a + len;
         let seq = r32(src, q);
-        slots[hash::<H>(seq)] = base + q as u32;
+        slots[hash::<H>(seq)] = q as u32;
         if S {
-            slots[hash::<H>(seq >> 8)] = base + (q + 1) as u32;
+            slots[hash::<H>(seq >> 8)] = (q + 1) as u32;
         }
         p = q + 2;
         if op + 1 > maxout {
