@@ -945,6 +945,39 @@ mod tests {
 
     /// The reused hash table gives C's bytes whatever came before: streams replayed in a
     /// row (stale slots from earlier passes), and across the wrap of its position counter.
+    /// The main pass stores plain positions up to its stream's length; the next pass (a
+    /// probe, which does not zero) must still read them as position 0. Whole streams: the
+    /// probe after a long main pass decides as with a fresh table.
+    #[test]
+    fn probe_after_a_zeroed_main_pass_sees_a_clean_table() {
+        let mut t = HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 };
+        t.new_pass(100);
+        t.zero_pass::<14>(200_000);
+        t.slots[7] = 200_000;
+        t.new_pass(50);
+        assert_eq!(t.swap(7, 1), 0, "a main-pass position read as live by the next pass");
+
+        // A long stream, then a short one whose probe would find matches in stale slots.
+        let long: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let short = &long[..4096];
+        let run = |after_long: bool| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    if after_long {
+                        assert!(compress(9, &long, &mut vec![0u8; long.len()]) > 0);
+                    }
+                    let mut o = vec![0u8; 8192];
+                    let n = compress(1, short, &mut o);
+                    o.truncate(n);
+                    o
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        assert_eq!(run(true), run(false));
+    }
+
     #[test]
     fn reused_table_keeps_identity() {
         let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/blosclz/streams.bin");
