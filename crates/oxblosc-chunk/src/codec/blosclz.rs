@@ -376,6 +376,7 @@ fn encode<const H: u32, const B: usize, const S: bool>(
 ) -> Option<usize> {
     let n = src.len();
     let maxout = dst.len();
+    // The caller never passes these (it stores them raw); this tells the compiler too.
     if n < 16 {
         return None;
     }
@@ -943,8 +944,6 @@ mod tests {
         assert!(coded >= 20 && raw >= 10, "{coded} {raw}");
     }
 
-    /// The reused hash table gives C's bytes whatever came before: streams replayed in a
-    /// row (stale slots from earlier passes), and across the wrap of its position counter.
     /// The main pass stores plain positions up to its stream's length; the next pass (a
     /// probe, which does not zero) must still read them as position 0. Whole streams: the
     /// probe after a long main pass decides as with a fresh table.
@@ -978,6 +977,8 @@ mod tests {
         assert_eq!(run(true), run(false));
     }
 
+    /// The reused hash table gives C's bytes whatever came before: streams replayed in a
+    /// row (stale slots from earlier passes), and across the wrap of its position counter.
     #[test]
     fn reused_table_keeps_identity() {
         let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/blosclz/streams.bin");
