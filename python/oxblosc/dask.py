@@ -35,6 +35,7 @@ from typing import Any
 import dask
 import dask.array as da
 
+from . import _native
 from .ndarray import NDArray, zeros
 from .opening import open as _open
 from .schunk import remove_urlpath
@@ -59,6 +60,7 @@ def to_oxblosc(
     it (if that fails, its temporary stays until a later creation at ``urlpath`` sweeps it)."""
     chunks = tuple(int(c) for c in (chunks or x.chunksize))
     path = os.fspath(urlpath)
+    _native.sweep_stale_temps(path)  # (creating at `tmp` sweeps only `tmp`'s own leftovers)
     tmp = _temporary_name(path)
     zeros(x.shape, x.dtype, chunks=chunks, blocks=blocks, urlpath=tmp, mode="w", **kwargs)
     writer = _open(tmp, mode="a", locking=True)

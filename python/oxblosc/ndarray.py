@@ -1035,17 +1035,17 @@ def _filling(shape: Any, dtype: Any, kwargs: dict) -> Iterator[NDArray]:
     (a failing expression or callback, a full disk) or a kill leaves ``urlpath`` exactly as
     it was (a file ``mode="w"`` would replace stays), and the error goes on."""
     out = _create(shape, dtype, _FILL_UNINIT, None, None, kwargs, staged=True)
+    locking = bool(_storage_kwargs(dict(kwargs)).get("locking"))
     try:
         yield out
-    except BaseException:
         if out.urlpath is not None:
+            out._n.publish(locking)
+    except BaseException:
+        if out.urlpath is not None:  # (a failed publish leaves its temporary too)
             out._n.discard()
         raise
-    if out.urlpath is not None:
-        locking = bool(_storage_kwargs(dict(kwargs)).get("locking"))
-        out._n.publish(locking)
-        if locking:
-            out._n = out._schunk._n = _Locked(out._n)
+    if out.urlpath is not None and locking:
+        out._n = out._schunk._n = _Locked(out._n)
 
 
 def frombuffer(buffer: Any, shape: Any, dtype: Any = np.uint8, **kwargs: Any) -> NDArray:

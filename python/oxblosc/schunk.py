@@ -505,19 +505,19 @@ class SChunk:
         self._n = _native.NativeSChunk.create(
             cp, dthreads, urlpath, self._contiguous, meta, locked and not staged, staged
         )
-        if tuner_arg(cparams) is not None:
-            self._n.set_tuner(tuner_arg(cparams))
         self._chunksize_hint = chunksize
         self._dparams = dparams
-        if filled:
-            try:
+        try:
+            if tuner_arg(cparams) is not None:
+                self._n.set_tuner(tuner_arg(cparams))
+            if filled:
                 self._n.extend(data, chunksize)
-            except BaseException:
-                if staged:
-                    self._n.discard()
-                raise
             if staged:
                 self._n.publish(locked)
+        except BaseException:
+            if staged:  # (a failed publish leaves its temporary too)
+                self._n.discard()
+            raise
         if locked:
             self._n = _Locked(self._n)
 

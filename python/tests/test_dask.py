@@ -295,3 +295,29 @@ def test_to_oxblosc_from_processes_leaves_no_dead_space(tmp_path, client):
     assert blosc2.open(p).schunk.cbytes == s.cbytes == live
     assert os.path.getsize(p) < live + 4096
     np.testing.assert_array_equal(blosc2.open(p)[:], np.repeat(DATA, 20, axis=0))
+
+
+def test_to_oxblosc_sweeps_what_killed_writers_left(tmp_path):
+    """A process killed during ``to_oxblosc`` leaves its temporary array (and, its writers
+    being locked, the temporary's ``.b2lock``) beside ``urlpath``; the next ``to_oxblosc`` at
+    that path removes them once their process is gone and they are ten minutes old. A live
+    process's temporary, a recent one and other names stay."""
+    import subprocess
+    import time
+
+    p = str(tmp_path / "x.b2nd")
+    child = subprocess.Popen(["true"])
+    child.wait()
+    dead, alive = child.pid, os.getpid()
+    ox.zeros((4, 4), np.int32, urlpath=p + f".oxtmp-{dead}-1")  # a whole staged array
+    stale = [f"x.b2nd.oxtmp-{dead}-1", f"x.b2nd.oxtmp-{dead}-1.b2lock"]
+    kept = [f"x.b2nd.oxtmp-{dead}-2.b2lock", f"x.b2nd.oxtmp-{alive}-3", "x.b2nd.oxtmp-notes"]
+    for name in stale[1:] + kept:
+        (tmp_path / name).write_bytes(b"left")
+    hour_ago = time.time() - 3600
+    for name in stale + kept[1:]:
+        os.utime(tmp_path / name, (hour_ago, hour_ago))  # kept[0]: recent
+    x = da.arange(64, dtype=np.int32, chunks=16).reshape(8, 8).rechunk((4, 8))
+    to_oxblosc(x, p, scheduler="threads")
+    assert sorted(os.listdir(tmp_path)) == sorted(["x.b2nd", *kept])
+    np.testing.assert_array_equal(ox.open(p)[:], np.arange(64, dtype=np.int32).reshape(8, 8))

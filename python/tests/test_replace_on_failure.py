@@ -254,3 +254,27 @@ def test_table_save_failing_keeps_the_old_table(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert r.stdout.count("OK ") == 4
+
+
+def test_failing_publish_leaves_no_temporary(tmp_path: Path) -> None:
+    """The last step of a staged creation, renaming the finished frame over ``urlpath``, can
+    fail too (here ``urlpath`` is a directory of the user's that is no frame: it is refused,
+    never emptied). Then the directory is left as it was, and so is the folder around it:
+    the temporary holding the new data is removed with the error, not left behind."""
+    plain = tmp_path / "mine"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("keep me")
+    x = np.arange(3000, dtype=np.int64).reshape(60, 50)
+    builders = {
+        "SChunk(data=...)": lambda: oxblosc.SChunk(chunksize=4000, data=x, urlpath=str(plain), mode="w"),
+        "asarray": lambda: oxblosc.asarray(x, urlpath=str(plain), mode="w", **KW),
+        "fromiter": lambda: oxblosc.fromiter(iter(range(3000)), SHAPE, np.int64, urlpath=str(plain), mode="w", **KW),
+        "compute": lambda: (oxblosc.asarray(x, **KW) * 2).compute(urlpath=str(plain), mode="w"),
+        "copy": lambda: oxblosc.asarray(x, **KW).copy(urlpath=str(plain), mode="w"),
+    }
+    for name, build in builders.items():
+        with pytest.raises((ValueError, OSError)) as err:
+            build()
+        assert "not a sparse frame" in str(err.value) or "mine" in str(err.value), f"{name}: {err.value}"
+        assert sorted(os.listdir(tmp_path)) == ["mine"], f"{name}: a temporary stayed: {os.listdir(tmp_path)}"
+        assert os.listdir(plain) == ["notes.txt"] and (plain / "notes.txt").read_text() == "keep me", name

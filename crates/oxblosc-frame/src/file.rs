@@ -223,19 +223,39 @@ pub(crate) fn replace(from: &Path, path: &Path) -> Result<()> {
     if old.is_dir() && !path.join(SPARSE_INDEX).exists() {
         return Err(Error::param("path", "directory is not a sparse frame").in_file(path));
     }
-    let lock = crate::lock::lock_path(path);
-    if !old.is_dir() && lock.exists() {
-        fs::remove_file(&lock).map_err(io_at(&lock, None))?;
+    if fs::symlink_metadata(from).is_err() {
+        return Err(io_at(from, None)(std::io::Error::from(std::io::ErrorKind::NotFound)));
     }
-    // Linux swaps the two names atomically (whatever their kinds); the old frame, now under
-    // the temporary name, is removed after. Elsewhere (or on a file system without the
-    // exchange) the old frame is removed first: a crash in between leaves no frame at `path`.
+    // The old frame's lock file holds its generation counter and goes with it: inside a
+    // sparse directory it goes by itself; beside a file it is named now, while `path` is
+    // still that file, and removed once the new frame is in place.
+    let old_lock = (!old.is_dir()).then(|| crate::lock::lock_path(path));
+    let drop_old_lock = || match old_lock.as_deref().map(fs::remove_file) {
+        Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => Err(io_at(old_lock.as_deref().unwrap(), None)(e)),
+        _ => Ok(()),
+    };
+    // A file over a file: rename(2) replaces it atomically everywhere.
+    if !old.is_dir() && !from.is_dir() {
+        fs::rename(from, path).map_err(io_at(path, None))?;
+        return drop_old_lock();
+    }
+    // A directory is involved. Linux swaps the two names atomically (whatever their kinds);
+    // the old frame, now under the temporary name, is removed after. Only when the exchange
+    // is unsupported (another OS, or a file system without it) is the old frame removed
+    // first: a crash in between leaves no frame at `path`. Any other failure (the new frame
+    // vanished, no permission) is reported with both frames left where they were.
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::{renameat_with, RenameFlags, CWD};
-        if renameat_with(CWD, from, CWD, path, RenameFlags::EXCHANGE).is_ok() {
-            return if old.is_dir() { fs::remove_dir_all(from) } else { fs::remove_file(from) }
-                .map_err(io_at(from, None));
+        use rustix::io::Errno;
+        match renameat_with(CWD, from, CWD, path, RenameFlags::EXCHANGE) {
+            Ok(()) => {
+                drop_old_lock()?;
+                return if old.is_dir() { fs::remove_dir_all(from) } else { fs::remove_file(from) }
+                    .map_err(io_at(from, None));
+            }
+            Err(e) if e == Errno::INVAL || e == Errno::NOSYS || e == Errno::OPNOTSUPP => {}
+            Err(e) => return Err(io_at(from, None)(std::io::Error::from(e))),
         }
     }
     remove(path)?;

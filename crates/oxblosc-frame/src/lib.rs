@@ -42,4 +42,4 @@ pub use oxblosc_chunk::{CParams, DParams, SpecialKind, SplitMode};
 pub use schunk::{ChunkInfo, SChunk, SpecialValue};
 pub use storage::chunk_file_name;
 pub use tuner::ChunkTuner;
-pub use writer::{SyncMode, SPARSE_INDEX};
+pub use writer::{sweep_stale_temps, SyncMode, SPARSE_INDEX};

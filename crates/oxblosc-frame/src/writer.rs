@@ -1152,10 +1152,10 @@ const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Remove what killed processes left of their temporaries for `path` ([`unique_temp`]
 /// names: `<path>.oxtmp-<pid>-<n>`, files or sparse directories, possibly a whole array's
-/// worth of data): those of a process id that is not running here (Linux: no `/proc/<pid>`)
-/// and untouched for [`STALE_TEMP_AGE`]. Best effort: errors are ignored. Elsewhere nothing
+/// worth of data, and their `.b2lock` files): those of a process id that is not running here
+/// (Linux: no `/proc/<pid>`) and untouched for [`STALE_TEMP_AGE`]. Best effort: errors are ignored. Elsewhere nothing
 /// is removed (no cheap check that a process is gone).
-pub(crate) fn sweep_stale_temps(path: &Path) {
+pub fn sweep_stale_temps(path: &Path) {
     if !cfg!(target_os = "linux") {
         return;
     }
@@ -1169,7 +1169,10 @@ pub(crate) fn sweep_stale_temps(path: &Path) {
             .to_str()
             .and_then(|n| n.strip_prefix(&prefix))
             .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
+            // `<n>` is the temporary itself, `<n>.b2lock` the lock file a locked writer of it made
+            .and_then(|(pid, n)| {
+                n.strip_suffix(crate::lock::LOCK_SUFFIX).unwrap_or(n).parse::<u64>().ok().and(pid.parse::<u32>().ok())
+            })
         else {
             continue;
         };

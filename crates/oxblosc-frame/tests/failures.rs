@@ -250,6 +250,50 @@ fn a_staged_frame_replaces_the_old_one_only_when_published() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Publishing a staged frame that is no longer there (removed by someone else, or by a sweep
+/// in another namespace) fails with an error naming it and leaves the frame at `path` as it
+/// was, whatever the kinds of the two frames; it used to remove the old frame first. A
+/// successful publish takes the replaced frame's `.b2lock` (its generation counter) with it.
+#[test]
+fn publishing_a_vanished_staged_frame_keeps_the_old_one() {
+    let dir = std::env::temp_dir().join(format!("oxblosc-vanished-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cp = CParams { typesize: 1, clevel: 1, ..CParams::default() };
+    for (old_contiguous, contiguous) in [(true, true), (false, false), (true, false), (false, true)] {
+        let path = dir.join("f.b2frame");
+        let mut s = SChunk::create(&path, old_contiguous, cp.clone(), DParams::default()).unwrap();
+        s.append_data(&noise(1, CHUNK)).unwrap();
+        let before = state(&s);
+        drop(s);
+        let lock = if old_contiguous { dir.join("f.b2frame.b2lock") } else { path.join(".b2lock") };
+        std::fs::write(&lock, b"old generation").unwrap();
+        let mut t = SChunk::create_staged(&path, contiguous, cp.clone(), DParams::default()).unwrap();
+        t.append_data(&noise(2, CHUNK)).unwrap();
+        let tmp = t.urlpath().unwrap().to_path_buf();
+        if contiguous {
+            std::fs::remove_file(&tmp).unwrap();
+        } else {
+            std::fs::remove_dir_all(&tmp).unwrap();
+        }
+        let e = t.publish(&path).unwrap_err().to_string();
+        assert!(e.contains(".oxtmp-"), "the error does not name the vanished frame: {e}");
+        assert_eq!(on_disk(&path), before, "old frame {old_contiguous} lost under {contiguous}: {e}");
+        assert_eq!(path.is_dir(), !old_contiguous);
+        assert!(lock.exists(), "the old frame's lock file went without it");
+        drop(t);
+        let mut t = SChunk::create_staged(&path, contiguous, cp.clone(), DParams::default()).unwrap();
+        t.append_data(&noise(3, CHUNK)).unwrap();
+        let made = state(&t);
+        t.publish(&path).unwrap();
+        drop(t);
+        assert_eq!(on_disk(&path), made);
+        assert!(!lock.exists(), "the replaced frame's lock file stayed");
+        oxblosc_frame::remove(&path).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// What a killed process left of its staged frames (`<path>.oxtmp-<pid>-<n>`, a file or a
 /// sparse directory) is removed by the next staged creation at that path, once its process is
 /// gone and it has been untouched for ten minutes; a running process's temporaries, recent
@@ -285,6 +329,9 @@ fn a_staged_creation_sweeps_stale_temporaries_of_killed_processes() {
     make(&format!("a.b2nd.oxtmp-{alive}-9"), false, true); // a running process's: kept
     make(&format!("b.b2nd.oxtmp-{dead}-0"), false, true); // another path's: kept
     make(&format!("a.b2nd.oxtmp-{dead}"), false, true); // not our name pattern: kept
+    make(&format!("a.b2nd.oxtmp-{dead}-0.b2lock"), false, true); // a stale temporary's lock file: removed
+    make(&format!("a.b2nd.oxtmp-{dead}-2.b2lock"), false, false); // a recent one's: kept
+    make(&format!("a.b2nd.oxtmp-{dead}-2.b2lockx"), false, true); // not our name pattern: kept
     let mut s = SChunk::create_staged(&path, true, cp, DParams::default()).unwrap();
     s.append_data(&noise(3, CHUNK)).unwrap();
     s.publish(&path).unwrap();
@@ -295,6 +342,8 @@ fn a_staged_creation_sweeps_stale_temporaries_of_killed_processes() {
         "a.b2nd".to_string(),
         format!("a.b2nd.oxtmp-{dead}"),
         format!("a.b2nd.oxtmp-{dead}-2"),
+        format!("a.b2nd.oxtmp-{dead}-2.b2lock"),
+        format!("a.b2nd.oxtmp-{dead}-2.b2lockx"),
         format!("a.b2nd.oxtmp-{alive}-9"),
         format!("b.b2nd.oxtmp-{dead}-0"),
     ];

@@ -378,6 +378,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pack::packb, m)?)?;
     m.add_function(wrap_pyfunction!(pack::unpackb, m)?)?;
     m.add_function(wrap_pyfunction!(schunk::remove_urlpath, m)?)?;
+    m.add_function(wrap_pyfunction!(schunk::sweep_stale_temps, m)?)?;
     m.add_function(wrap_pyfunction!(geometry::auto_chunks_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(hdf5::hdf5_read_part, m)?)?;
     m.add_function(wrap_pyfunction!(table::table_stats, m)?)?;

@@ -74,6 +74,7 @@ impl NativeSChunk {
                     None => SChunk::new(cp.clone(), dp)?,
                     Some(p) => SChunk::create_staged(p, contiguous, cp.clone(), dp)?,
                 };
+                let mut published = false;
                 let built = (|| {
                     if urlpath.is_some() {
                         s.set_cparams(cp)?;
@@ -83,6 +84,7 @@ impl NativeSChunk {
                     }
                     if let Some(p) = urlpath.as_ref().filter(|_| !staged) {
                         s.publish(p)?;
+                        published = true;
                     }
                     if locking {
                         s.enable_locking()?;
@@ -90,7 +92,10 @@ impl NativeSChunk {
                     Ok(())
                 })();
                 if let Err(e) = built {
-                    if urlpath.is_some() {
+                    // Only the temporary is ours to remove: once published, the (empty) frame
+                    // at `urlpath` stays, as an NDArray's does, and the error says why it is
+                    // not locked.
+                    if urlpath.is_some() && !published {
                         s.discard();
                     }
                     return Err(e);
@@ -551,4 +556,11 @@ pub(crate) fn summarize_chunk<'py>(py: Python<'py>, c: &[u8]) -> chunk::Result<C
 #[pyfunction]
 pub fn remove_urlpath(py: Python<'_>, path: PathBuf) -> PyResult<()> {
     py.allow_threads(|| frame::remove(&path)).map_err(|e| frame_err(py, e))
+}
+
+/// Remove what killed processes left of their staged temporaries for `path` (best effort;
+/// for writers that stage under a name of their own, such as `oxblosc.dask.to_oxblosc`).
+#[pyfunction]
+pub fn sweep_stale_temps(py: Python<'_>, path: PathBuf) {
+    py.allow_threads(|| frame::sweep_stale_temps(&path));
 }
