@@ -89,6 +89,14 @@ pub fn open_with(path: impl AsRef<Path>, cfg: OpenConfig) -> Result<SChunk> {
     if let Some(v) = &view {
         v.set_seen(v.lock.generation()?);
     }
+    // Without locking, a writer opens while no other writer commits (the frame's own flock,
+    // which commits hold): it reads a committed state, and its recovery cut of bytes past
+    // `frame_len` never takes a commit's chunks or index before its header is patched. (Cut
+    // bytes a batch staged earlier are caught by that writer's staleness check.)
+    let _one_at_a_time = match (&view, cfg.mode) {
+        (None, Mode::Append) => crate::lock::commit_guard(path).map_err(io_at(path, None))?,
+        _ => None,
+    };
     if path.is_dir() {
         // Sparse frames ignore `mmap`: each chunk is a small file of its own, read whole.
         if cfg.offset > 0 {

@@ -66,7 +66,11 @@
 //!   writer in this or another process, used one after the other), the stale writer refuses
 //!   to write ([`Error::Stale`]) and its close leaves the file alone. Without this, a
 //!   writable handle that merely stayed open (say until a garbage collector dropped it) moved
-//!   its old index over the newer chunks and cut the file on close.
+//!   its old index over the newer chunks and cut the file on close. Such writers commit, and
+//!   open for writing, under an exclusive `flock` on the frame itself ([`crate::lock::commit_guard`]),
+//!   so an opening writer's recovery cut never takes the chunks of a commit in progress; and
+//!   a writer whose own bytes past `frame_len` (a batch's staged chunks, its spare index slot)
+//!   were cut by another's opening finds the file shorter than it left it: stale too.
 
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
@@ -271,6 +275,11 @@ pub(crate) struct Contig {
     avg_chunk: u64,
     /// Free chunk space found at opening: [start, end) below the committed index.
     recover: Option<(u64, u64)>,
+    /// The file's length after this writer's last write. Bytes past `frame_len` that it wrote
+    /// (staged chunks of a batch, the index blocks its spare slot keeps) are referenced by its
+    /// next commit; another handle opening the file for writing cuts them (recovery of an
+    /// interrupted write) without changing the header, so a shorter file makes the view stale.
+    seen_len: u64,
 }
 
 impl Contig {
@@ -292,6 +301,7 @@ impl Contig {
             stored_base: index_at.saturating_sub(hlen),
             avg_chunk: 0,
             recover: None,
+            seen_len: frame_len,
         }
     }
 }
@@ -401,6 +411,7 @@ impl Writer {
         let registered = Some(LiveWriter::new(&file));
         let mut c = Contig::new(header, frame_len, index_at);
         c.recover = recover;
+        c.seen_len = file.metadata().map_or(frame_len, |m| m.len());
         c.live_base = live;
         c.stored_base = stored;
         Writer {
@@ -494,6 +505,9 @@ impl Writer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(e),
         }
+        if f.metadata()?.len() < c.seen_len {
+            return Ok(false); // cut by another writer's recovery: see `Contig::seen_len`
+        }
         let mut now = vec![0u8; c.header.len()];
         match crate::storage::read_exact_at(f, &mut now, 0) {
             Ok(()) => Ok(now == c.header),
@@ -522,6 +536,10 @@ impl Writer {
                 return Err(Error::Stale);
             }
             let r = f(self);
+            if let (Some(c), Some(file)) = (&mut self.contig, &self.file) {
+                // (Written or not: a failed attempt may have extended the file too.)
+                c.seen_len = file.metadata().map_or(0, |m| m.len());
+            }
             if let Some(v) = &lock {
                 // Committed or not (a failed attempt may have written unreferenced bytes),
                 // other handles refresh. What this call did is what the caller hears about.

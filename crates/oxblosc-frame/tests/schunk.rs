@@ -696,3 +696,39 @@ fn noise_chunk(seed: u32, nbytes: usize) -> std::sync::Arc<[u8]> {
         .collect();
     std::sync::Arc::from(s_compress(&data))
 }
+
+/// What another process's `open(path, Append)` does to bytes past the committed `frame_len`:
+/// it cuts them (recovery of an interrupted write) without touching the header. A writer
+/// that had written there (the chunks a batch staged, or the index blocks its spare slot
+/// keeps) used to commit a frame referencing the cut bytes: chunks of zeros, an index that
+/// no reader accepts. It now sees its view as stale and commits nothing; the file keeps the
+/// last committed state.
+#[test]
+fn bytes_cut_under_a_writer_make_its_view_stale() {
+    let path = tmpdir("cut-under").join("f.b2frame");
+    let mut s = SChunk::create(&path, true, cp(1, 4), DParams::default()).unwrap();
+    s.append_data(&ints(0..4096)).unwrap();
+    drop(s);
+    let cut_to_frame_len = |path: &std::path::Path| {
+        let head = std::fs::read(path).unwrap();
+        assert_eq!(head[15], 0xCF, "frame_len's msgpack marker");
+        let frame_len = u64::from_be_bytes(head[16..24].try_into().unwrap());
+        assert!(frame_len < head.len() as u64, "nothing past frame_len to cut");
+        std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(frame_len).unwrap();
+    };
+    let mut a = open(&path, Mode::Append).unwrap();
+    let e = a
+        .batch(|a| {
+            for k in 1..4 {
+                a.append_data(&ints(k * 4096..(k + 1) * 4096))?;
+            }
+            cut_to_frame_len(&path); // as a writer opening in another process
+            a.append_data(&ints(4 * 4096..5 * 4096))
+        })
+        .unwrap_err();
+    assert!(e.is_stale(), "{e}");
+    assert_eq!(a.nchunks(), 1, "the handle's view is unchanged");
+    drop(a);
+    assert_eq!(all_data(&open(&path, Mode::Read).unwrap()), ints(0..4096));
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
