@@ -73,12 +73,14 @@ class OxbloscBackendEntrypoint(BackendEntrypoint):
             raise ValueError(f"{path} holds a plain super-chunk, not an n-dimensional (b2nd) array")
         meta = a.vlmeta
         name = meta[NAME_KEY] if NAME_KEY in meta else os.path.splitext(os.path.basename(path.rstrip("/")))[0]
-        dims = tuple(meta[DIMS_KEY]) if DIMS_KEY in meta else tuple(f"dim_{i}" for i in range(a.ndim))
-        attrs = dict(meta[ATTRS_KEY]) if ATTRS_KEY in meta else {}
+        dims = _dims(meta[DIMS_KEY], path) if DIMS_KEY in meta else tuple(f"dim_{i}" for i in range(a.ndim))
+        attrs = meta[ATTRS_KEY] if ATTRS_KEY in meta else {}
+        if not isinstance(attrs, dict):
+            raise ValueError(f"{path}: vlmeta {ATTRS_KEY} must be a dict, got {type(attrs).__name__}")
         if len(dims) != a.ndim:
-            raise ValueError(f"{path}: vlmeta {DIMS_KEY} names {len(dims)} dimensions, the array has {a.ndim}")
+            raise ValueError(f"{path}: vlmeta {DIMS_KEY} names {len(dims)} dimensions {dims}, the array has {a.ndim}")
         data = indexing.LazilyIndexedArray(OxbloscArray(path, a.shape, a.dtype))
-        var = Variable(dims, data, attrs=attrs)
+        var = Variable(dims, data, attrs=dict(attrs))
         var.encoding = {"preferred_chunks": dict(zip(dims, a.chunks, strict=True)), "chunks": a.chunks}
         drop = set([drop_variables] if isinstance(drop_variables, str) else drop_variables or ())
         return Dataset({} if name in drop else {name: var})
@@ -88,6 +90,16 @@ class OxbloscBackendEntrypoint(BackendEntrypoint):
             return os.fspath(filename_or_obj).endswith(".b2nd")
         except TypeError:
             return False
+
+
+def _dims(value: Any, path: str) -> tuple[str, ...]:
+    """Dimension names from vlmeta: a list of names, or one name as a string (xarray's rule
+    for ``dims="x"``; never its characters, which a 4-D array would take silently)."""
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple) or not all(isinstance(d, str) for d in value):
+        raise ValueError(f"{path}: vlmeta {DIMS_KEY} must be a list of names, got {value!r}")
+    return tuple(value)
 
 
 def _plain(value: Any) -> Any:

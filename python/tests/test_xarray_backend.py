@@ -48,3 +48,30 @@ def test_dask_backed_dataarray_and_python_blosc2_file(tmp_path):
     blosc2.asarray(np.arange(24, dtype="i2").reshape(4, 6), urlpath=p, mode="w")
     ds = xr.open_dataset(p, engine="oxblosc")
     np.testing.assert_array_equal(ds["theirs"].values, np.arange(24, dtype="i2").reshape(4, 6))
+
+
+def test_python_blosc2_vlmeta_dims_as_one_string_or_a_tuple(tmp_path):
+    """A python-blosc2 user may store one dimension name as a string: it is one name (xarray's
+    rule for dims="x"), never its characters (a 4-D array took "time" as t, i, m, e)."""
+    data = np.arange(2 * 3 * 4 * 5, dtype="f4").reshape(2, 3, 4, 5)
+    p4 = str(tmp_path / "four.b2nd")
+    b = blosc2.asarray(data, urlpath=p4, mode="w")
+    b.vlmeta["_xarray_dims"] = "time"
+    with pytest.raises(ValueError, match="names 1 dimensions"):
+        xr.open_dataset(p4, engine="oxblosc")
+    p1 = str(tmp_path / "one.b2nd")
+    b = blosc2.asarray(np.arange(6.0), urlpath=p1, mode="w")
+    b.vlmeta["_xarray_dims"] = "time"
+    b.vlmeta["_xarray_attrs"] = {"units": "s"}
+    ds = xr.open_dataset(p1, engine="oxblosc", chunks={})
+    assert ds["one"].dims == ("time",) and ds["one"].attrs == {"units": "s"}
+    np.testing.assert_array_equal(ds["one"].values, np.arange(6.0))
+    pt = str(tmp_path / "tuple.b2nd")
+    b = blosc2.asarray(data, urlpath=pt, mode="w")
+    b.vlmeta["_xarray_dims"] = ("a", "b", "c", "d")
+    assert xr.open_dataset(pt, engine="oxblosc")["tuple"].dims == ("a", "b", "c", "d")
+    pa = str(tmp_path / "badattrs.b2nd")
+    b = blosc2.asarray(np.arange(6.0), urlpath=pa, mode="w")
+    b.vlmeta["_xarray_attrs"] = [1, 2]
+    with pytest.raises(ValueError, match="_xarray_attrs must be a dict"):
+        xr.open_dataset(pa, engine="oxblosc")
