@@ -268,6 +268,7 @@ class Streamer:
             )
         got = native.next()
         if got is None:
+            self.close()  # (over: a later for loop starts the stream again)
             return None
         index, seq, start, nrows = got
         self._held.add(index)

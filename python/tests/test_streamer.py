@@ -336,3 +336,26 @@ def test_dropping_a_streamer_stops_its_readers_without_the_cycle_collector(array
         assert _stream_threads() == 0
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("nthreads", [1, 4])
+def test_a_file_replaced_mid_stream_is_not_mixed_in(tmp_path, nthreads):
+    """A file replaced by a rename while streamed (as to_oxblosc or a publish replaces it):
+    every block still comes from the version the stream started on. Readers (and the
+    consumer's own reader) used to open the file on their first block: with one slot, those
+    that had not read yet read the new file."""
+    path = str(tmp_path / "r.b2nd")
+    old = np.arange(4000 * 10, dtype="f8").reshape(4000, 10)
+    ox.asarray(old, urlpath=path, mode="w", chunks=(100, 10))
+    s = Streamer(path, block_rows=100, nthreads=nthreads, nslots=1)
+    first = s.acquire()
+    np.testing.assert_array_equal(first.block, old[:100])
+    first.release()
+    ox.asarray(-old, urlpath=path + ".new", mode="w", chunks=(100, 10))
+    os.replace(path + ".new", path)
+    got = [(slot.start, slot.block.copy(), slot.release()) for slot in iter(s.acquire, None)]
+    assert [g[0] for g in got] == list(range(100, 4000, 100))
+    for start, block, _ in got:
+        np.testing.assert_array_equal(block, old[start : start + 100])
+    # the next loop reads the file as it is then
+    np.testing.assert_array_equal(np.concatenate([b.copy() for _, b in s]), -old)
