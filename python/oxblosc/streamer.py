@@ -24,7 +24,9 @@ collection all stop the readers and free the ring. A ``for`` loop over a Streame
 stream has ended or was closed reads the source again from its first row with new readers
 (epochs: ``for epoch in range(3): for start, block in s: ...``); ``acquire()`` on it returns
 None. Holding every slot and asking for one more raises ``RuntimeError`` (it would wait
-forever: the readers have no buffer left to fill). A block that fails to read (a corrupt
+forever: the readers have no buffer left to fill). In a process forked from the one that
+started the stream, the readers are not there: a ``for`` loop starts new ones (from the first
+row), ``acquire()`` raises ``RuntimeError``. A block that fails to read (a corrupt
 chunk, a failing disk) raises at its place in the stream, naming the rows and the file; the
 stream ends there.
 """
@@ -83,6 +85,10 @@ def _pytables_filter(node: Any) -> int | None:
     return _BLOSC_FILTERS.get(names[0]) if len(names) == 1 else None
 
 
+# Streams inherited through fork (their reader threads live in the parent), never touched.
+_FORKED_AWAY: list = []
+
+
 class Slot:
     """One filled ring buffer: ``start`` (first row), ``block`` (the rows, a view of the ring
     buffer) and ``seq`` (position in the stream). Give it back with :meth:`release`."""
@@ -132,6 +138,7 @@ class Streamer:
     ) -> None:
         self._native = self._start = None
         self._held: set[int] = set()  # slots the consumer holds (acquired, not released)
+        self._pid = os.getpid()  # the process whose threads read for `_native`
         h5 = _hdf5_dataset(source)
         if h5 is not None:
             self._init_hdf5(*h5, (block_rows, ordered, cyclic, nthreads, copy, nslots))
@@ -261,6 +268,11 @@ class Streamer:
         native = self._native
         if native is None:
             return None
+        if self._pid != os.getpid():
+            raise RuntimeError(
+                f"this Streamer's readers run in process {self._pid}, not in this one (forked from it): "
+                "make a new Streamer here, or start a new for loop over this one"
+            )
         if len(self._held) >= len(self._buffers):
             raise RuntimeError(
                 f"all {len(self._buffers)} slots of the ring are held: release one before acquiring "
@@ -275,14 +287,17 @@ class Streamer:
         return Slot(self, native, index, seq, start, self._buffers[index][:nrows])
 
     def _release(self, stream: Any, index: int) -> None:
-        # A slot of an earlier run of the stream (closed since) is not this run's to free.
-        if stream is self._native and stream is not None:
+        # A slot of an earlier run of the stream (closed since) is not this run's to free; in
+        # a forked process the stream's state may be locked by a thread that is not there.
+        if stream is self._native and stream is not None and self._pid == os.getpid():
             self._held.discard(index)
             stream.release(index)
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        if self._native is not None and self._pid != os.getpid():
+            self.close()  # inherited through fork: its readers are not in this process
         if self._native is None and self._start is not None:  # ended or closed: read again
-            self._held = set()
+            self._held, self._pid = set(), os.getpid()
             self._native = self._start()
         try:
             while (slot := self.acquire()) is not None:
@@ -301,8 +316,14 @@ class Streamer:
     def close(self) -> None:
         """Stop the readers and free the ring (blocks handed out must not be used after)."""
         native, self._native = self._native, None
-        if native is not None:
-            native.close()
+        if native is None:
+            return
+        if self._pid != os.getpid():
+            # Forked: the readers are threads of the parent; stopping them here would wait for
+            # threads this process does not have (or on a lock one of them held). Kept, unused.
+            _FORKED_AWAY.append(native)
+            return
+        native.close()
 
     def __enter__(self) -> Streamer:
         return self

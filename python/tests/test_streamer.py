@@ -359,3 +359,51 @@ def test_a_file_replaced_mid_stream_is_not_mixed_in(tmp_path, nthreads):
         np.testing.assert_array_equal(block, old[start : start + 100])
     # the next loop reads the file as it is then
     np.testing.assert_array_equal(np.concatenate([b.copy() for _, b in s]), -old)
+
+
+def _run_in_fork(fn, timeout=30.0):
+    """``fn()`` in a forked child: its exit code (0: returned), or None if it hung."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if fn() else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return None
+
+
+def test_a_streamer_inherited_through_fork_starts_again_or_says_why(tmp_path):
+    """Forked while its readers fill the next blocks (a multiprocessing worker inheriting it):
+    the child's readers do not exist, so waiting for their blocks hung forever. A for loop
+    in the child starts new readers; acquire() says why it cannot go on."""
+    path = str(tmp_path / "f.b2nd")
+    data = np.random.default_rng(0).normal(size=(200_000, 16))
+    ox.asarray(data, urlpath=path, mode="w", chunks=(25_000, 16), cparams={"clevel": 9, "codec": ox.Codec.ZSTD})
+    for _ in range(2):
+        s = Streamer(path, block_rows=25_000, nthreads=2, nslots=4)
+        s.acquire().release()  # the readers now fill blocks 1, 2, ...
+
+        def loop_in_child(s=s):
+            got = np.concatenate([block.copy() for _, block in s])
+            return np.array_equal(got, data)
+
+        def acquire_in_child(s=s):
+            try:
+                s.acquire()
+            except RuntimeError as e:
+                return "forked" in str(e)
+            return False
+
+        assert _run_in_fork(loop_in_child) == 0
+        assert _run_in_fork(acquire_in_child) == 0
+        rest = [(slot.start, slot.release())[0] for slot in iter(s.acquire, None)]  # the parent's goes on
+        assert rest == list(range(25_000, 200_000, 25_000))
