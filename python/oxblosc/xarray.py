@@ -10,6 +10,9 @@ variable's name, dimension names and attributes come from three vlmeta entries, 
 * ``_xarray_dims``: the list of dimension names (default: ``dim_0``, ``dim_1``, ...);
 * ``_xarray_attrs``: a dict of attributes (msgpack values: numbers, strings, lists, dicts).
 
+The variable is CF-decoded as xarray's other engines decode theirs (``scale_factor``,
+``add_offset``, ``_FillValue``, time ``units``; ``mask_and_scale``, ``decode_times``,
+``decode_cf``, ... switch it off); attributes without CF keys pass unchanged.
 Coordinates are not stored (only the data variable). Registered as an xarray backend entry
 point, so ``engine="oxblosc"`` works once oxblosc is installed; files ending in ``.b2nd``
 are also recognised by ``guess_can_open``.
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 from xarray import Dataset, Variable
 from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.conventions import decode_cf_variables
 from xarray.core import indexing
 
 from .ndarray import NDArray, asarray
@@ -64,9 +68,23 @@ class OxbloscBackendEntrypoint(BackendEntrypoint):
     """``engine="oxblosc"``: b2nd files (oxblosc or python-blosc2) as xarray Datasets."""
 
     description = "Open b2nd (Blosc2 n-dimensional) files written by oxblosc or python-blosc2"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables")
+    open_dataset_parameters = (
+        "filename_or_obj", "drop_variables", "mask_and_scale", "decode_times", "concat_characters",
+        "decode_coords", "use_cftime", "decode_timedelta",
+    )  # fmt: skip
 
-    def open_dataset(self, filename_or_obj: Any, *, drop_variables: Any = None) -> Dataset:
+    def open_dataset(
+        self,
+        filename_or_obj: Any,
+        *,
+        drop_variables: Any = None,
+        mask_and_scale: Any = True,
+        decode_times: Any = True,
+        concat_characters: Any = True,
+        decode_coords: Any = True,
+        use_cftime: Any = None,
+        decode_timedelta: Any = None,
+    ) -> Dataset:
         path = os.fspath(filename_or_obj)
         a = _open(path, mode="r")
         if not isinstance(a, NDArray):
@@ -82,8 +100,14 @@ class OxbloscBackendEntrypoint(BackendEntrypoint):
         data = indexing.LazilyIndexedArray(OxbloscArray(path, a.shape, a.dtype))
         var = Variable(dims, data, attrs=dict(attrs))
         var.encoding = {"preferred_chunks": dict(zip(dims, a.chunks, strict=True)), "chunks": a.chunks}
-        drop = set([drop_variables] if isinstance(drop_variables, str) else drop_variables or ())
-        return Dataset({} if name in drop else {name: var})
+        # CF decoding as xarray's other engines do it (scale_factor/add_offset/_FillValue,
+        # time units, ...), with the same switches; attributes without CF keys pass unchanged.
+        variables, _, _ = decode_cf_variables(
+            {name: var}, {}, concat_characters=concat_characters, mask_and_scale=mask_and_scale,
+            decode_times=decode_times, decode_coords=decode_coords, drop_variables=drop_variables,
+            use_cftime=use_cftime, decode_timedelta=decode_timedelta,
+        )  # fmt: skip
+        return Dataset(variables)
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         try:

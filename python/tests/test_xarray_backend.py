@@ -75,3 +75,24 @@ def test_python_blosc2_vlmeta_dims_as_one_string_or_a_tuple(tmp_path):
     b.vlmeta["_xarray_attrs"] = [1, 2]
     with pytest.raises(ValueError, match="_xarray_attrs must be a dict"):
         xr.open_dataset(pa, engine="oxblosc")
+
+
+def test_cf_decoding_and_its_switches_as_the_zarr_engine(tmp_path):
+    """xarray's usual decoder keywords (decode_times=False, mask_and_scale=False, ...) were a
+    TypeError, and CF attributes were left undecoded where the zarr engine decodes them."""
+    raw = np.array([0, 1, -1, 3, 4], dtype="i2")
+    attrs = {"scale_factor": 0.5, "add_offset": 1.0, "_FillValue": -1}
+    ours = str(tmp_path / "s.b2nd")
+    to_oxblosc(xr.DataArray(raw, dims="x", name="s", attrs=attrs), ours, chunks=(2,))
+    theirs = str(tmp_path / "s.zarr")
+    xr.Dataset({"s": ("x", raw, attrs)}).to_zarr(theirs, mode="w")
+    for kw in ({}, {"mask_and_scale": False}, {"decode_times": False}, {"decode_cf": False}, {"chunks": {}}):
+        got = xr.open_dataset(ours, engine="oxblosc", **kw)["s"]
+        want = xr.open_dataset(theirs, engine="zarr", **kw)["s"]
+        np.testing.assert_array_equal(got.values, want.values)
+        assert got.dtype == want.dtype
+    assert xr.open_dataset(ours, engine="oxblosc", chunks={})["s"].chunks == ((2, 2, 1),)
+    t = xr.DataArray(np.array([0, 1, 2], dtype="i8"), dims="time", name="t", attrs={"units": "days since 2000-01-01"})
+    to_oxblosc(t, str(tmp_path / "t.b2nd"))
+    assert xr.open_dataset(str(tmp_path / "t.b2nd"), engine="oxblosc")["t"].dtype.kind == "M"
+    assert xr.open_dataset(str(tmp_path / "t.b2nd"), engine="oxblosc", decode_times=False)["t"].dtype == "i8"
