@@ -173,17 +173,19 @@ def main() -> None:
             t = interleaved({"pt": partial(plain_pt, h5, block, rows), "ox": partial(plain_ox, b2, block, rows)},
                             args.rounds)  # fmt: skip
             mbp = data.nbytes / 1e6
-            plain = mbp / t["ox"]  # our plain loop's MB/s at this level
-            out.append((level, "plain read, 1 thread", "-", mbp / t["pt"], plain, CPU["pt"], CPU["ox"], None))
+            out.append((level, "plain read, 1 thread", "-", mbp / t["pt"], mbp / t["ox"], CPU["pt"], CPU["ox"], None))
             print(out[-1], file=sys.stderr, flush=True)
             for n in workers:
                 for ordered in (True, False):
                     t = interleaved({
                         "mt": partial(mt_queue, h5, n, block, nblocks, ordered),
                         "ox": partial(ox_queue, b2, n, block, nblocks, ordered),
+                        # (the plain loop again, in the same rounds: "vs plain" compares runs
+                        # made side by side, not minutes apart under another load)
+                        "plain": partial(plain_ox, b2, block, rows),
                     }, args.rounds)  # fmt: skip
                     access = "queue, " + ("ordered" if ordered else "unordered")
-                    out.append((level, access, n, mb / t["mt"], mb / t["ox"], CPU["mt"], CPU["ox"], plain))
+                    out.append((level, access, n, mb / t["mt"], mb / t["ox"], CPU["mt"], CPU["ox"], mbp / t["plain"]))
                     print(out[-1], file=sys.stderr, flush=True)
                 t = interleaved({
                     "mt": partial(mt_gen, h5, n, block, rows * args.cycles),
@@ -208,7 +210,8 @@ def main() -> None:
         f"(PyTables' `complib=\"blosc\"`; no filter at level 0), page-cached files; {args.cycles} cycles per run "
         f"(`cyclic=True`), {args.rounds} interleaved rounds, medians. MB/s; ratio = multitables time / Streamer time; "
         "CPU = seconds of CPU of the run (every thread, and multitables' reader processes), median; vs plain = "
-        "Streamer MB/s / our plain one-thread block loop's MB/s at that level (queue rows: both sum each block).",
+        "Streamer MB/s / our plain one-thread block loop's MB/s, the loop run in the same interleaved rounds as "
+        "that row (queue rows: both sum each block).",
         "",
         "| complevel | access | workers | multitables (or PyTables) MB/s | oxblosc MB/s | ratio | CPU s peer / ours "
         "| vs plain |",

@@ -28,6 +28,8 @@ it was.
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import os
 import time
 from typing import Any
@@ -58,8 +60,15 @@ def to_oxblosc(
     as for ``dask.compute`` (default: Dask's current one). Returns the array opened
     read-only, or with ``compute=False`` the Dask ``Delayed`` that writes and then publishes
     it (if that fails, its temporary stays until a later creation at ``urlpath`` sweeps it)."""
+    if any(math.isnan(n) for n in x.shape) or any(math.isnan(c) for cs in x.chunks for c in cs):
+        raise ValueError(
+            "x has unknown chunk sizes (NaN, e.g. after boolean indexing): call x.compute_chunk_sizes() first"
+        )
     chunks = tuple(int(c) for c in (chunks or x.chunksize))
     path = os.fspath(urlpath)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):  # (else the error would name a temporary's temporary)
+        raise FileNotFoundError(errno.ENOENT, f"no directory {parent!r} to write {path!r} in", parent)
     _native.sweep_stale_temps(path)  # (creating at `tmp` sweeps only `tmp`'s own leftovers)
     tmp = _temporary_name(path)
     zeros(x.shape, x.dtype, chunks=chunks, blocks=blocks, urlpath=tmp, mode="w", **kwargs)
@@ -89,13 +98,23 @@ def _publish(_stored: Any, tmp: str, path: str) -> None:
     """Rename the written temporary over ``path`` through an unlocked handle (a locked one
     cannot be renamed: its lock file is named after its path), then drop the temporary's
     lock file. ``_stored``: the store's result, so Dask runs this after it."""
-    done = _open(tmp, mode="a")
-    if _bloated(done):
-        done._n.compact()
-    done._n.publish(False, to=path)
-    del done
+    try:
+        _rename_over(tmp, path)
+    except BaseException:
+        _remove_temporary(tmp)  # a whole array's worth that nothing would sweep (path refused)
+        raise
     with contextlib.suppress(FileNotFoundError):
         os.remove(tmp + ".b2lock")
+
+
+def _rename_over(tmp: str, path: str) -> None:
+    done = _open(tmp, mode="a")
+    try:
+        if _bloated(done):
+            done._n.compact()
+        done._n.publish(False, to=path)
+    finally:
+        del done  # (the handle closes here, before a failed publish removes its file)
 
 
 def _bloated(a: NDArray) -> bool:

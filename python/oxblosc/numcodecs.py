@@ -50,17 +50,20 @@ def _input(buf: Any, max_size: int) -> np.ndarray:
 
 
 def _decode(buf: Any, out: Any, nthreads: int | None) -> Any:
-    """Decompress any Blosc/Blosc2 chunk into new bytes or into ``out`` (returned)."""
+    """Decompress any Blosc/Blosc2 chunk into new bytes or into ``out`` (returned). As
+    numcodecs' Blosc, ``out`` may be larger than the chunk: its first bytes are filled."""
     src = ensure_contiguous_ndarray(buf)
     n = call_nthreads(nthreads)
     if out is None:
         return _core.decompress2(src, nthreads=n)
     dst = ensure_contiguous_ndarray(out)
     nbytes = _core.get_cbuffer_sizes(src)[0]
-    if dst.nbytes != nbytes:
+    if dst.nbytes < nbytes:
         raise ValueError(f"destination holds {dst.nbytes} bytes, the chunk decodes to {nbytes}")
+    if not dst.flags.writeable:
+        raise ValueError("destination is read-only")
     if nbytes:
-        _core.decompress2(src, dst.view(np.uint8) if dst.dtype != np.uint8 else dst, nthreads=n)
+        _core.decompress2(src, dst.reshape(-1).view(np.uint8)[:nbytes], nthreads=n)
     return out
 
 

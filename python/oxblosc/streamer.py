@@ -20,7 +20,13 @@ Two ways to consume:
 ``ordered=True`` delivers blocks in row order; ``ordered=False`` as they finish (every block
 still exactly once). ``cyclic=True`` starts again at row 0 after the last block, until
 closed. Leaving a loop early, an exception in the consumer, ``close()``, ``with`` and garbage
-collection all stop the readers and free the ring. A block that fails to read (a corrupt
+collection all stop the readers and free the ring. A ``for`` loop over a Streamer whose
+stream has ended or was closed reads the source again from its first row with new readers
+(epochs: ``for epoch in range(3): for start, block in s: ...``); ``acquire()`` on it returns
+None. Holding every slot and asking for one more raises ``RuntimeError`` (it would wait
+forever: the readers have no buffer left to fill). In a process forked from the one that
+started the stream, the readers are not there: a ``for`` loop starts new ones (from the first
+row), ``acquire()`` raises ``RuntimeError``. A block that fails to read (a corrupt
 chunk, a failing disk) raises at its place in the stream, naming the rows and the file; the
 stream ends there.
 """
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -78,20 +85,25 @@ def _pytables_filter(node: Any) -> int | None:
     return _BLOSC_FILTERS.get(names[0]) if len(names) == 1 else None
 
 
+# Streams inherited through fork (their reader threads live in the parent), never touched.
+_FORKED_AWAY: list = []
+
+
 class Slot:
     """One filled ring buffer: ``start`` (first row), ``block`` (the rows, a view of the ring
     buffer) and ``seq`` (position in the stream). Give it back with :meth:`release`."""
 
-    __slots__ = ("start", "block", "seq", "_index", "_owner")
+    __slots__ = ("start", "block", "seq", "_index", "_owner", "_stream")
 
-    def __init__(self, owner: Streamer, index: int, seq: int, start: int, block: np.ndarray) -> None:
-        self._owner, self._index, self.seq, self.start, self.block = owner, index, seq, start, block
+    def __init__(self, owner: Streamer, stream: Any, index: int, seq: int, start: int, block: np.ndarray) -> None:
+        self._owner, self._stream, self._index = owner, stream, index
+        self.seq, self.start, self.block = seq, start, block
 
     def release(self) -> None:
         """Hand the buffer back to the readers (the view must not be used afterwards)."""
         if self._owner is not None:
-            self._owner._release(self._index)
-            self._owner = None
+            self._owner._release(self._stream, self._index)
+            self._owner = self._stream = None
 
     def __enter__(self) -> Slot:
         return self
@@ -124,7 +136,9 @@ class Streamer:
         copy: bool = False,
         nslots: int | None = None,
     ) -> None:
-        self._native = None
+        self._native = self._start = None
+        self._held: set[int] = set()  # slots the consumer holds (acquired, not released)
+        self._pid = os.getpid()  # the process whose threads read for `_native`
         h5 = _hdf5_dataset(source)
         if h5 is not None:
             self._init_hdf5(*h5, (block_rows, ordered, cyclic, nthreads, copy, nslots))
@@ -152,14 +166,18 @@ class Streamer:
             nrows = obj.nbytes // obj.typesize
             default_rows = max(1, obj.chunksize // obj.typesize)
         args = self._setup(nrows, default_rows, block_rows, ordered, cyclic, nthreads, copy, nslots)
-        self._native = _native.NativeStreamer(self.path, *args)
+        # (a partial, not a lambda over self: no reference cycle, so dropping the Streamer stops
+        # its readers at once)
+        self._start = partial(_native.NativeStreamer, self.path, *args)
+        self._native = self._start()
 
     def _setup(self, nrows, default_rows, block_rows, ordered, cyclic, nthreads, copy, nslots) -> tuple:
         """Check the options and allocate the ring; the native stream's last arguments."""
         self.nrows = nrows
-        self.block_rows = _core._checked("block_rows", block_rows or default_rows, 1, 2**62)
-        nthreads = _core._checked("nthreads", nthreads or _core.nthreads, 1, 1024)
-        nslots = _core._checked("nslots", nslots or 2 * nthreads, 1, 4096)
+        # (None takes the default; 0 is refused, not taken for "the default")
+        self.block_rows = _core._checked("block_rows", default_rows if block_rows is None else block_rows, 1, 2**62)
+        nthreads = _core._checked("nthreads", _core.nthreads if nthreads is None else nthreads, 1, 1024)
+        nslots = _core._checked("nslots", 2 * nthreads if nslots is None else nslots, 1, 4096)
         self.ordered, self.cyclic, self.copy = bool(ordered), bool(cyclic), bool(copy)
         rows = min(self.block_rows, max(nrows, 1))
         self._buffers = [np.empty((rows, *self.row_shape), self.dtype) for _ in range(nslots)]
@@ -238,24 +256,49 @@ class Streamer:
         self.dtype, self.row_shape = np.dtype(dtype), tuple(shape[1:])
         st = os.stat(self.path)
         args = self._setup(shape[0], chunks[0], *options)
-        self._native = _native.NativeStreamer.hdf5(
-            self.path, (st.st_dev, st.st_ino), filter_id, list(shape), list(chunks),
+        self._start = partial(
+            _native.NativeStreamer.hdf5, self.path, (st.st_dev, st.st_ino), filter_id, list(shape), list(chunks),
             self.dtype.itemsize, stored, *args,
         )  # fmt: skip
+        self._native = self._start()
 
     def acquire(self) -> Slot | None:
-        """The next filled block (waits for it), None once the stream is over or closed."""
-        got = self._native.next() if self._native is not None else None
+        """The next filled block (waits for it), None once the stream is over or closed.
+        Raises ``RuntimeError`` if every slot is held already (that wait would never end)."""
+        native = self._native
+        if native is None:
+            return None
+        if self._pid != os.getpid():
+            raise RuntimeError(
+                f"this Streamer's readers run in process {self._pid}, not in this one (forked from it): "
+                "make a new Streamer here, or start a new for loop over this one"
+            )
+        if len(self._held) >= len(self._buffers):
+            raise RuntimeError(
+                f"all {len(self._buffers)} slots of the ring are held: release one before acquiring "
+                "another (or make the Streamer with more nslots)"
+            )
+        got = native.next()
         if got is None:
+            self.close()  # (over: a later for loop starts the stream again)
             return None
         index, seq, start, nrows = got
-        return Slot(self, index, seq, start, self._buffers[index][:nrows])
+        self._held.add(index)
+        return Slot(self, native, index, seq, start, self._buffers[index][:nrows])
 
-    def _release(self, index: int) -> None:
-        if self._native is not None:
-            self._native.release(index)
+    def _release(self, stream: Any, index: int) -> None:
+        # A slot of an earlier run of the stream (closed since) is not this run's to free; in
+        # a forked process the stream's state may be locked by a thread that is not there.
+        if stream is self._native and stream is not None and self._pid == os.getpid():
+            self._held.discard(index)
+            stream.release(index)
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        if self._native is not None and self._pid != os.getpid():
+            self.close()  # inherited through fork: its readers are not in this process
+        if self._native is None and self._start is not None:  # ended or closed: read again
+            self._held, self._pid = set(), os.getpid()
+            self._native = self._start()
         try:
             while (slot := self.acquire()) is not None:
                 if self.copy:
@@ -273,8 +316,14 @@ class Streamer:
     def close(self) -> None:
         """Stop the readers and free the ring (blocks handed out must not be used after)."""
         native, self._native = self._native, None
-        if native is not None:
-            native.close()
+        if native is None:
+            return
+        if self._pid != os.getpid():
+            # Forked: the readers are threads of the parent; stopping them here would wait for
+            # threads this process does not have (or on a lock one of them held). Kept, unused.
+            _FORKED_AWAY.append(native)
+            return
+        native.close()
 
     def __enter__(self) -> Streamer:
         return self

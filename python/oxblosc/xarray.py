@@ -10,6 +10,9 @@ variable's name, dimension names and attributes come from three vlmeta entries, 
 * ``_xarray_dims``: the list of dimension names (default: ``dim_0``, ``dim_1``, ...);
 * ``_xarray_attrs``: a dict of attributes (msgpack values: numbers, strings, lists, dicts).
 
+The variable is CF-decoded as xarray's other engines decode theirs (``scale_factor``,
+``add_offset``, ``_FillValue``, time ``units``; ``mask_and_scale``, ``decode_times``,
+``decode_cf``, ... switch it off); attributes without CF keys pass unchanged.
 Coordinates are not stored (only the data variable). Registered as an xarray backend entry
 point, so ``engine="oxblosc"`` works once oxblosc is installed; files ending in ``.b2nd``
 are also recognised by ``guess_can_open``.
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 from xarray import Dataset, Variable
 from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.conventions import decode_cf_variables
 from xarray.core import indexing
 
 from .ndarray import NDArray, asarray
@@ -64,30 +68,62 @@ class OxbloscBackendEntrypoint(BackendEntrypoint):
     """``engine="oxblosc"``: b2nd files (oxblosc or python-blosc2) as xarray Datasets."""
 
     description = "Open b2nd (Blosc2 n-dimensional) files written by oxblosc or python-blosc2"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables")
+    open_dataset_parameters = (
+        "filename_or_obj", "drop_variables", "mask_and_scale", "decode_times", "concat_characters",
+        "decode_coords", "use_cftime", "decode_timedelta",
+    )  # fmt: skip
 
-    def open_dataset(self, filename_or_obj: Any, *, drop_variables: Any = None) -> Dataset:
+    def open_dataset(
+        self,
+        filename_or_obj: Any,
+        *,
+        drop_variables: Any = None,
+        mask_and_scale: Any = True,
+        decode_times: Any = True,
+        concat_characters: Any = True,
+        decode_coords: Any = True,
+        use_cftime: Any = None,
+        decode_timedelta: Any = None,
+    ) -> Dataset:
         path = os.fspath(filename_or_obj)
         a = _open(path, mode="r")
         if not isinstance(a, NDArray):
             raise ValueError(f"{path} holds a plain super-chunk, not an n-dimensional (b2nd) array")
         meta = a.vlmeta
         name = meta[NAME_KEY] if NAME_KEY in meta else os.path.splitext(os.path.basename(path.rstrip("/")))[0]
-        dims = tuple(meta[DIMS_KEY]) if DIMS_KEY in meta else tuple(f"dim_{i}" for i in range(a.ndim))
-        attrs = dict(meta[ATTRS_KEY]) if ATTRS_KEY in meta else {}
+        dims = _dims(meta[DIMS_KEY], path) if DIMS_KEY in meta else tuple(f"dim_{i}" for i in range(a.ndim))
+        attrs = meta[ATTRS_KEY] if ATTRS_KEY in meta else {}
+        if not isinstance(attrs, dict):
+            raise ValueError(f"{path}: vlmeta {ATTRS_KEY} must be a dict, got {type(attrs).__name__}")
         if len(dims) != a.ndim:
-            raise ValueError(f"{path}: vlmeta {DIMS_KEY} names {len(dims)} dimensions, the array has {a.ndim}")
+            raise ValueError(f"{path}: vlmeta {DIMS_KEY} names {len(dims)} dimensions {dims}, the array has {a.ndim}")
         data = indexing.LazilyIndexedArray(OxbloscArray(path, a.shape, a.dtype))
-        var = Variable(dims, data, attrs=attrs)
+        var = Variable(dims, data, attrs=dict(attrs))
         var.encoding = {"preferred_chunks": dict(zip(dims, a.chunks, strict=True)), "chunks": a.chunks}
-        drop = set([drop_variables] if isinstance(drop_variables, str) else drop_variables or ())
-        return Dataset({} if name in drop else {name: var})
+        # CF decoding as xarray's other engines do it (scale_factor/add_offset/_FillValue,
+        # time units, ...), with the same switches; attributes without CF keys pass unchanged.
+        variables, _, _ = decode_cf_variables(
+            {name: var}, {}, concat_characters=concat_characters, mask_and_scale=mask_and_scale,
+            decode_times=decode_times, decode_coords=decode_coords, drop_variables=drop_variables,
+            use_cftime=use_cftime, decode_timedelta=decode_timedelta,
+        )  # fmt: skip
+        return Dataset(variables)
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         try:
             return os.fspath(filename_or_obj).endswith(".b2nd")
         except TypeError:
             return False
+
+
+def _dims(value: Any, path: str) -> tuple[str, ...]:
+    """Dimension names from vlmeta: a list of names, or one name as a string (xarray's rule
+    for ``dims="x"``; never its characters, which a 4-D array would take silently)."""
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple) or not all(isinstance(d, str) for d in value):
+        raise ValueError(f"{path}: vlmeta {DIMS_KEY} must be a list of names, got {value!r}")
+    return tuple(value)
 
 
 def _plain(value: Any) -> Any:

@@ -321,3 +321,22 @@ def test_to_oxblosc_sweeps_what_killed_writers_left(tmp_path):
     to_oxblosc(x, p, scheduler="threads")
     assert sorted(os.listdir(tmp_path)) == sorted(["x.b2nd", *kept])
     np.testing.assert_array_equal(ox.open(p)[:], np.arange(64, dtype=np.int32).reshape(8, 8))
+
+
+def test_to_oxblosc_refusals_are_clear_and_leave_nothing(tmp_path):
+    x = da.from_array(DATA, chunks=(60, 45))
+    # unknown chunk sizes (boolean indexing): dask's own advice, not "cannot convert float NaN"
+    with pytest.raises(ValueError, match="unknown chunk sizes.*compute_chunk_sizes"):
+        to_oxblosc(x[x > 0], str(tmp_path / "u.b2nd"), scheduler="threads")
+    # a missing directory is named, not a temporary's temporary
+    with pytest.raises(FileNotFoundError, match="nodir") as info:
+        to_oxblosc(x, str(tmp_path / "nodir" / "a.b2nd"), scheduler="threads")
+    assert "oxtmp" not in str(info.value)
+    # a path the publish refuses (a directory that is not a sparse frame): the written
+    # temporary, a whole array, is removed (nothing would ever sweep it: it sits inside)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "adir" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a sparse frame"):
+        to_oxblosc(x, str(tmp_path / "adir") + "/", scheduler="threads")
+    assert sorted(os.listdir(tmp_path / "adir")) == ["keep.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["adir"]

@@ -228,6 +228,31 @@ def test_decode_into_out_and_partial():
     assert np.array_equal(np.frombuffer(part, "i8"), a[5000:5030])
 
 
+def test_decode_into_a_larger_out_fills_its_front_like_numcodecs():
+    a = np.linspace(0, 1, 1000, dtype="f4")
+    enc = bytes(numcodecs.Blosc(cname="zstd").encode(a))
+    for codec in (Blosc(), numcodecs.Blosc(), Blosc2()):
+        out = np.full(1003, -7.0, "f4")  # a numcodecs.Blosc drop-in takes what numcodecs takes
+        assert codec.decode(enc if not isinstance(codec, Blosc2) else codec.encode(a), out=out) is out
+        np.testing.assert_array_equal(out[:1000], a)
+        np.testing.assert_array_equal(out[1000:], -7.0)  # the rest untouched
+    out = np.full((40, 26), -7.0, "f4", order="F")  # Fortran order: the memory's front, as numcodecs
+    ref = out.copy(order="F")
+    Blosc().decode(enc, out=out)
+    numcodecs.Blosc().decode(enc, out=ref)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_decode_into_a_read_only_out_says_so():
+    enc = Blosc().encode(np.arange(100, dtype="i4"))
+    out = np.zeros(100, "i4")
+    out.flags.writeable = False
+    for codec in (Blosc(), Blosc2()):
+        with pytest.raises(ValueError, match="read-only"):
+            codec.decode(enc, out=out)
+    assert not out.any()
+
+
 # ---------------------------------------------------------------------------------------------
 # Blosc2
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -260,3 +262,148 @@ def test_hdf5_corrupt_chunk_raises_at_its_place(tmp_path):
         assert [s for s, _ in got] == [0, 10, 20]
         np.testing.assert_array_equal(np.concatenate([b for _, b in got]), data[:30])
     assert _stream_threads() == 0
+
+
+def test_a_second_loop_reads_the_source_again(array_file):
+    """A loop over a Streamer whose stream ended (or was left early) starts from row 0 with new
+    readers: epochs of a training loop each see every row (not an empty second pass)."""
+    path, data = array_file
+    s = Streamer(path, block_rows=100, nthreads=2)
+    for _epoch in range(3):
+        got = np.concatenate([block.copy() for _, block in s])
+        np.testing.assert_array_equal(got, data)
+    for start, _ in s:  # left early ...
+        assert start == 0
+        break
+    assert [start for start, _ in s] == list(range(0, 1003, 100))  # ... then whole again
+    assert s.acquire() is None  # the queue interface keeps "None once over"
+    gc.collect()
+    assert _stream_threads() == 0
+
+
+def test_a_slot_of_an_earlier_run_does_not_free_a_buffer_of_the_next(array_file):
+    path, data = array_file
+    s = Streamer(path, block_rows=100, nthreads=1, nslots=2)
+    old = s.acquire()
+    s.close()
+    for k, (start, block) in enumerate(s):
+        if k == 0:
+            old.release()  # a buffer the new run owns: must not go back to its readers
+            time.sleep(0.3)  # (time for a reader to refill it, were it given back)
+        np.testing.assert_array_equal(block, data[start : start + 100])
+
+
+def _outcome(f):
+    try:
+        return (None, f())
+    except Exception as e:  # noqa: BLE001 - the outcome is what is checked
+        return (type(e), str(e))
+
+
+def test_acquiring_beyond_the_held_ring_raises_instead_of_hanging(array_file):
+    path, data = array_file
+    with Streamer(path, block_rows=100, nthreads=1, nslots=2) as s:
+        held = [s.acquire(), s.acquire()]
+        got = []
+        t = threading.Thread(target=lambda: got.append(_outcome(s.acquire)), daemon=True)
+        t.start()
+        t.join(10)  # (waited forever before: no buffer left for the readers)
+        assert got and got[0][0] is RuntimeError and "all 2 slots" in got[0][1]
+        held[0].release()
+        third = s.acquire()
+        assert third.start == 200
+        np.testing.assert_array_equal(third.block, data[200:300])
+
+
+@pytest.mark.parametrize("option", ["block_rows", "nslots", "nthreads"])
+def test_zero_options_are_refused_not_taken_for_defaults(array_file, option):
+    path, _ = array_file
+    with pytest.raises(ValueError, match=f"{option} must be in 1"):
+        Streamer(path, **{option: 0})
+
+
+def test_dropping_a_streamer_stops_its_readers_without_the_cycle_collector(array_file):
+    path, _ = array_file
+    gc.disable()
+    try:
+        s = Streamer(path, block_rows=10, nthreads=2, cyclic=True)
+        assert s.acquire() is not None
+        deadline = time.monotonic() + 10
+        while _stream_threads() < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # (a reader thread names itself once it runs)
+        assert _stream_threads() == 2
+        del s
+        assert _stream_threads() == 0
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("nthreads", [1, 4])
+def test_a_file_replaced_mid_stream_is_not_mixed_in(tmp_path, nthreads):
+    """A file replaced by a rename while streamed (as to_oxblosc or a publish replaces it):
+    every block still comes from the version the stream started on. Readers (and the
+    consumer's own reader) used to open the file on their first block: with one slot, those
+    that had not read yet read the new file."""
+    path = str(tmp_path / "r.b2nd")
+    old = np.arange(4000 * 10, dtype="f8").reshape(4000, 10)
+    ox.asarray(old, urlpath=path, mode="w", chunks=(100, 10))
+    s = Streamer(path, block_rows=100, nthreads=nthreads, nslots=1)
+    first = s.acquire()
+    np.testing.assert_array_equal(first.block, old[:100])
+    first.release()
+    ox.asarray(-old, urlpath=path + ".new", mode="w", chunks=(100, 10))
+    os.replace(path + ".new", path)
+    got = [(slot.start, slot.block.copy(), slot.release()) for slot in iter(s.acquire, None)]
+    assert [g[0] for g in got] == list(range(100, 4000, 100))
+    for start, block, _ in got:
+        np.testing.assert_array_equal(block, old[start : start + 100])
+    # the next loop reads the file as it is then
+    np.testing.assert_array_equal(np.concatenate([b.copy() for _, b in s]), -old)
+
+
+def _run_in_fork(fn, timeout=30.0):
+    """``fn()`` in a forked child: its exit code (0: returned), or None if it hung."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if fn() else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return None
+
+
+def test_a_streamer_inherited_through_fork_starts_again_or_says_why(tmp_path):
+    """Forked while its readers fill the next blocks (a multiprocessing worker inheriting it):
+    the child's readers do not exist, so waiting for their blocks hung forever. A for loop
+    in the child starts new readers; acquire() says why it cannot go on."""
+    path = str(tmp_path / "f.b2nd")
+    data = np.random.default_rng(0).normal(size=(200_000, 16))
+    ox.asarray(data, urlpath=path, mode="w", chunks=(25_000, 16), cparams={"clevel": 9, "codec": ox.Codec.ZSTD})
+    for _ in range(2):
+        s = Streamer(path, block_rows=25_000, nthreads=2, nslots=4)
+        s.acquire().release()  # the readers now fill blocks 1, 2, ...
+
+        def loop_in_child(s=s):
+            got = np.concatenate([block.copy() for _, block in s])
+            return np.array_equal(got, data)
+
+        def acquire_in_child(s=s):
+            try:
+                s.acquire()
+            except RuntimeError as e:
+                return "forked" in str(e)
+            return False
+
+        assert _run_in_fork(loop_in_child) == 0
+        assert _run_in_fork(acquire_in_child) == 0
+        rest = [(slot.start, slot.release())[0] for slot in iter(s.acquire, None)]  # the parent's goes on
+        assert rest == list(range(25_000, 200_000, 25_000))

@@ -48,3 +48,51 @@ def test_dask_backed_dataarray_and_python_blosc2_file(tmp_path):
     blosc2.asarray(np.arange(24, dtype="i2").reshape(4, 6), urlpath=p, mode="w")
     ds = xr.open_dataset(p, engine="oxblosc")
     np.testing.assert_array_equal(ds["theirs"].values, np.arange(24, dtype="i2").reshape(4, 6))
+
+
+def test_python_blosc2_vlmeta_dims_as_one_string_or_a_tuple(tmp_path):
+    """A python-blosc2 user may store one dimension name as a string: it is one name (xarray's
+    rule for dims="x"), never its characters (a 4-D array took "time" as t, i, m, e)."""
+    data = np.arange(2 * 3 * 4 * 5, dtype="f4").reshape(2, 3, 4, 5)
+    p4 = str(tmp_path / "four.b2nd")
+    b = blosc2.asarray(data, urlpath=p4, mode="w")
+    b.vlmeta["_xarray_dims"] = "time"
+    with pytest.raises(ValueError, match="names 1 dimensions"):
+        xr.open_dataset(p4, engine="oxblosc")
+    p1 = str(tmp_path / "one.b2nd")
+    b = blosc2.asarray(np.arange(6.0), urlpath=p1, mode="w")
+    b.vlmeta["_xarray_dims"] = "time"
+    b.vlmeta["_xarray_attrs"] = {"units": "s"}
+    ds = xr.open_dataset(p1, engine="oxblosc", chunks={})
+    assert ds["one"].dims == ("time",) and ds["one"].attrs == {"units": "s"}
+    np.testing.assert_array_equal(ds["one"].values, np.arange(6.0))
+    pt = str(tmp_path / "tuple.b2nd")
+    b = blosc2.asarray(data, urlpath=pt, mode="w")
+    b.vlmeta["_xarray_dims"] = ("a", "b", "c", "d")
+    assert xr.open_dataset(pt, engine="oxblosc")["tuple"].dims == ("a", "b", "c", "d")
+    pa = str(tmp_path / "badattrs.b2nd")
+    b = blosc2.asarray(np.arange(6.0), urlpath=pa, mode="w")
+    b.vlmeta["_xarray_attrs"] = [1, 2]
+    with pytest.raises(ValueError, match="_xarray_attrs must be a dict"):
+        xr.open_dataset(pa, engine="oxblosc")
+
+
+def test_cf_decoding_and_its_switches_as_the_zarr_engine(tmp_path):
+    """xarray's usual decoder keywords (decode_times=False, mask_and_scale=False, ...) were a
+    TypeError, and CF attributes were left undecoded where the zarr engine decodes them."""
+    raw = np.array([0, 1, -1, 3, 4], dtype="i2")
+    attrs = {"scale_factor": 0.5, "add_offset": 1.0, "_FillValue": -1}
+    ours = str(tmp_path / "s.b2nd")
+    to_oxblosc(xr.DataArray(raw, dims="x", name="s", attrs=attrs), ours, chunks=(2,))
+    theirs = str(tmp_path / "s.zarr")
+    xr.Dataset({"s": ("x", raw, attrs)}).to_zarr(theirs, mode="w")
+    for kw in ({}, {"mask_and_scale": False}, {"decode_times": False}, {"decode_cf": False}, {"chunks": {}}):
+        got = xr.open_dataset(ours, engine="oxblosc", **kw)["s"]
+        want = xr.open_dataset(theirs, engine="zarr", **kw)["s"]
+        np.testing.assert_array_equal(got.values, want.values)
+        assert got.dtype == want.dtype
+    assert xr.open_dataset(ours, engine="oxblosc", chunks={})["s"].chunks == ((2, 2, 1),)
+    t = xr.DataArray(np.array([0, 1, 2], dtype="i8"), dims="time", name="t", attrs={"units": "days since 2000-01-01"})
+    to_oxblosc(t, str(tmp_path / "t.b2nd"))
+    assert xr.open_dataset(str(tmp_path / "t.b2nd"), engine="oxblosc")["t"].dtype.kind == "M"
+    assert xr.open_dataset(str(tmp_path / "t.b2nd"), engine="oxblosc", decode_times=False)["t"].dtype == "i8"

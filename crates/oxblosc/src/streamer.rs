@@ -3,8 +3,9 @@
 //! filled buffers (in row order, or as they finish) and hands each back when done with it.
 //!
 //! Rows are the first axis of a b2nd array, or the items of a plain super-chunk. Block `k`
-//! holds rows `[k * block_rows, min((k + 1) * block_rows, nrows))`. Each worker opens the file
-//! itself (no lock shared between readers) and decodes on its own thread.
+//! holds rows `[k * block_rows, min((k + 1) * block_rows, nrows))`. Each worker has the file
+//! open itself (no lock shared between readers; all opened when the stream starts, so they
+//! read one version of it) and decodes on its own thread.
 //!
 //! Ring protocol (why nothing is lost, duplicated or deadlocked): a worker first takes a free
 //! buffer, then claims the next sequence number, so claimed numbers are consecutive and each
@@ -263,6 +264,29 @@ fn hdf5_err(e: ReadError, at: Option<(Stored, &[u64], u64)>) -> Error {
     }
 }
 
+/// `n` readers of `source`, all opened now and all on the same file: a file replaced by a
+/// rename while the stream runs (as a publish or `to_oxblosc` does) must not reach readers
+/// that would open it later, or blocks of the two versions would mix in one stream (they
+/// did, silently). Each open file keeps the version it opened; the path's identity is
+/// compared before and after, and the opening starts again if the file changed meanwhile.
+fn open_readers(source: &Source, n: usize) -> Result<Vec<Reader>> {
+    let identity = || match source {
+        Source::File(p) => std::fs::metadata(p).ok().map(|m| file_id_of(&m)),
+        Source::Hdf5(_) => None, // one shared open file
+    };
+    for _ in 0..3 {
+        let before = identity();
+        let readers = (0..n).map(|_| Reader::open(source)).collect::<Result<Vec<_>>>()?;
+        if identity() == before {
+            return Ok(readers);
+        }
+    }
+    Err(Error::Param {
+        name: "source",
+        reason: format!("{} kept being replaced while the stream opened it", source.path().display()),
+    })
+}
+
 /// What the streamer reads rows from (one per worker thread).
 enum Reader {
     /// Rows along axis 0 of an n-d array.
@@ -359,7 +383,6 @@ struct Inner<B> {
     state: Mutex<State>,
     changed: Condvar,
     slots: Vec<Mutex<B>>,
-    source: Source,
     opts: Options,
     nrows: u64,
     row_bytes: usize,
@@ -396,16 +419,13 @@ impl<B> Inner<B> {
 }
 
 impl<B: AsMut<[u8]>> Inner<B> {
-    /// Read block `seq` into buffer `slot` with `reader` (opened on first use), then publish it.
-    fn fill(&self, reader: &mut Option<Result<Reader>>, slot: usize, seq: u64) {
+    /// Read block `seq` into buffer `slot` with `reader`, then publish it.
+    fn fill(&self, reader: &Reader, slot: usize, seq: u64) {
         let (start, stop) = self.rows_of(seq);
-        let res = match reader.get_or_insert_with(|| Reader::open(&self.source)) {
-            Ok(r) => {
-                let mut buf = self.slots[slot].lock().unwrap_or_else(PoisonError::into_inner);
-                let len = (stop - start) as usize * self.row_bytes;
-                r.read(start, stop, &mut buf.as_mut()[..len])
-            }
-            Err(e) => Err(Error::Param { name: "source", reason: format!("a reader could not open the file: {e}") }),
+        let res = {
+            let mut buf = self.slots[slot].lock().unwrap_or_else(PoisonError::into_inner);
+            let len = (stop - start) as usize * self.row_bytes;
+            reader.read(start, stop, &mut buf.as_mut()[..len])
         };
         let mut st = self.lock();
         st.done.insert(seq, (slot, res));
@@ -417,8 +437,8 @@ impl<B: AsMut<[u8]>> Inner<B> {
 pub struct Streamer<B: AsMut<[u8]> + Send + 'static> {
     inner: Arc<Inner<B>>,
     workers: Vec<JoinHandle<()>>,
-    /// The consumer's own reader, for the blocks it reads itself (opened on first use).
-    own: Mutex<Option<Result<Reader>>>,
+    /// The consumer's own reader, for the blocks it reads itself.
+    own: Mutex<Reader>,
 }
 
 impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
@@ -443,8 +463,9 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
                 reason: "block_rows, nthreads and buffers must be > 0".into(),
             });
         }
-        let first = Reader::open(&source)?;
-        let (nrows, row_bytes) = first.rows();
+        let mut readers = open_readers(&source, nreaders + 1)?;
+        let own = readers.pop().expect("at least one reader");
+        let (nrows, row_bytes) = own.rows();
         let need = usize::try_from(opts.block_rows)
             .ok()
             .and_then(|r| r.checked_mul(row_bytes))
@@ -468,14 +489,11 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
             }),
             changed: Condvar::new(),
             slots: buffers.into_iter().map(Mutex::new).collect(),
-            source,
             opts,
             nrows,
             row_bytes,
             nblocks,
         });
-        let mut readers = vec![Some(Ok(first))];
-        readers.resize_with(nreaders, || None);
         let workers = readers
             .into_iter()
             .enumerate()
@@ -483,7 +501,7 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
                 let inner = Arc::clone(&inner);
                 std::thread::Builder::new()
                     .name(format!("oxblosc-stream-{i}"))
-                    .spawn(move || worker(&inner, reader))
+                    .spawn(move || worker(&inner, &reader))
                     .map_err(|e| Error::Param {
                         name: "nthreads",
                         reason: format!("cannot start a reader thread: {e}"),
@@ -498,7 +516,7 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
                 return Err(e);
             }
         };
-        Ok(Streamer { inner, workers, own: Mutex::new(None) })
+        Ok(Streamer { inner, workers, own: Mutex::new(own) })
     }
 
     /// Rows in the source and bytes per row.
@@ -540,7 +558,7 @@ impl<B: AsMut<[u8]> + Send + 'static> Streamer<B> {
             if !inner.exhausted(&st) {
                 if let Some((slot, seq)) = inner.claim(&mut st) {
                     drop(st);
-                    inner.fill(&mut self.own.lock().unwrap_or_else(PoisonError::into_inner), slot, seq);
+                    inner.fill(&self.own.lock().unwrap_or_else(PoisonError::into_inner), slot, seq);
                     st = inner.lock();
                     continue;
                 }
@@ -585,7 +603,7 @@ impl<B: AsMut<[u8]> + Send + 'static> Drop for Streamer<B> {
 }
 
 /// One reader thread: take a free buffer, claim the next block, fill it, publish it.
-fn worker<B: AsMut<[u8]>>(inner: &Inner<B>, mut reader: Option<Result<Reader>>) {
+fn worker<B: AsMut<[u8]>>(inner: &Inner<B>, reader: &Reader) {
     loop {
         let (slot, seq) = {
             let mut st = inner.lock();
@@ -599,7 +617,7 @@ fn worker<B: AsMut<[u8]>>(inner: &Inner<B>, mut reader: Option<Result<Reader>>) 
                 st = inner.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        inner.fill(&mut reader, slot, seq);
+        inner.fill(reader, slot, seq);
     }
 }
 
@@ -674,8 +692,8 @@ mod tests {
         }
         assert_eq!(s.inner.lock().done.keys().copied().collect::<Vec<_>>(), [1, 2]);
         // The reader finishes block 0: delivered first, in order.
-        let mut own = None;
-        s.inner.fill(&mut own, slot0, seq0);
+        let own = Reader::open(&Source::File(path.clone())).unwrap();
+        s.inner.fill(&own, slot0, seq0);
         assert_eq!(consumer.join().unwrap(), Some(Some((0, 0))));
         let all: Vec<u8> = (0..2500u32).flat_map(u32::to_le_bytes).collect();
         let mut got = s.with_slot(slot0, |b| b.clone());
@@ -687,6 +705,26 @@ mod tests {
             s.release(f.slot);
         }
         assert_eq!(got, all);
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn every_reader_reads_the_file_the_stream_started_on() {
+        let path = items_file("replaced", 2500);
+        let other = items_file("replacement", 1200); // another file, renamed over it below
+        let opts = Options { block_rows: 300, ordered: true, cyclic: false, nthreads: 3 };
+        let s = Streamer::start(path.clone(), opts, vec![vec![0u8; 1200]; 1]).unwrap();
+        let first = s.next().unwrap().unwrap();
+        std::fs::rename(&other, &path).unwrap(); // as a publish replaces a file
+        let mut got = s.with_slot(first.slot, |b| b.clone());
+        s.release(first.slot);
+        while let Some(f) = s.next() {
+            let f = f.unwrap();
+            got.extend(s.with_slot(f.slot, |b| b[..f.nrows as usize * 4].to_vec()));
+            s.release(f.slot);
+        }
+        // (readers opened on their first block read the 1200-item file: short blocks, an error)
+        assert_eq!(got, (0..2500u32).flat_map(u32::to_le_bytes).collect::<Vec<u8>>());
         let _ = std::fs::remove_file(path);
     }
 
