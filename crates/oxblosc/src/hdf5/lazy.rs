@@ -259,6 +259,17 @@ impl ChunkFile {
         if cfg!(unix) && now.id != self.id {
             return Err(self.replaced(Some(at)));
         }
+        // Before anything is allocated for it: a size from a corrupt chunk index (up to 4 GiB
+        // in HDF5's) once cost a zeroed buffer of that size before the read failed.
+        if at.offset.checked_add(at.size as u64).is_none_or(|end| end > now.len) {
+            return Err(ReadError::Io(format!(
+                "{}: chunk of {} bytes at byte {} runs past the end of the file ({} bytes): truncated or corrupt",
+                self.path.display(),
+                at.size,
+                at.offset,
+                now.len
+            )));
+        }
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.0 != now {
             st.0 = now;
