@@ -215,7 +215,7 @@ class Streamer:
                 f"other) in a plain file; {where} is not (read it with PyTables)"
             )
         if f.mode != "r":
-            node.flush()  # rows PyTables still buffers, and its HDF5 caches
+            f.flush()  # rows PyTables still buffers and HDF5's dirty metadata: nothing left to write later
         st = os.stat(f.filename)  # before listing: a write after it fails the stream's reads
         shape = tuple(node.shape)
         # Never-written chunks read as zeros: only right when zeros are the node's fill value.
