@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import subprocess
 import sys
 import textwrap
@@ -287,3 +288,58 @@ def test_unlocked_writer_processes_racing_lose_nothing(tmp_path: Path, contiguou
     for lib in (oxblosc, blosc2):
         idents = [i for i, _ in read_chunks(lib.open(str(path), mode="r"))]
         assert sorted(idents) == sorted(committed), f"{lib.__name__}: {len(idents)} chunks, {len(committed)} committed"
+
+
+HOLDER = "import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(600)\n"
+
+GUARDED = textwrap.dedent(
+    """
+    import sys, numpy as np, oxblosc
+    s = oxblosc.open(sys.argv[1], mode="a")
+    a = (np.arange(1024, dtype=np.int64) * 7919 + 7 * 31) % 1000003
+    a[0], a[1] = 7, 0  # chunk(7, 0)
+    for _ in range(2):
+        try:
+            s.append_data(a)
+            print("OK", flush=True)
+        except Exception as e:
+            print(type(e).__name__, e, flush=True)
+        sys.stdin.readline()
+    """
+)
+
+
+@pytest.mark.parametrize("contiguous", [True, False], ids=["contiguous", "sparse"])
+def test_unlocked_writer_waiting_for_a_commit_gives_up_then_goes_on(tmp_path: Path, contiguous: bool) -> None:
+    """An unlocked writer commits under an flock on the frame itself. When another process
+    holds it and does not let go (stopped, or a child forked mid-commit that inherited it),
+    the writer waited in the kernel forever; now it gives up after OXBLOSC_LOCK_TIMEOUT with
+    TimeoutError naming the frame, as locked writers do, and writes nothing. Once the holder
+    is killed the lock is gone with it and the same handle appends."""
+    path = tmp_path / ("f.b2frame" if contiguous else "d.b2frame")
+    s = oxblosc.SChunk(chunksize=N * 8, urlpath=str(path), contiguous=contiguous, mode="w")
+    s.append_data(chunk(0, 0))
+    del s
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OXBLOSC_LOCK_TIMEOUT": "0.5"}
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    writer = None
+    try:
+        assert holder.stdout.readline() == "held\n"
+        writer = subprocess.Popen(
+            [sys.executable, "-c", GUARDED, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        # (a writer that hangs fails here instead of hanging the test)
+        ready, _, _ = select.select([writer.stdout], [], [], 20)
+        assert ready, "the writer is still waiting for the flock after 20 s"
+        first = writer.stdout.readline()
+        assert first.startswith("TimeoutError") and path.name in first and "timed out" in first, first
+        assert read_chunks(oxblosc.open(str(path))) == [(0, 0)]
+        holder.kill()
+        holder.wait(timeout=60)
+        out, _ = writer.communicate("go\ngo\n", timeout=60)
+        assert out.splitlines() == ["OK"], out
+    finally:
+        for p in (holder, writer):
+            if p is not None and p.poll() is None:
+                p.kill()
+    assert read_chunks(oxblosc.open(str(path))) == [(0, 0), (7, 0)]
