@@ -113,9 +113,9 @@ class Streamer:
     way: blocks of a table are structured arrays. The HDF5 file must stay as it is while
     streaming: its chunk addresses are listed once, and HDF5 moves the chunks a writer changes
     (appended rows, a rewritten chunk) and reuses their old space for other chunks, so a block
-    read after any write to the file raises ``OSError`` (start a new stream). ``block_rows`` defaults to the array's chunk length along axis 0
-    (a super-chunk's items per chunk). ``nthreads`` defaults to ``oxblosc.nthreads``;
-    ``nslots`` (ring buffers) to twice that."""
+    read after any write to the file raises ``OSError`` (start a new stream). ``block_rows``
+    defaults to the array's chunk length along axis 0 (a super-chunk's items per chunk).
+    ``nthreads`` defaults to ``oxblosc.nthreads``; ``nslots`` (ring buffers) to twice that."""
 
     def __init__(
         self,

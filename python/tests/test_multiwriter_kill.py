@@ -290,7 +290,15 @@ def test_unlocked_writer_processes_racing_lose_nothing(tmp_path: Path, contiguou
         assert sorted(idents) == sorted(committed), f"{lib.__name__}: {len(idents)} chunks, {len(committed)} committed"
 
 
-HOLDER = "import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(600)\n"
+HOLDER = textwrap.dedent(
+    """
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    print("held", flush=True)
+    time.sleep(600)
+    """
+)
 
 GUARDED = textwrap.dedent(
     """
@@ -326,7 +334,11 @@ def test_unlocked_writer_waiting_for_a_commit_gives_up_then_goes_on(tmp_path: Pa
     try:
         assert holder.stdout.readline() == "held\n"
         writer = subprocess.Popen(
-            [sys.executable, "-c", GUARDED, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+            [sys.executable, "-c", GUARDED, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         # (a writer that hangs fails here instead of hanging the test)
         ready, _, _ = select.select([writer.stdout], [], [], 20)

@@ -4,10 +4,10 @@ unordered, cyclic, queue access, early break, consumer exception, corrupt chunk)
 from __future__ import annotations
 
 import gc
+import os
 import re
 import subprocess
 import sys
-import os
 from pathlib import Path
 
 import numpy as np
