@@ -119,10 +119,11 @@ fn lock_within_timeout(f: File, what: &str) -> std::io::Result<File> {
     }
 }
 
-/// The exclusive `flock` a writer without `locking` holds on the frame itself (the file, or
-/// the directory of a sparse frame) from its staleness check to the end of its write, so that
-/// two such writers (two processes, or two handles) commit one at a time and the later one
-/// sees the other's commit (`Error::Stale`) instead of writing over it. No lock file is made
+/// The exclusive `flock` every writer holds on the frame itself (the file, or the directory of
+/// a sparse frame) from its staleness check to the end of its write (a locked writer after the
+/// lock file's), so that two writers (two processes, or two handles, locked or not) commit
+/// one at a time and the later one sees the other's commit (`Error::Stale`) instead of
+/// writing over it. No lock file is made
 /// and python-blosc2's `locking` protocol is untouched; writers of other libraries are not
 /// excluded. Released when the returned description is dropped. `Ok(None)` when there is no
 /// frame at `path` any more (the staleness check reports that) or flock is unavailable. The
