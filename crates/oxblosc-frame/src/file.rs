@@ -101,6 +101,15 @@ pub fn open_with(path: impl AsRef<Path>, cfg: OpenConfig) -> Result<SChunk> {
 }
 
 fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView>>, mmap: bool) -> Result<SChunk> {
+    // A writer parses and recovers under the commit flock ([`crate::lock::commit_guard`]):
+    // another process's writer mid-commit has written chunks and index past `frame_len` and
+    // not yet patched the header, and cutting the file there (recovery, below) left its
+    // committed chunks as holes of zeros (session 11: an open that wrote nothing corrupted
+    // a writer's file in 3 runs of 3).
+    let _one_at_a_time = match mode {
+        Mode::Append => crate::lock::commit_guard(path).map_err(io_at(path, None))?,
+        Mode::Read => None,
+    };
     let file = OpenOptions::new().read(true).write(mode == Mode::Append).open(path).map_err(io_at(path, None))?;
     if mmap {
         let map = Arc::new(Map::open(&file).map_err(io_at(path, None))?);
