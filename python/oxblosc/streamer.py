@@ -122,9 +122,12 @@ class Streamer:
     chunks HDF5 stored unfiltered are copied; a non-zero fill value or another pipeline raise
     ``ValueError``); a table (an ``oxblosc.hdf5.Table``, whose bools it keeps, or a PyTables
     ``tables.Table``/``CArray``/``EArray`` node, whose chunk index PyTables gives) the same
-    way: blocks of a table are structured arrays. ``block_rows`` defaults to the array's chunk length along axis 0
-    (a super-chunk's items per chunk). ``nthreads`` defaults to ``oxblosc.nthreads``;
-    ``nslots`` (ring buffers) to twice that."""
+    way: blocks of a table are structured arrays. The HDF5 file must stay as it is while
+    streaming: its chunk addresses are listed once, and HDF5 moves the chunks a writer changes
+    (appended rows, a rewritten chunk) and reuses their old space for other chunks, so a block
+    read after any write to the file raises ``OSError`` (start a new stream). ``block_rows``
+    defaults to the array's chunk length along axis 0 (a super-chunk's items per chunk).
+    ``nthreads`` defaults to ``oxblosc.nthreads``; ``nslots`` (ring buffers) to twice that."""
 
     def __init__(
         self,
@@ -200,6 +203,7 @@ class Streamer:
             raise ValueError(f"{where}: Streamer needs rows and a zero fill value")
         if d.file.mode != "r":
             d.file.flush()  # the readers read the file, not HDF5's caches
+        st = os.stat(h._path)  # before listing: a write after it fails the stream's reads
         stored = []
 
         def keep(si: Any) -> None:
@@ -213,7 +217,7 @@ class Streamer:
         else:
             for i in range(d.id.get_num_chunks()):
                 keep(d.id.get_chunk_info(i))
-        self._start_hdf5(h._path, h.filter_id, d.shape, d.chunks, dtype, stored, options)
+        self._start_hdf5(h._path, st, h.filter_id, d.shape, d.chunks, dtype, stored, options)
         h.close()
 
     def _init_pytables(self, node: Any, options: tuple) -> None:
@@ -229,7 +233,8 @@ class Streamer:
                 f"other) in a plain file; {where} is not (read it with PyTables)"
             )
         if f.mode != "r":
-            node.flush()  # rows PyTables still buffers, and its HDF5 caches
+            f.flush()  # rows PyTables still buffers and HDF5's dirty metadata: nothing left to write later
+        st = os.stat(f.filename)  # before listing: a write after it fails the stream's reads
         shape = tuple(node.shape)
         # Never-written chunks read as zeros: only right when zeros are the node's fill value.
         atom = getattr(node, "atom", None)
@@ -245,19 +250,23 @@ class Streamer:
             stored.append(([int(x) for x in info.start], info.offset, info.size, bool(info.filter_mask)))
         # The rows as stored (PyTables converts big-endian tables to native order when it reads).
         dtype = node.dtype.newbyteorder(">") if node.byteorder == "big" else node.dtype
-        self._start_hdf5(f.filename, filter_id, shape, chunks, dtype, stored, options)
+        self._start_hdf5(f.filename, st, filter_id, shape, chunks, dtype, stored, options)
 
-    def _start_hdf5(self, path, filter_id: int, shape, chunks, dtype: np.dtype, stored: list, options: tuple) -> None:
+    def _start_hdf5(
+        self, path, st: os.stat_result, filter_id: int, shape, chunks, dtype: np.dtype, stored: list, options: tuple
+    ) -> None:
         """Start the native stream over HDF5 chunks (``stored``: offset, address, size and
-        whether stored unfiltered, per written chunk)."""
+        whether stored unfiltered, per written chunk, listed while the file was as ``st``
+        says: the readers refuse to read once it changed, since HDF5 moves the chunks a
+        writer changes and reuses their old space for other chunks)."""
         if not shape:
             raise ValueError(f"{path}: Streamer needs rows (a dataset of rank >= 1)")
         self.path = os.fspath(path)
         self.dtype, self.row_shape = np.dtype(dtype), tuple(shape[1:])
-        st = os.stat(self.path)
         args = self._setup(shape[0], chunks[0], *options)
         self._start = partial(
-            _native.NativeStreamer.hdf5, self.path, (st.st_dev, st.st_ino), filter_id, list(shape), list(chunks),
+            _native.NativeStreamer.hdf5, self.path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), filter_id,
+            list(shape), list(chunks),
             self.dtype.itemsize, stored, *args,
         )  # fmt: skip
         self._native = self._start()

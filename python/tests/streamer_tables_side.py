@@ -6,7 +6,8 @@ nested and a big-endian one with Blosc filters (``EXTRA``); ``stream FILE`` stre
 table of FILE with ``oxblosc.Streamer(node)`` and prints ``{name: status}``
 (JSON): "ok" when every way of streaming equals PyTables' own reads, "refused" for a
 ValueError, else what differed. ``corrupt FILE NAME`` streams one table that has a damaged
-chunk and prints the rows delivered before the error and the error.
+chunk and prints the rows delivered before the error and the error. ``append FILE`` appends
+rows to a table while it is streamed and prints what the stream did.
 """
 
 from __future__ import annotations
@@ -136,8 +137,32 @@ def corrupt(path: str, name: str) -> dict:
     return {"starts": starts, "error": None}
 
 
+def append_while_streaming(path: str) -> dict:
+    """A table open for appending streams its first block; then rows are appended (its last,
+    partial chunk is rewritten, new chunks follow) and the stream goes on."""
+    import oxblosc as ox
+    import tables
+
+    with tables.open_file(path, "w") as f:
+        t = f.create_table("/", "t", ERA5, filters=tables.Filters(5, "blosc:zstd"), chunkshape=(100,))
+        t.append(rows_for("t", 250, 0, ERA5))
+        stream = iter(ox.Streamer(t, nthreads=1, nslots=1))
+        first = next(stream)[1].copy()  # the one slot is held: nothing later was read yet
+        t.append(rows_for("t", 700, 250, ERA5))
+        t.flush()
+        try:
+            rest = [b.copy() for _, b in stream]
+        except OSError as e:
+            return {"first": bool(np.array_equal(first, t[:100])), "error": str(e)}
+        got = np.concatenate([first, *rest])
+        return {"rows": len(got), "same": bool(np.array_equal(got, t[: len(got)])), "error": None}
+
+
 def main() -> int:
     mode, path = sys.argv[1], sys.argv[2]
+    if mode == "append":
+        print(json.dumps(append_while_streaming(path)))
+        return 0
     out = write(path) if mode == "write" else stream(path) if mode == "stream" else corrupt(path, sys.argv[3])
     print(json.dumps(out))
     return 0

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import gc
 import os
+import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -407,3 +410,72 @@ def test_a_streamer_inherited_through_fork_starts_again_or_says_why(tmp_path):
         assert _run_in_fork(acquire_in_child) == 0
         rest = [(slot.start, slot.release())[0] for slot in iter(s.acquire, None)]  # the parent's goes on
         assert rest == list(range(25_000, 200_000, 25_000))
+
+
+@pytest.mark.parametrize("filt", ["blosc", "blosc2"])
+def test_hdf5_file_written_while_streaming_raises(tmp_path, filt):
+    # The stream lists chunk addresses once. A write then moved chunk 1 (it grew) and HDF5
+    # put a new, small chunk 3 in chunk 1's old place: reading the old address gave chunk 3's
+    # rows as rows 1000..2000 (Blosc filter), silently. Now any write after the listing
+    # makes the next block fail, naming the file.
+    h5py, oh5 = _h5()
+    path = tmp_path / "w.h5"
+    opts = oh5.Blosc2("zstd", 5) if filt == "blosc2" else oh5.Blosc("zstd", 5)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(3000,), maxshape=(None,), dtype="<i8", chunks=(1000,), **opts)
+        for k in range(3):
+            d[k * 1000 : (k + 1) * 1000] = np.arange(k * 1000, (k + 1) * 1000)
+        f.flush()
+        old1 = d.id.get_chunk_info(1).byte_offset
+        stream = iter(ox.Streamer(d, block_rows=1000, nthreads=1, nslots=1))
+        start, first = next(stream)  # the one slot is held: nothing later was read yet
+        np.testing.assert_array_equal(first, np.arange(1000))
+        d[1000:2000] = np.random.default_rng(1).integers(0, 1 << 40, 1000)  # grows: moved
+        d.resize((4000,))
+        d[3000:4000] = 5  # small: HDF5 stores it where chunk 1 was
+        f.flush()
+        assert d.id.get_chunk_info(3).byte_offset == old1, "HDF5 placed chunk 3 elsewhere: the test needs redoing"
+        with pytest.raises(OSError, match=r"rows 1000\.\.2000 of .*w\.h5.*was written since .*start a new stream"):
+            for _ in stream:
+                pass
+    assert _stream_threads() == 0
+
+
+def test_hdf5_chunk_size_past_the_end_of_the_file(tmp_path):
+    # A corrupt chunk index (here: a chunk size of 3.75 GiB for a 1.6 KB chunk, patched into
+    # HDF5's B-tree) zeroed a buffer of that size before the read failed (3.9 GB resident).
+    # Now it is refused before anything is allocated, naming the file, size and offset; the
+    # same for oxblosc.hdf5.Dataset reads. In a process of its own to see its peak memory.
+    _h5()
+    path = tmp_path / "big.h5"
+    code = f"""
+import resource, struct, numpy as np, h5py, oxblosc as ox, oxblosc.hdf5 as oh5
+p = {str(path)!r}
+with h5py.File(p, "w") as f:
+    d = f.create_dataset("x", data=np.arange(100000, dtype="<i8"), chunks=(100000,), **oh5.Blosc2("zstd", 5))
+    size = d.id.get_chunk_info(0).size
+raw = bytearray(open(p, "rb").read())
+key = struct.pack("<IIQQ", size, 0, 0, 0)  # v1 B-tree key: size, filter mask, chunk offset
+assert raw.count(key) == 1
+i = raw.index(key)
+raw[i : i + 4] = struct.pack("<I", 0xF0000000)
+open(p, "wb").write(raw)
+with h5py.File(p, "r") as f:
+    assert f["x"].id.get_chunk_info(0).size == 0xF0000000
+    for how in ("stream", "dataset"):
+        try:
+            if how == "stream":
+                list(ox.Streamer(f["x"], nthreads=1))
+            else:
+                oh5.Dataset(f["x"])[10:20]
+        except OSError as e:
+            print(how, "|", e)
+print("maxrss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    for how in ("stream", "dataset"):
+        msg = next((line for line in lines if line.startswith(how + " |")), "")
+        assert re.search(r"big\.h5: chunk of 4026531840 bytes at byte \d+ runs past the end of the file", msg), lines
+    assert int(lines[-1].split()[1]) < 1000, lines

@@ -133,3 +133,12 @@ def test_corrupt_table_chunk_raises_at_its_place(pt_file, tmp_path):
     r = side("streamer_tables_side.py", "corrupt", path, name)
     assert r["starts"] == [0, crows, 2 * crows] and r["threads"] == 0, r
     assert r["error"].startswith("ChunkError") and f"rows {3 * crows}..{4 * crows}" in r["error"], r
+
+
+def test_table_appended_while_streaming_raises(tmp_path):
+    # The chunk addresses are listed when the stream starts; rows appended then rewrite the
+    # last chunk elsewhere and HDF5 reuses freed space: the blocks after the append fail
+    # with OSError naming the file instead of reading whatever the old addresses now hold.
+    got = side("streamer_tables_side.py", "append", tmp_path / "a.h5")
+    assert got["first"] is True, got
+    assert "a.h5" in got["error"] and "was written since" in got["error"], got

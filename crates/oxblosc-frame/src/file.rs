@@ -89,14 +89,6 @@ pub fn open_with(path: impl AsRef<Path>, cfg: OpenConfig) -> Result<SChunk> {
     if let Some(v) = &view {
         v.set_seen(v.lock.generation()?);
     }
-    // Without locking, a writer opens while no other writer commits (the frame's own flock,
-    // which commits hold): it reads a committed state, and its recovery cut of bytes past
-    // `frame_len` never takes a commit's chunks or index before its header is patched. (Cut
-    // bytes a batch staged earlier are caught by that writer's staleness check.)
-    let _one_at_a_time = match (&view, cfg.mode) {
-        (None, Mode::Append) => crate::lock::commit_guard(path).map_err(io_at(path, None))?,
-        _ => None,
-    };
     if path.is_dir() {
         // Sparse frames ignore `mmap`: each chunk is a small file of its own, read whole.
         if cfg.offset > 0 {
@@ -109,6 +101,16 @@ pub fn open_with(path: impl AsRef<Path>, cfg: OpenConfig) -> Result<SChunk> {
 }
 
 fn open_contiguous(path: &Path, base: u64, mode: Mode, lock: Option<Arc<LockView>>, mmap: bool) -> Result<SChunk> {
+    // A writer parses and recovers under the commit flock ([`crate::lock::commit_guard`]):
+    // another process's writer mid-commit has written chunks and index past `frame_len` and
+    // not yet patched the header, and cutting the file there (recovery, below) left its
+    // committed chunks as holes of zeros (session 11: an open that wrote nothing corrupted
+    // a writer's file in 3 runs of 3). Bytes a batch of another writer staged earlier, cut
+    // here, are caught by that writer's staleness check (`Contig::seen_len`).
+    let _one_at_a_time = match mode {
+        Mode::Append => crate::lock::commit_guard(path).map_err(io_at(path, None))?,
+        Mode::Read => None,
+    };
     let file = OpenOptions::new().read(true).write(mode == Mode::Append).open(path).map_err(io_at(path, None))?;
     if mmap {
         let map = Arc::new(Map::open(&file).map_err(io_at(path, None))?);

@@ -95,6 +95,12 @@ fn os_lock(_file: &File, _kind: Kind, _nonblocking: bool) -> std::io::Result<boo
 /// thread drops it, which releases the lock.
 fn wait_exclusive(path: &Path) -> std::io::Result<File> {
     let f = OpenOptions::new().read(true).write(true).open(path)?;
+    lock_within_timeout(f, "the frame lock held by another handle")
+}
+
+/// The exclusive `flock` on `f`, waiting at most [`timeout`] (see [`wait_exclusive`]);
+/// `what` names the lock in the timeout error.
+fn lock_within_timeout(f: File, what: &str) -> std::io::Result<File> {
     if os_lock(&f, Kind::Exclusive, true)? {
         return Ok(f);
     }
@@ -108,26 +114,30 @@ fn wait_exclusive(path: &Path) -> std::io::Result<File> {
         Ok(r) => r,
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
-            format!("timed out after {:.1} s waiting for the frame lock held by another handle", limit.as_secs_f64()),
+            format!("timed out after {:.1} s waiting for {what}", limit.as_secs_f64()),
         )),
     }
 }
 
-/// The exclusive `flock` a writer without `locking` holds on the frame itself (the file, or
-/// the directory of a sparse frame) from its staleness check to the end of its write, so that
-/// two such writers (two processes, or two handles) commit one at a time and the later one
-/// sees the other's commit (`Error::Stale`) instead of writing over it. No lock file is made
+/// The exclusive `flock` every writer holds on the frame itself (the file, or the directory of
+/// a sparse frame) from its staleness check to the end of its write (a locked writer after the
+/// lock file's), so that two writers (two processes, or two handles, locked or not) commit
+/// one at a time and the later one sees the other's commit (`Error::Stale`) instead of
+/// writing over it. No lock file is made
 /// and python-blosc2's `locking` protocol is untouched; writers of other libraries are not
 /// excluded. Released when the returned description is dropped. `Ok(None)` when there is no
-/// frame at `path` any more (the staleness check reports that) or flock is unavailable.
+/// frame at `path` any more (the staleness check reports that) or flock is unavailable. The
+/// wait ends with a timeout error like a locked writer's ([`wait_exclusive`]): a holder that
+/// never lets go (a stopped process, a child forked mid-commit that inherited the
+/// description) once made the writer wait in the kernel forever.
 pub(crate) fn commit_guard(path: &Path) -> std::io::Result<Option<File>> {
     let f = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    match os_lock(&f, Kind::Exclusive, false) {
-        Ok(_) => Ok(Some(f)),
+    match lock_within_timeout(f, "another writer's commit to finish (an flock on the frame itself)") {
+        Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == std::io::ErrorKind::Unsupported => Ok(None),
         Err(e) => Err(e),
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use oxblosc::hdf5::lazy::Stored;
-use oxblosc::streamer::{Hdf5Rows, Options, Source, Streamer};
+use oxblosc::streamer::{FileState, Hdf5Rows, Options, Source, Streamer};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
@@ -59,14 +59,16 @@ impl NativeStreamer {
     /// A stream over the rows of an HDF5 dataset of `shape` in chunks of `chunk_dims` items
     /// of `typesize` bytes, stored by the Blosc filter `filter_id` in the file at `path`;
     /// `stored`: `(chunk offset in items, byte address, stored size, unfiltered)` of every
-    /// written chunk (h5py's chunk index). Never-written chunks read as zeros.
+    /// written chunk (h5py's chunk index), listed while the file was in `file_state`
+    /// (`(st_dev, st_ino, st_size, st_mtime_ns)`, taken before listing: reads fail once the
+    /// file changed). Never-written chunks read as zeros.
     #[staticmethod]
-    #[pyo3(signature = (path, file_id, filter_id, shape, chunk_dims, typesize, stored, block_rows, ordered, cyclic, nthreads, buffers))]
+    #[pyo3(signature = (path, file_state, filter_id, shape, chunk_dims, typesize, stored, block_rows, ordered, cyclic, nthreads, buffers))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn hdf5(
         py: Python<'_>,
         path: PathBuf,
-        file_id: Option<(u64, u64)>,
+        file_state: Option<(u64, u64, u64, i128)>,
         filter_id: i32,
         shape: Vec<u64>,
         chunk_dims: Vec<u64>,
@@ -80,8 +82,9 @@ impl NativeStreamer {
     ) -> PyResult<Self> {
         let stored =
             stored.into_iter().map(|(start, offset, size, raw)| (start, Stored { offset, size }, raw)).collect();
+        let state = file_state.map(|(dev, ino, len, mtime_ns)| FileState { id: (dev, ino), len, mtime_ns });
         let rows = py
-            .allow_threads(|| Hdf5Rows::new(&path, file_id, filter_id, shape, chunk_dims, typesize, stored))
+            .allow_threads(|| Hdf5Rows::new(&path, state, filter_id, shape, chunk_dims, typesize, stored))
             .map_err(|e| nd_err(py, e))?;
         let opts = Options { block_rows, ordered, cyclic, nthreads };
         Self::start(py, Source::Hdf5(Arc::new(rows)), opts, buffers)

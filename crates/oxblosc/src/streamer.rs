@@ -87,16 +87,44 @@ pub struct Hdf5Rows {
     chunks: HashMap<Vec<u64>, (Stored, bool)>,
     /// For unfiltered chunks (the same file as `file`: checked at open).
     raw: std::fs::File,
+    /// The file's state the chunk addresses were listed in ([`FileState`]).
+    state: FileState,
+}
+
+/// A file's state as `stat` gives it: (device, inode), size, modification time (ns since the
+/// epoch). The chunk addresses of an HDF5 file hold only while it stays the same: a writer
+/// (an append, a rewritten chunk) moves chunks and frees their old space, which HDF5 reuses
+/// for other chunks, so an old address can hold another chunk's valid bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileState {
+    pub id: (u64, u64),
+    pub len: u64,
+    pub mtime_ns: i128,
+}
+
+impl FileState {
+    /// The state of the file at `path` now.
+    pub fn of(path: &Path) -> std::io::Result<FileState> {
+        let m = std::fs::metadata(path)?;
+        let mtime_ns = m.modified().ok().and_then(|t| {
+            Some(match t.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => i128::try_from(d.as_nanos()).ok()?,
+                Err(e) => -i128::try_from(e.duration().as_nanos()).ok()?,
+            })
+        });
+        Ok(FileState { id: file_id_of(&m), len: m.len(), mtime_ns: mtime_ns.unwrap_or(0) })
+    }
 }
 
 impl Hdf5Rows {
     /// The dataset of `shape` in chunks of `chunk_dims` items of `typesize` bytes in the file
-    /// at `path` (`file_id`: the (device, inode) the addresses belong to); `stored`: each
-    /// written chunk's first item (HDF5's chunk offset), where its bytes lie and whether
-    /// HDF5 stored it unfiltered.
+    /// at `path` (`state`: the file's state when the addresses were listed; None: now);
+    /// `stored`: each written chunk's first item (HDF5's chunk offset), where its bytes lie
+    /// and whether HDF5 stored it unfiltered. Reads fail once the file is no longer in that
+    /// state (another file there, or written since: the addresses may be stale).
     pub fn new(
         path: &Path,
-        file_id: Option<(u64, u64)>,
+        state: Option<FileState>,
         filter_id: i32,
         shape: Vec<u64>,
         chunk_dims: Vec<u64>,
@@ -120,25 +148,56 @@ impl Hdf5Rows {
             }
             chunks.insert(start.iter().zip(&chunk_dims).map(|(&s, &c)| s / c).collect(), (at, raw));
         }
-        let file = ChunkFile::open(path, file_id).map_err(|e| hdf5_err(e, None))?;
-        let raw =
-            std::fs::File::open(path).map_err(|e| hdf5_err(ReadError::Io(format!("{}: {e}", path.display())), None))?;
-        if let (Some(id), Ok(m)) = (file_id, raw.metadata()) {
-            if cfg!(unix) && file_id_of(&m) != id {
+        let io = |e: std::io::Error| hdf5_err(ReadError::Io(format!("{}: {e}", path.display())), None);
+        let state = match state {
+            Some(s) => s,
+            None => FileState::of(path).map_err(io)?,
+        };
+        let file = ChunkFile::open(path, Some(state.id)).map_err(|e| hdf5_err(e, None))?;
+        let raw = std::fs::File::open(path).map_err(io)?;
+        if let Ok(m) = raw.metadata() {
+            if cfg!(unix) && file_id_of(&m) != state.id {
                 return Err(hdf5_err(
                     ReadError::Io(format!("{}: the file was replaced; reopen it", path.display())),
                     None,
                 ));
             }
         }
-        Ok(Hdf5Rows { file, filter_id, shape, chunk_dims, typesize, chunks, raw })
+        let rows = Hdf5Rows { file, filter_id, shape, chunk_dims, typesize, chunks, raw, state };
+        rows.unchanged()?;
+        Ok(rows)
     }
 
-    /// Rows `[start, stop)` into `out` (exactly their bytes).
+    /// The file is still in the state its chunk addresses were listed in.
+    fn unchanged(&self) -> Result<()> {
+        let path = self.file.path();
+        let now = FileState::of(path).map_err(|e| hdf5_err(ReadError::Io(format!("{}: {e}", path.display())), None))?;
+        if now == self.state {
+            return Ok(());
+        }
+        let what = if cfg!(unix) && now.id != self.state.id { "was replaced" } else { "was written" };
+        Err(hdf5_err(
+            ReadError::Io(format!(
+                "{}: the file {what} since the stream's chunk addresses were listed (HDF5 moves \
+                 chunks a writer changes and reuses their space): start a new stream",
+                path.display()
+            )),
+            None,
+        ))
+    }
+
+    /// Rows `[start, stop)` into `out` (exactly their bytes), refused when the file changed
+    /// since the addresses were listed, before or while they were read.
     fn read(&self, start: u64, stop: u64, out: &mut [u8]) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
+        self.unchanged()?;
+        self.read_listed(start, stop, out)?;
+        self.unchanged()
+    }
+
+    fn read_listed(&self, start: u64, stop: u64, out: &mut [u8]) -> Result<()> {
         let (nd, c0) = (self.shape.len(), self.chunk_dims[0]);
         // Chunk counts along the other axes.
         let grid: Vec<u64> = (1..nd).map(|d| self.shape[d].div_ceil(self.chunk_dims[d])).collect();

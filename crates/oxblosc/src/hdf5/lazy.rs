@@ -259,6 +259,17 @@ impl ChunkFile {
         if cfg!(unix) && now.id != self.id {
             return Err(self.replaced(Some(at)));
         }
+        // Before anything is allocated for it: a size from a corrupt chunk index (up to 4 GiB
+        // in HDF5's) once cost a zeroed buffer of that size before the read failed.
+        if at.offset.checked_add(at.size as u64).is_none_or(|end| end > now.len) {
+            return Err(ReadError::Io(format!(
+                "{}: chunk of {} bytes at byte {} runs past the end of the file ({} bytes): truncated or corrupt",
+                self.path.display(),
+                at.size,
+                at.offset,
+                now.len
+            )));
+        }
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.0 != now {
             st.0 = now;
@@ -888,11 +899,14 @@ mod tests {
         assert!(matches!(read(), Err(ReadError::Bad(_))), "{:?}", read().map(|p| p.bytes_read));
         std::fs::write(&path, &good).unwrap();
         assert_eq!(read().unwrap().data, raw[200 * 256 * 4..201 * 256 * 4]);
-        // Truncated under us: an I/O error naming the file offset of the failed read.
+        // Truncated under us: an I/O error naming the file, the chunk's offset and the file's
+        // length, found before anything is read or allocated for the chunk.
         let t = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        t.set_len(1000 + enc.len() as u64 / 2).unwrap();
+        let cut = 1000 + enc.len() as u64 / 2;
+        t.set_len(cut).unwrap();
         let e = read().unwrap_err();
-        assert!(matches!(&e, ReadError::Io(s) if s.contains("file offset") && s.contains("c.bin")), "{e}");
+        let past = format!("at byte 1000 runs past the end of the file ({cut} bytes)");
+        assert!(matches!(&e, ReadError::Io(s) if s.contains(&past) && s.contains("c.bin")), "{e}");
         // Replaced by another file: an I/O error, whatever that file holds.
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(read(), Err(ReadError::Io(_))));
