@@ -68,9 +68,10 @@
 //!   writable handle that merely stayed open (say until a garbage collector dropped it) moved
 //!   its old index over the newer chunks and cut the file on close. Such writers commit, and
 //!   open for writing, under an exclusive `flock` on the frame itself ([`crate::lock::commit_guard`]),
-//!   so an opening writer's recovery cut never takes the chunks of a commit in progress; and
-//!   a writer whose own bytes past `frame_len` (a batch's staged chunks, its spare index slot)
-//!   were cut by another's opening finds the file shorter than it left it: stale too.
+//!   so an opening writer's recovery cut never takes the chunks of a commit in progress. A
+//!   writer whose own bytes past `frame_len` were cut by another's opening finds the file
+//!   shorter than it left it: chunks its batch staged there make it stale; the index blocks
+//!   its spare slot kept are encoded again.
 
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
@@ -275,11 +276,13 @@ pub(crate) struct Contig {
     avg_chunk: u64,
     /// Free chunk space found at opening: [start, end) below the committed index.
     recover: Option<(u64, u64)>,
-    /// The file's length after this writer's last write. Bytes past `frame_len` that it wrote
-    /// (staged chunks of a batch, the index blocks its spare slot keeps) are referenced by its
-    /// next commit; another handle opening the file for writing cuts them (recovery of an
-    /// interrupted write) without changing the header, so a shorter file makes the view stale.
+    /// The file's length after this writer's last write. Another handle opening the file
+    /// for writing cuts bytes past `frame_len` (recovery of an interrupted write) without
+    /// changing the header: a shorter file tells this writer that what it wrote there is gone.
     seen_len: u64,
+    /// End of the chunks a batch staged and its commit will reference (0: none pending). If
+    /// they were cut, the batch cannot commit: the view is stale.
+    staged_end: u64,
 }
 
 impl Contig {
@@ -302,6 +305,7 @@ impl Contig {
             avg_chunk: 0,
             recover: None,
             seen_len: frame_len,
+            staged_end: 0,
         }
     }
 }
@@ -505,15 +509,29 @@ impl Writer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(e),
         }
-        if f.metadata()?.len() < c.seen_len {
-            return Ok(false); // cut by another writer's recovery: see `Contig::seen_len`
-        }
         let mut now = vec![0u8; c.header.len()];
         match crate::storage::read_exact_at(f, &mut now, 0) {
             Ok(()) => Ok(now == c.header),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether another handle's opening cut what this contiguous writer wrote past
+    /// `frame_len` ([`Contig::seen_len`]): chunks a batch staged make the view stale (true);
+    /// the index blocks a spare slot kept are only encoded again (the cache is forgotten).
+    fn was_cut(&mut self) -> std::io::Result<bool> {
+        let (Some(c), Some(f)) = (&mut self.contig, &self.file) else { return Ok(false) };
+        let len = f.metadata()?.len();
+        if len >= c.seen_len {
+            return Ok(false);
+        }
+        c.seen_len = len;
+        if len < c.staged_end {
+            return Ok(true);
+        }
+        self.forget_encodings();
+        Ok(false)
     }
 
     /// Stop writing: the frame changed under this writer (it is replaced by a fresh one).
@@ -535,6 +553,9 @@ impl Writer {
             if !self.view_is_current().map_err(|e| Error::io(Some(0), e))? {
                 return Err(Error::Stale);
             }
+            if self.was_cut().map_err(|e| Error::io(None, e))? {
+                return Err(Error::Stale);
+            }
             let r = f(self);
             if let (Some(c), Some(file)) = (&mut self.contig, &self.file) {
                 // (Written or not: a failed attempt may have extended the file too.)
@@ -554,8 +575,10 @@ impl Writer {
     pub(crate) fn commit(&mut self, ch: &Change) -> Result<Committed> {
         self.locked(|w| {
             let r = if w.contiguous { w.commit_contiguous(ch) } else { w.commit_sparse(ch) };
-            if r.is_err() {
-                w.forget_encodings();
+            match (&r, &mut w.contig) {
+                (Err(_), _) => w.forget_encodings(),
+                (Ok(_), Some(c)) => c.staged_end = 0, // (the batch's chunks are committed now)
+                _ => {}
             }
             r
         })
@@ -564,11 +587,18 @@ impl Writer {
     /// Store chunks `which` (pending entries) in unreferenced space without committing them
     /// (a batch commits them all at once later). Returns where they went.
     pub(crate) fn stage(&mut self, chunks: &dyn ChunkList, which: &[usize]) -> Result<Vec<Placed>> {
-        self.locked(|w| w.store(chunks, which))
+        let placed = self.locked(|w| w.store(chunks, which))?;
+        if let Some(c) = self.contig.as_mut().filter(|_| self.contiguous) {
+            c.staged_end = placed.iter().map(|p| p.1 + p.2).fold(c.staged_end, u64::max);
+        }
+        Ok(placed)
     }
 
     /// Forget staged chunks of a batch that was rolled back (sparse: their files are removed).
     pub(crate) fn discard(&mut self, staged: &[u64]) {
+        if let Some(c) = &mut self.contig {
+            c.staged_end = 0;
+        }
         if !self.contiguous {
             for &id in staged {
                 let _ = fs::remove_file(self.path.join(chunk_file_name(id)));
