@@ -181,6 +181,27 @@ pub fn train(samples: &[u8], sample_sizes: &[usize], capacity: usize) -> Option<
 mod tests {
     use super::*;
 
+    /// `.cargo/config.toml` builds libzstd with 64-byte function alignment: otherwise its
+    /// match finder sat wherever our Rust code before it ended, and the same instructions ran
+    /// up to 31% slower or faster from one build to the next (decision 0014). Six entry points
+    /// from different source files: unpinned they sit at different offsets modulo 64 from one
+    /// another (16 and 48 in session 11's build), so no shift of the library passes.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn libzstd_functions_start_on_cache_lines() {
+        let entries: [(&str, usize); 6] = [
+            ("ZSTD_compressCCtx", zstd_sys::ZSTD_compressCCtx as *const () as usize),
+            ("ZSTD_decompressDCtx", zstd_sys::ZSTD_decompressDCtx as *const () as usize),
+            ("ZSTD_createCCtx", zstd_sys::ZSTD_createCCtx as *const () as usize),
+            ("ZSTD_getFrameContentSize", zstd_sys::ZSTD_getFrameContentSize as *const () as usize),
+            ("ZSTD_estimateCCtxSize_usingCParams", zstd_sys::ZSTD_estimateCCtxSize_usingCParams as *const () as usize),
+            ("ZSTD_isError", zstd_sys::ZSTD_isError as *const () as usize),
+        ];
+        for (name, addr) in entries {
+            assert_eq!(addr % 64, 0, "{name} at {addr:#x}: libzstd built without -falign-functions=64");
+        }
+    }
+
     #[test]
     fn a_reinitialised_context_writes_the_usual_bytes() {
         // A smooth series (compressible) and noise (incompressible), after other streams.
