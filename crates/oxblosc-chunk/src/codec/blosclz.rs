@@ -459,7 +459,7 @@ fn encode<const H: u32, const B: usize, const S: bool>(
 /// distance below `MAX_FARDISTANCE`, long enough): returns it and `length code << 32 | c`
 /// (length code 0 when the first 12 bytes are equal: a longer match, measured by the
 /// caller), or `(stop, NO_MATCH)`. The stream is below 4 GiB.
-#[inline(never)]
+#[inline(always)]
 fn scan<const H: u32, const B: usize>(src: &[u8], slots: &mut [u32; 1 << MAX_HASH_LOG], mut p: usize) -> (usize, usize) {
     // Stated so that the compiler drops the bounds checks of the loads below.
     assert!(src.len() >= 16);
