@@ -515,14 +515,12 @@ fn put_literals<'a>(src: &[u8], from: usize, to: usize, out: &'a mut [u8]) -> Op
         return Some(out);
     }
     // Up to 32 literals and 34 bytes of room: the budget holds.
-    if len <= MAX_COPY && out.len() >= MAX_COPY + 2 {
-        if let Some(lits) = src.get(from..).and_then(|s| s.first_chunk::<MAX_COPY>()) {
-            // Fixed size (two vector moves); the bytes past `len` are overwritten later or
-            // lie past the end of the stream.
-            out[0] = (len - 1) as u8;
-            out[1..=MAX_COPY].copy_from_slice(lits);
-            return Some(&mut out[len + 1..]);
-        }
+    if len <= MAX_COPY && out.len() >= MAX_COPY + 2 && from + MAX_COPY <= src.len() {
+        // Fixed size (two vector moves); the bytes past `len` are overwritten later or lie
+        // past the end of the stream.
+        out[0] = (len - 1) as u8;
+        out[1..=MAX_COPY].copy_from_slice(&src[from..from + MAX_COPY]);
+        return Some(&mut out[len + 1..]);
     }
     put_literals_long(src, from, to, out)
 }
