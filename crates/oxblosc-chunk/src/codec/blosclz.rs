@@ -193,37 +193,39 @@ fn probe_ratio<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, mi
 
 /// [`probe_ratio`] on a window of at least 13 bytes, the table's pass started.
 ///
-/// A run of literals is counted when it ends (`oc` and `lit0` hold the state at its start,
-/// `run` its first position), so the literal loop only hashes and compares; the early exit
-/// is tested when the run reaches the first position where `oc` can have reached `give_up`
-/// (testing later than possible only scans a few more positions, same decision).
+/// A run of literals is counted when it ends (`oc` holds the count before it, `r` its first
+/// position plus 4, so that the first run holds the window's 4 initial literals), so the
+/// literal loop only hashes and compares; the early exit is tested when the run reaches the
+/// first position where the count can have reached `give_up` (testing later than possible
+/// only scans a few more positions, same decision).
 #[inline(always)]
 fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
     let limit = w.len();
     let stop = limit - 12;
-    // The smallest `oc` with `limit / oc < min_ratio` (checked again in floating point).
+    // The smallest count with `limit / count < min_ratio` (checked again in floating point).
     let give_up = ((limit as f64 / min_ratio).floor() as usize).saturating_add(1);
     let base = table.base;
     let slots: &mut [u32; 1 << MAX_HASH_LOG] = &mut table.slots;
-    let (mut oc, mut lit0, mut run) = (5usize, 4usize, 0usize);
     // Output count after the literals of the current run before position `p`.
-    let count = |p: usize, oc: usize, lit0: usize, run: usize| oc + (p - run) + (lit0 + p - run) / MAX_COPY;
+    let count = |p: usize, oc: usize, r: usize| {
+        let lit = p + 4 - r;
+        oc + lit + lit / MAX_COPY
+    };
+    let (mut oc, mut r) = (1usize, 0usize);
     let mut p = 0usize;
     while p < stop {
-        let end = run.saturating_add(give_up.saturating_sub(oc)).max(p + 1).min(stop);
+        let end = (r + give_up.saturating_sub(oc)).saturating_sub(4).max(p + 1).min(stop);
         let mut found = None;
         while p < end {
             let v = r32(w, p);
             let k = hash::<H>(v);
-            let old = slots[k];
+            // Slots of earlier passes read as position 0; those of this pass are below `p`.
+            let c = slots[k].saturating_sub(base) as usize;
             slots[k] = base + p as u32;
-            // Slots of earlier passes read as position 0; none is ahead of `p`.
-            let c = (old.saturating_sub(base) as usize).min(p);
-            let d = p - c;
-            if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
+            if c < p && p - c < MAX_FARDISTANCE && r32(w, c) == v {
                 let len = match_len::<B>(w, p, c);
                 if len >= B {
-                    found = Some((d, len));
+                    found = Some((p - c, len));
                     break;
                 }
             }
@@ -231,18 +233,17 @@ fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, m
         }
         let Some((d, len)) = found else {
             if p < stop {
-                let o = count(p, oc, lit0, run);
+                let o = count(p, oc, r);
                 if o >= give_up && (limit as f64) / (o as f64) < min_ratio {
                     return 0.0;
                 }
             }
             continue;
         };
-        let lit = lit0 + p - run;
-        let mut o = count(p, oc, lit0, run);
-        if lit.is_multiple_of(MAX_COPY) {
-            o -= 1;
-        }
+        // The run's control byte is dropped when its length is a multiple of 32; then the
+        // match token and the next run's control byte.
+        let lit = p + 4 - r;
+        let mut o = count(p, oc, r) - usize::from(lit.is_multiple_of(MAX_COPY)) + 1;
         if len >= 7 {
             o += (len - 7) / 255 + 1;
         }
@@ -250,9 +251,9 @@ fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, m
         let q = p + len;
         slots[hash::<H>(r32(w, q))] = base + q as u32;
         p = q + 2;
-        (oc, lit0, run) = (o + 1, 0, p);
+        (oc, r) = (o, p + 4);
     }
-    p as f64 / count(p, oc, lit0, run) as f64
+    p as f64 / count(p, oc, r) as f64
 }
 
 /// Compress `src` at `clevel` (1..=9) into `dst`. Returns the payload length, or 0 when the stream
