@@ -149,19 +149,34 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
 /// p`, whose first 4 bytes are equal; `p + 12 < x.len()`.
 #[inline(always)]
 fn match_len<const B: usize>(x: &[u8], p: usize, c: usize) -> usize {
-    let mut diff = r64(x, p + 4) ^ r64(x, c + 4);
+    let diff = r64(x, p + 4) ^ r64(x, c + 4);
     if diff == 0 {
         return long_match_end(x, p, p - c) - B - p;
     }
-    // Byte steps, not `trailing_zeros`: the exit is a branch, predicted on regular data,
-    // so the next position does not wait for these loads (on arange_i8 the chain from
-    // these loads to the next position's hash was the encoder's critical path).
+    short_len::<B>(diff)
+}
+
+/// Length code of a match whose first mismatch is in the 8 bytes after its first 4 (`diff`,
+/// their XOR with the candidate's, is not 0).
+///
+/// Byte steps, not `trailing_zeros`: the loop exit is a branch, predicted on regular data,
+/// so the next position does not wait for the loads behind `diff`. On arange_i8 the chain
+/// from these loads to the next position's hash was the main pass's critical path.
+#[inline(always)]
+fn short_len<const B: usize>(mut diff: u64) -> usize {
     let mut len = 5 - B;
     while diff & 0xFF == 0 {
         diff >>= 8;
         len += 1;
     }
     len
+}
+
+/// [`match_end`] of a match at `a` whose first 12 bytes are equal.
+#[cold]
+#[inline(never)]
+fn long_match_end(src: &[u8], a: usize, d: usize) -> usize {
+    match_end(src, a + 8, d, src.len() - 1)
 }
 
 /// Entropy probe (spec §3.2 A): estimated compression ratio of the window `w` (positions
@@ -394,9 +409,9 @@ thread_local! {
 /// literal. The spec's budget check before every literal is made once per run, on its
 /// last literal (the checks grow with the run, so the others pass when that one does):
 /// the stream fails exactly when it would byte by byte, only a little later in the scan.
-/// The scan is a function of its own and rare cases (long or far matches, runs over 32
-/// literals, the end of the buffers) are out of line: that keeps both loops' state in
-/// registers.
+/// Rare cases (long or far matches, runs over 32 literals, the end of the buffers) are out
+/// of line, which keeps the loop's state in registers (issue 13, session 11: see
+/// docs/benchmarks.md).
 fn encode<const H: u32, const B: usize, const S: bool>(
     src: &[u8],
     dst: &mut [u8],
@@ -462,9 +477,8 @@ fn encode<const H: u32, const B: usize, const S: bool>(
 /// caller), or `(stop, NO_MATCH)`. The stream is below 4 GiB.
 #[inline(always)]
 fn scan<const H: u32, const B: usize>(src: &[u8], slots: &mut [u32; 1 << MAX_HASH_LOG], mut p: usize) -> (usize, usize) {
-    // Stated so that the compiler drops the bounds checks of the loads below.
-    assert!(src.len() >= 16);
-    let stop = src.len() - 12;
+    // The main pass calls it on streams of 16 bytes and more.
+    let stop = src.len().saturating_sub(12);
     while p < stop {
         let v = r32(src, p);
         let k = hash::<H>(v);
@@ -474,18 +488,13 @@ fn scan<const H: u32, const B: usize>(src: &[u8], slots: &mut [u32; 1 << MAX_HAS
         if c < p && p - c < MAX_FARDISTANCE && r32(src, c) == v {
             // The 8 bytes after the 4 equal ones are in bounds (`p < stop`); most matches
             // end there.
-            let mut diff = r64(src, p + 4) ^ r64(src, c + 4);
+            let diff = r64(src, p + 4) ^ r64(src, c + 4);
             if diff == 0 {
-                // At least 12 equal bytes: a match (the caller measures it).
+                // At least 12 equal bytes: a match (the caller measures it, out of this
+                // loop: a call here cost the loop registers).
                 return (p, c);
             }
-            // Byte steps, not `trailing_zeros`: the exit is a branch, predicted on regular
-            // data, so the next position does not wait for these loads.
-            let mut len = 5 - B;
-            while diff & 0xFF == 0 {
-                diff >>= 8;
-                len += 1;
-            }
+            let len = short_len::<B>(diff);
             if len >= B && (len > 5 || p - c <= MAX_DISTANCE) {
                 return (p, len << 32 | c);
             }
@@ -497,13 +506,6 @@ fn scan<const H: u32, const B: usize>(src: &[u8], slots: &mut [u32; 1 << MAX_HAS
 
 /// [`scan`] found no match.
 const NO_MATCH: usize = usize::MAX;
-
-/// [`match_end`] of a match whose first 12 bytes are equal.
-#[cold]
-#[inline(never)]
-fn long_match_end(src: &[u8], a: usize, d: usize) -> usize {
-    match_end(src, a + 8, d, src.len() - 1)
-}
 
 /// Write the literal run `src[from..to]` at the start of `out` (a control byte before every
 /// 32 bytes); returns the rest of `out`, or `None` when the run's last literal fails the
