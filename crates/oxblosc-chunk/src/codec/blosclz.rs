@@ -476,7 +476,11 @@ fn encode<const H: u32, const B: usize, const S: bool>(
 /// (length code 0 when the first 12 bytes are equal: a longer match, measured by the
 /// caller), or `(stop, NO_MATCH)`. The stream is below 4 GiB.
 #[inline(always)]
-fn scan<const H: u32, const B: usize>(src: &[u8], slots: &mut [u32; 1 << MAX_HASH_LOG], mut p: usize) -> (usize, usize) {
+fn scan<const H: u32, const B: usize>(
+    src: &[u8],
+    slots: &mut [u32; 1 << MAX_HASH_LOG],
+    mut p: usize,
+) -> (usize, usize) {
     // The main pass calls it on streams of 16 bytes and more.
     let stop = src.len().saturating_sub(12);
     while p < stop {
