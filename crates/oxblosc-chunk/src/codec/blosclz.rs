@@ -1333,13 +1333,28 @@ mod tests {
             x
         };
         let mut cases = 0;
-        for kept in [0usize, 2, 16, 40, 56, 63, 64] {
-            for len in [16usize, 17, 40, 100, 1000, 5000, 20000, 90000] {
+        // `kept` 65: runs of exactly `MAX_COPY` literals between matches, at every length
+        // modulo the period (a trailing run of each length: the run-writing fast path at the
+        // edge of its budget).
+        let lens = [16usize, 17, 40, 100, 1000, 5000, 20000, 90000];
+        for kept in [0usize, 2, 16, 40, 56, 63, 64, 65] {
+            let period_lens: Vec<usize> = (1000..1048).collect();
+            for &len in if kept == 65 { &period_lens[..] } else { &lens[..] } {
                 // `kept` of every 64 bytes repeat an earlier byte (near, far and beyond the
                 // far limit), some over long stretches (long-match tokens).
                 let alphabet = if kept % 2 == 0 { 256 } else { 4 };
                 let mut w: Vec<u8> = (0..len).map(|_| (rnd() % alphabet) as u8).collect();
+                if kept == 65 {
+                    for i in 48..len {
+                        if i % 48 >= MAX_COPY {
+                            w[i] = w[i - 48];
+                        }
+                    }
+                }
                 for i in 64..len {
+                    if kept == 65 {
+                        break;
+                    }
                     if i % 64 < kept || (i / 4096) % 3 == 1 {
                         let back = match rnd() & 15 {
                             0 => 9000,
