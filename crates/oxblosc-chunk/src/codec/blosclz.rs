@@ -1371,7 +1371,9 @@ mod tests {
                 let mut t = HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 };
                 t.zero_pass::<14>(len);
                 let full = encode_reference::<14, 4, false>(&w, &mut roomy, &mut t).unwrap();
-                let mut budgets: Vec<usize> = (full.saturating_sub(40)..full + 40).collect();
+                // (Fewer on the long inputs: the test also runs unoptimised.)
+                let around = if len > 10_000 { 8 } else { 40 };
+                let mut budgets: Vec<usize> = (full.saturating_sub(around)..full + around).collect();
                 budgets.extend([66, 67, 100, len / 2, len, len + 66, 2 * len + 66]);
                 budgets.retain(|&b| b >= 66);
                 check::<12, 3, false>(&w, &budgets, &mut cases);
