@@ -145,6 +145,40 @@ fn match_end(x: &[u8], a: usize, d: usize, bound: usize) -> usize {
     bound
 }
 
+/// Length code (match extent rule, back-off `B`) of the match at `p` with candidate `c <
+/// p`, whose first 4 bytes are equal; `p + 12 < x.len()`.
+#[inline(always)]
+fn match_len<const B: usize>(x: &[u8], p: usize, c: usize) -> usize {
+    let diff = r64(x, p + 4) ^ r64(x, c + 4);
+    if diff == 0 {
+        return long_match_end(x, p, p - c) - B - p;
+    }
+    short_len::<B>(diff)
+}
+
+/// Length code of a match whose first mismatch is in the 8 bytes after its first 4 (`diff`,
+/// their XOR with the candidate's, is not 0).
+///
+/// Byte steps, not `trailing_zeros`: the loop exit is a branch, predicted on regular data,
+/// so the next position does not wait for the loads behind `diff`. On arange_i8 the chain
+/// from these loads to the next position's hash was the main pass's critical path.
+#[inline(always)]
+fn short_len<const B: usize>(mut diff: u64) -> usize {
+    let mut len = 5 - B;
+    while diff & 0xFF == 0 {
+        diff >>= 8;
+        len += 1;
+    }
+    len
+}
+
+/// [`match_end`] of a match at `a` whose first 12 bytes are equal.
+#[cold]
+#[inline(never)]
+fn long_match_end(src: &[u8], a: usize, d: usize) -> usize {
+    match_end(src, a + 8, d, src.len() - 1)
+}
+
 /// Entropy probe (spec §3.2 A): estimated compression ratio of the window `w` (positions
 /// covered / output bytes), or 0 as soon as it is certain to end below `min_ratio`. `B`:
 /// the match back-off and shortest match (4 for C-Blosc2, 3 for c-blosc 1.x; [`Probe`]).
@@ -174,38 +208,39 @@ fn probe_ratio<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, mi
 
 /// [`probe_ratio`] on a window of at least 13 bytes, the table's pass started.
 ///
-/// A run of literals is counted when it ends (`oc` and `lit0` hold the state at its start,
-/// `run` its first position), so the literal loop only hashes and compares; the early exit
-/// is tested when the run reaches the first position where `oc` can have reached `give_up`
-/// (testing later than possible only scans a few more positions, same decision).
+/// A run of literals is counted when it ends (`oc` holds the count before it, `r` its first
+/// position plus 4, so that the first run holds the window's 4 initial literals), so the
+/// literal loop only hashes and compares; the early exit is tested when the run reaches the
+/// first position where the count can have reached `give_up` (testing later than possible
+/// only scans a few more positions, same decision).
 #[inline(always)]
 fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, min_ratio: f64) -> f64 {
     let limit = w.len();
-    let bound = limit - 1;
     let stop = limit - 12;
-    // The smallest `oc` with `limit / oc < min_ratio` (checked again in floating point).
+    // The smallest count with `limit / count < min_ratio` (checked again in floating point).
     let give_up = ((limit as f64 / min_ratio).floor() as usize).saturating_add(1);
     let base = table.base;
     let slots: &mut [u32; 1 << MAX_HASH_LOG] = &mut table.slots;
-    let (mut oc, mut lit0, mut run) = (5usize, 4usize, 0usize);
     // Output count after the literals of the current run before position `p`.
-    let count = |p: usize, oc: usize, lit0: usize, run: usize| oc + (p - run) + (lit0 + p - run) / MAX_COPY;
+    let count = |p: usize, oc: usize, r: usize| {
+        let lit = p + 4 - r;
+        oc + lit + lit / MAX_COPY
+    };
+    let (mut oc, mut r) = (1usize, 0usize);
     let mut p = 0usize;
     while p < stop {
-        let end = run.saturating_add(give_up.saturating_sub(oc)).max(p + 1).min(stop);
+        let end = (r + give_up.saturating_sub(oc)).saturating_sub(4).max(p + 1).min(stop);
         let mut found = None;
         while p < end {
             let v = r32(w, p);
             let k = hash::<H>(v);
-            let old = slots[k];
+            // Slots of earlier passes read as position 0; those of this pass are below `p`.
+            let c = slots[k].saturating_sub(base) as usize;
             slots[k] = base + p as u32;
-            // Slots of earlier passes read as position 0; none is ahead of `p`.
-            let c = (old.saturating_sub(base) as usize).min(p);
-            let d = p - c;
-            if d != 0 && d < MAX_FARDISTANCE && r32(w, c) == v {
-                let len = match_end(w, p, d, bound) - B - p;
+            if c < p && p - c < MAX_FARDISTANCE && r32(w, c) == v {
+                let len = match_len::<B>(w, p, c);
                 if len >= B {
-                    found = Some((d, len));
+                    found = Some((p - c, len));
                     break;
                 }
             }
@@ -213,18 +248,17 @@ fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, m
         }
         let Some((d, len)) = found else {
             if p < stop {
-                let o = count(p, oc, lit0, run);
+                let o = count(p, oc, r);
                 if o >= give_up && (limit as f64) / (o as f64) < min_ratio {
                     return 0.0;
                 }
             }
             continue;
         };
-        let lit = lit0 + p - run;
-        let mut o = count(p, oc, lit0, run);
-        if lit.is_multiple_of(MAX_COPY) {
-            o -= 1;
-        }
+        // The run's control byte is dropped when its length is a multiple of 32; then the
+        // match token and the next run's control byte.
+        let lit = p + 4 - r;
+        let mut o = count(p, oc, r) - usize::from(lit.is_multiple_of(MAX_COPY)) + 1;
         if len >= 7 {
             o += (len - 7) / 255 + 1;
         }
@@ -232,9 +266,9 @@ fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, m
         let q = p + len;
         slots[hash::<H>(r32(w, q))] = base + q as u32;
         p = q + 2;
-        (oc, lit0, run) = (o + 1, 0, p);
+        (oc, r) = (o, p + 4);
     }
-    p as f64 / count(p, oc, lit0, run) as f64
+    p as f64 / count(p, oc, r) as f64
 }
 
 /// Compress `src` at `clevel` (1..=9) into `dst`. Returns the payload length, or 0 when the stream
@@ -369,6 +403,15 @@ thread_local! {
 /// Main pass (spec §3.2 C), with the back-off and shortest match `B` of [`probe_ratio`];
 /// `S`: also hash the position after a match's end (clevel 9). `None` when the output
 /// budget `dst.len()` is exceeded.
+///
+/// A literal run is written when it ends, so a literal position only hashes, swaps the
+/// table slot and compares ([`scan`]): no output, budget or run-length bookkeeping per
+/// literal. The spec's budget check before every literal is made once per run, on its
+/// last literal (the checks grow with the run, so the others pass when that one does):
+/// the stream fails exactly when it would byte by byte, only a little later in the scan.
+/// Rare cases (long or far matches, runs over 32 literals, the end of the buffers) are out
+/// of line, which keeps the loop's state in registers (issue 13, session 11: see
+/// docs/benchmarks.md).
 fn encode<const H: u32, const B: usize, const S: bool>(
     src: &[u8],
     dst: &mut [u8],
@@ -377,122 +420,39 @@ fn encode<const H: u32, const B: usize, const S: bool>(
     let n = src.len();
     let maxout = dst.len();
     // The caller never passes these (it stores them raw); this tells the compiler too.
-    if n < 16 {
+    // Positions are stored as u32 (a stream is a Blosc block, below 2 GiB).
+    if n < 16 || maxout < 66 || n > u32::MAX as usize {
         return None;
     }
-    let bound = n - 1;
     let stop = n - 12;
     // In a local: through `table` it was reloaded from the stack on every position.
     let slots: &mut [u32; 1 << MAX_HASH_LOG] = &mut table.slots;
-    dst[0] = (MAX_COPY - 1) as u8;
-    dst[1..5].copy_from_slice(&src[..4]);
-    let mut op = 5usize;
-    let mut lit = 4usize;
+    // The open literal run is `src[run..p]`; `out` is the unwritten output, the run's
+    // first control byte goes to `out[0]`. Positions 0..4 are literals without a look-up.
+    let mut out: &mut [u8] = dst;
+    let mut run = 0usize;
     let mut p = 4usize;
     while p < stop {
-        let a = p;
-        let v = r32(src, a);
-        let k = hash::<H>(v);
-        // Positions up to `a` (the table was zeroed, see `zero_pass`).
-        let c = slots[k] as usize;
-        slots[k] = a as u32;
-        let d = a - c;
-        let mut len = 0;
-        if d != 0 && d < MAX_FARDISTANCE && r32(src, c) == v {
-            len = match_end(src, a, d, bound) - B - a;
-            if len <= 5 && d > MAX_DISTANCE {
-                len = 0;
-            }
+        let (a, m) = scan::<H, B>(src, slots, p);
+        if m == NO_MATCH {
+            break;
         }
-        if len < B {
-            // Literal.
-            if op + 2 > maxout {
+        let (c, mut len) = (m & 0xFFFF_FFFF, m >> 32);
+        if len == 0 {
+            len = long_match_end(src, a, a - c) - B - a;
+        }
+        out = put_literals(src, run, a, out)?;
+        let dd = a - c - 1;
+        if len < 7 && dd < MAX_DISTANCE {
+            // The token and the spec's placeholder after it must fit.
+            if out.len() < 3 {
                 return None;
             }
-            dst[op] = src[a];
-            op += 1;
-            p = a + 1;
-            lit += 1;
-            if lit == MAX_COPY {
-                lit = 0;
-                dst[op] = (MAX_COPY - 1) as u8;
-                op += 1;
-            }
-            continue;
-        }
-        // Close the open literal run (or drop its unused placeholder).
-        if lit > 0 {
-            dst[op - lit - 1] = (lit - 1) as u8;
+            out[0] = ((len << 5) + (dd >> 8)) as u8;
+            out[1] = dd as u8;
+            out = &mut std::mem::take(&mut out)[2..];
         } else {
-            op -= 1;
-        }
-        lit = 0;
-        let dd = d - 1;
-        if dd < MAX_DISTANCE {
-            if len < 7 {
-                if op + 2 > maxout {
-                    return None;
-                }
-                dst[op] = ((len << 5) + (dd >> 8)) as u8;
-                dst[op + 1] = (dd & 255) as u8;
-                op += 2;
-            } else {
-                if op + 1 > maxout {
-                    return None;
-                }
-                dst[op] = (0xE0 + (dd >> 8)) as u8;
-                op += 1;
-                let mut rem = len - 7;
-                while rem >= 255 {
-                    if op + 1 > maxout {
-                        return None;
-                    }
-                    dst[op] = 255;
-                    op += 1;
-                    rem -= 255;
-                }
-                if op + 2 > maxout {
-                    return None;
-                }
-                dst[op] = rem as u8;
-                dst[op + 1] = (dd & 255) as u8;
-                op += 2;
-            }
-        } else {
-            let f = dd - MAX_DISTANCE;
-            if len < 7 {
-                if op + 4 > maxout {
-                    return None;
-                }
-                dst[op] = ((len << 5) + 31) as u8;
-                dst[op + 1] = 255;
-                dst[op + 2] = (f >> 8) as u8;
-                dst[op + 3] = (f & 255) as u8;
-                op += 4;
-            } else {
-                if op + 1 > maxout {
-                    return None;
-                }
-                dst[op] = 0xFF;
-                op += 1;
-                let mut rem = len - 7;
-                while rem >= 255 {
-                    if op + 1 > maxout {
-                        return None;
-                    }
-                    dst[op] = 255;
-                    op += 1;
-                    rem -= 255;
-                }
-                if op + 4 > maxout {
-                    return None;
-                }
-                dst[op] = rem as u8;
-                dst[op + 1] = 255;
-                dst[op + 2] = (f >> 8) as u8;
-                dst[op + 3] = (f & 255) as u8;
-                op += 4;
-            }
+            out = put_match(out, dd, len)?;
         }
         // Update the hash at the match boundary.
         let q = a + len;
@@ -502,34 +462,128 @@ fn encode<const H: u32, const B: usize, const S: bool>(
             slots[hash::<H>(seq >> 8)] = (q + 1) as u32;
         }
         p = q + 2;
-        if op + 1 > maxout {
-            return None;
-        }
-        dst[op] = (MAX_COPY - 1) as u8;
-        op += 1;
+        run = p;
     }
-    // Trailing literals.
-    while p <= bound {
-        if op + 2 > maxout {
-            return None;
-        }
-        dst[op] = src[p];
-        op += 1;
-        p += 1;
-        lit += 1;
-        if lit == MAX_COPY {
-            lit = 0;
-            dst[op] = (MAX_COPY - 1) as u8;
-            op += 1;
-        }
-    }
-    if lit > 0 {
-        dst[op - lit - 1] = (lit - 1) as u8;
-    } else {
-        op -= 1;
-    }
+    // Trailing literals: the run goes on to the end.
+    let room = put_literals(src, run, n, out)?.len();
     dst[0] |= 0x20;
-    Some(op)
+    Some(maxout - room)
+}
+
+/// Hash positions from `p` to the stream's `stop` (`src.len() - 12`) into `slots` until one
+/// has a match of the main pass (an earlier position `c` with the same 4 bytes, at a
+/// distance below `MAX_FARDISTANCE`, long enough): returns it and `length code << 32 | c`
+/// (length code 0 when the first 12 bytes are equal: a longer match, measured by the
+/// caller), or `(stop, NO_MATCH)`. The stream is below 4 GiB.
+#[inline(always)]
+fn scan<const H: u32, const B: usize>(
+    src: &[u8],
+    slots: &mut [u32; 1 << MAX_HASH_LOG],
+    mut p: usize,
+) -> (usize, usize) {
+    // The main pass calls it on streams of 16 bytes and more.
+    let stop = src.len().saturating_sub(12);
+    while p < stop {
+        let v = r32(src, p);
+        let k = hash::<H>(v);
+        // Positions below `p` (the table was zeroed, see `zero_pass`).
+        let c = slots[k] as usize;
+        slots[k] = p as u32;
+        if c < p && p - c < MAX_FARDISTANCE && r32(src, c) == v {
+            // The 8 bytes after the 4 equal ones are in bounds (`p < stop`); most matches
+            // end there.
+            let diff = r64(src, p + 4) ^ r64(src, c + 4);
+            if diff == 0 {
+                // At least 12 equal bytes: a match (the caller measures it, out of this
+                // loop: a call here cost the loop registers).
+                return (p, c);
+            }
+            let len = short_len::<B>(diff);
+            if len >= B && (len > 5 || p - c <= MAX_DISTANCE) {
+                return (p, len << 32 | c);
+            }
+        }
+        p += 1;
+    }
+    (p, NO_MATCH)
+}
+
+/// [`scan`] found no match.
+const NO_MATCH: usize = usize::MAX;
+
+/// Write the literal run `src[from..to]` at the start of `out` (a control byte before every
+/// 32 bytes); returns the rest of `out`, or `None` when the run's last literal fails the
+/// spec's budget check (2 free bytes before each literal byte: literal `i` goes to
+/// `out[1 + i + i / 32]`).
+#[inline(always)]
+fn put_literals<'a>(src: &[u8], from: usize, to: usize, out: &'a mut [u8]) -> Option<&'a mut [u8]> {
+    let len = to - from;
+    if len == 0 {
+        return Some(out);
+    }
+    // Up to 32 literals and 34 bytes of room: the budget holds.
+    if len <= MAX_COPY && out.len() >= MAX_COPY + 2 && from + MAX_COPY <= src.len() {
+        // Fixed size (two vector moves); the bytes past `len` are overwritten later or lie
+        // past the end of the stream.
+        out[0] = (len - 1) as u8;
+        out[1..=MAX_COPY].copy_from_slice(&src[from..from + MAX_COPY]);
+        return Some(&mut out[len + 1..]);
+    }
+    put_literals_long(src, from, to, out)
+}
+
+/// [`put_literals`] of runs over 32 literals or near the end of the buffers.
+#[cold]
+#[inline(never)]
+fn put_literals_long<'a>(src: &[u8], from: usize, to: usize, out: &'a mut [u8]) -> Option<&'a mut [u8]> {
+    let last = to - from - 1;
+    if 1 + last + last / MAX_COPY + 2 > out.len() {
+        return None;
+    }
+    let mut op = 0;
+    for lits in src[from..to].chunks(MAX_COPY) {
+        out[op] = (lits.len() - 1) as u8;
+        out[op + 1..op + 1 + lits.len()].copy_from_slice(lits);
+        op += lits.len() + 1;
+    }
+    Some(&mut out[op..])
+}
+
+/// Write a match token (biased distance `dd`, length code `len` >= 3) at the start of
+/// `out`; returns the rest of `out`, or `None` when the token and the placeholder that
+/// follows it in the spec do not fit (its budget checks all pass exactly when that last one
+/// does).
+#[cold]
+#[inline(never)]
+fn put_match(out: &mut [u8], dd: usize, len: usize) -> Option<&mut [u8]> {
+    let near = dd < MAX_DISTANCE;
+    // After the length bytes: the distance's low byte, or 255 and the far distance.
+    let tail = if near { 1 } else { 3 };
+    let size = if len < 7 { 1 + tail } else { (len - 7) / 255 + 2 + tail };
+    if size + 1 > out.len() {
+        return None;
+    }
+    let mut i = 1;
+    if len < 7 {
+        out[0] = ((len << 5) + if near { dd >> 8 } else { 31 }) as u8;
+    } else {
+        out[0] = if near { (0xE0 + (dd >> 8)) as u8 } else { 0xFF };
+        let mut rem = len - 7;
+        while rem >= 255 {
+            out[i] = 255;
+            i += 1;
+            rem -= 255;
+        }
+        out[i] = rem as u8;
+        i += 1;
+    }
+    if near {
+        out[i] = dd as u8;
+    } else {
+        let f = dd - MAX_DISTANCE;
+        out[i..i + 3].copy_from_slice(&[255, (f >> 8) as u8, f as u8]);
+    }
+    Some(&mut out[i + tail..])
 }
 
 /// Decode a payload into exactly `dst.len()` bytes. Error (never panic) on malformed input:
@@ -1001,6 +1055,171 @@ mod tests {
         }
     }
 
+    /// The main pass as the spec words it (§3.2 C: a byte and a budget check per literal,
+    /// a check before every token byte): the oracle of `main_pass_matches_its_reference`.
+    fn encode_reference<const H: u32, const B: usize, const S: bool>(
+        src: &[u8],
+        dst: &mut [u8],
+        table: &mut HashTable,
+    ) -> Option<usize> {
+        let n = src.len();
+        let maxout = dst.len();
+        // The caller never passes these (it stores them raw); this tells the compiler too.
+        if n < 16 {
+            return None;
+        }
+        let bound = n - 1;
+        let stop = n - 12;
+        // In a local: through `table` it was reloaded from the stack on every position.
+        let slots: &mut [u32; 1 << MAX_HASH_LOG] = &mut table.slots;
+        dst[0] = (MAX_COPY - 1) as u8;
+        dst[1..5].copy_from_slice(&src[..4]);
+        let mut op = 5usize;
+        let mut lit = 4usize;
+        let mut p = 4usize;
+        while p < stop {
+            let a = p;
+            let v = r32(src, a);
+            let k = hash::<H>(v);
+            // Positions up to `a` (the table was zeroed, see `zero_pass`).
+            let c = slots[k] as usize;
+            slots[k] = a as u32;
+            let d = a - c;
+            let mut len = 0;
+            if d != 0 && d < MAX_FARDISTANCE && r32(src, c) == v {
+                len = match_end(src, a, d, bound) - B - a;
+                if len <= 5 && d > MAX_DISTANCE {
+                    len = 0;
+                }
+            }
+            if len < B {
+                // Literal.
+                if op + 2 > maxout {
+                    return None;
+                }
+                dst[op] = src[a];
+                op += 1;
+                p = a + 1;
+                lit += 1;
+                if lit == MAX_COPY {
+                    lit = 0;
+                    dst[op] = (MAX_COPY - 1) as u8;
+                    op += 1;
+                }
+                continue;
+            }
+            // Close the open literal run (or drop its unused placeholder).
+            if lit > 0 {
+                dst[op - lit - 1] = (lit - 1) as u8;
+            } else {
+                op -= 1;
+            }
+            lit = 0;
+            let dd = d - 1;
+            if dd < MAX_DISTANCE {
+                if len < 7 {
+                    if op + 2 > maxout {
+                        return None;
+                    }
+                    dst[op] = ((len << 5) + (dd >> 8)) as u8;
+                    dst[op + 1] = (dd & 255) as u8;
+                    op += 2;
+                } else {
+                    if op + 1 > maxout {
+                        return None;
+                    }
+                    dst[op] = (0xE0 + (dd >> 8)) as u8;
+                    op += 1;
+                    let mut rem = len - 7;
+                    while rem >= 255 {
+                        if op + 1 > maxout {
+                            return None;
+                        }
+                        dst[op] = 255;
+                        op += 1;
+                        rem -= 255;
+                    }
+                    if op + 2 > maxout {
+                        return None;
+                    }
+                    dst[op] = rem as u8;
+                    dst[op + 1] = (dd & 255) as u8;
+                    op += 2;
+                }
+            } else {
+                let f = dd - MAX_DISTANCE;
+                if len < 7 {
+                    if op + 4 > maxout {
+                        return None;
+                    }
+                    dst[op] = ((len << 5) + 31) as u8;
+                    dst[op + 1] = 255;
+                    dst[op + 2] = (f >> 8) as u8;
+                    dst[op + 3] = (f & 255) as u8;
+                    op += 4;
+                } else {
+                    if op + 1 > maxout {
+                        return None;
+                    }
+                    dst[op] = 0xFF;
+                    op += 1;
+                    let mut rem = len - 7;
+                    while rem >= 255 {
+                        if op + 1 > maxout {
+                            return None;
+                        }
+                        dst[op] = 255;
+                        op += 1;
+                        rem -= 255;
+                    }
+                    if op + 4 > maxout {
+                        return None;
+                    }
+                    dst[op] = rem as u8;
+                    dst[op + 1] = 255;
+                    dst[op + 2] = (f >> 8) as u8;
+                    dst[op + 3] = (f & 255) as u8;
+                    op += 4;
+                }
+            }
+            // Update the hash at the match boundary.
+            let q = a + len;
+            let seq = r32(src, q);
+            slots[hash::<H>(seq)] = q as u32;
+            if S {
+                slots[hash::<H>(seq >> 8)] = (q + 1) as u32;
+            }
+            p = q + 2;
+            if op + 1 > maxout {
+                return None;
+            }
+            dst[op] = (MAX_COPY - 1) as u8;
+            op += 1;
+        }
+        // Trailing literals.
+        while p <= bound {
+            if op + 2 > maxout {
+                return None;
+            }
+            dst[op] = src[p];
+            op += 1;
+            p += 1;
+            lit += 1;
+            if lit == MAX_COPY {
+                lit = 0;
+                dst[op] = (MAX_COPY - 1) as u8;
+                op += 1;
+            }
+        }
+        if lit > 0 {
+            dst[op - lit - 1] = (lit - 1) as u8;
+        } else {
+            op -= 1;
+        }
+        dst[0] |= 0x20;
+        Some(op)
+    }
+
     /// The probe's early exit takes the decision the whole window would: for windows from
     /// incompressible to compressible, at every clevel's threshold, the ratio with the exit
     /// (0 when it gave up) and without it (threshold 0) fall on the same side.
@@ -1081,6 +1300,91 @@ mod tests {
             }
         }
         p as f64 / oc as f64
+    }
+
+    /// The main pass (runs written when they end, one budget test per run and per match)
+    /// against its byte-per-literal twin: same payload or the same failure, for every
+    /// parameter instance, on data from incompressible to all-repeats, with budgets at and
+    /// around the exact point where the stream stops fitting (where a literal, a token byte
+    /// or the placeholder after a match is the first thing that does not fit).
+    #[test]
+    fn main_pass_matches_its_reference() {
+        fn check<const H: u32, const B: usize, const S: bool>(w: &[u8], budgets: &[usize], cases: &mut usize) {
+            let mut table = HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 };
+            let mut reference = HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 };
+            for &budget in budgets {
+                let (mut got, mut want) = (vec![0u8; budget], vec![0u8; budget]);
+                table.zero_pass::<H>(w.len());
+                reference.zero_pass::<H>(w.len());
+                let g = encode::<H, B, S>(w, &mut got, &mut table);
+                let r = encode_reference::<H, B, S>(w, &mut want, &mut reference);
+                assert_eq!(g, r, "H {H} B {B} S {S} n {} budget {budget}", w.len());
+                if let Some(n) = r {
+                    assert!(got[..n] == want[..n], "H {H} B {B} S {S} n {} budget {budget}", w.len());
+                }
+                *cases += 1;
+            }
+        }
+        let mut x: u64 = 0x0DDB_1A5E_5BAD_5EED;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut cases = 0;
+        // `kept` 65: runs of exactly `MAX_COPY` literals between matches, at every length
+        // modulo the period (a trailing run of each length: the run-writing fast path at the
+        // edge of its budget).
+        let lens = [16usize, 17, 40, 100, 1000, 5000, 20000, 90000];
+        for kept in [0usize, 2, 16, 40, 56, 63, 64, 65] {
+            let period_lens: Vec<usize> = (1000..1048).collect();
+            for &len in if kept == 65 { &period_lens[..] } else { &lens[..] } {
+                // `kept` of every 64 bytes repeat an earlier byte (near, far and beyond the
+                // far limit), some over long stretches (long-match tokens).
+                let alphabet = if kept % 2 == 0 { 256 } else { 4 };
+                let mut w: Vec<u8> = (0..len).map(|_| (rnd() % alphabet) as u8).collect();
+                if kept == 65 {
+                    for i in 48..len {
+                        if i % 48 >= MAX_COPY {
+                            w[i] = w[i - 48];
+                        }
+                    }
+                }
+                for i in 64..len {
+                    if kept == 65 {
+                        break;
+                    }
+                    if i % 64 < kept || (i / 4096) % 3 == 1 {
+                        let back = match rnd() & 15 {
+                            0 => 9000,
+                            1 => 80000,
+                            _ => 64,
+                        };
+                        if back <= i {
+                            w[i] = w[i - back];
+                        }
+                    }
+                }
+                // The payload length with a roomy budget, then budgets around it.
+                let mut roomy = vec![0u8; 2 * len + 66];
+                let mut t = HashTable { slots: Box::new([0; 1 << MAX_HASH_LOG]), base: 0, top: 0 };
+                t.zero_pass::<14>(len);
+                let full = encode_reference::<14, 4, false>(&w, &mut roomy, &mut t).unwrap();
+                // (Fewer on the long inputs: the test also runs unoptimised.)
+                let around = if len > 10_000 { 8 } else { 40 };
+                let mut budgets: Vec<usize> = (full.saturating_sub(around)..full + around).collect();
+                budgets.extend([66, 67, 100, len / 2, len, len + 66, 2 * len + 66]);
+                budgets.retain(|&b| b >= 66);
+                check::<12, 3, false>(&w, &budgets, &mut cases);
+                check::<12, 4, false>(&w, &budgets, &mut cases);
+                check::<13, 4, false>(&w, &budgets, &mut cases);
+                check::<14, 4, false>(&w, &budgets, &mut cases);
+                check::<14, 4, true>(&w, &budgets, &mut cases);
+                check::<14, 3, true>(&w, &budgets, &mut cases);
+            }
+        }
+        assert!(cases > 10_000, "{cases}");
     }
 
     /// The probe (counted literal runs, constant-length windows, early exit) against its
