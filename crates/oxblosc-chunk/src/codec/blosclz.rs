@@ -229,7 +229,7 @@ fn probe_window<const H: u32, const B: usize>(w: &[u8], table: &mut HashTable, m
     let (mut oc, mut r) = (1usize, 0usize);
     let mut p = 0usize;
     while p < stop {
-        let end = (r + give_up.saturating_sub(oc)).saturating_sub(4).max(p + 1).min(stop);
+        let end = r.saturating_add(give_up.saturating_sub(oc)).saturating_sub(4).max(p + 1).min(stop);
         let mut found = None;
         while p < end {
             let v = r32(w, p);
