@@ -3,7 +3,8 @@
 
 Every cell of the matrix (dataset x codec x clevel x filter set x nthreads) compresses one
 buffer (the first ``--chunk-mib`` MiB of the dataset) with ``compress2`` and decompresses it
-with ``decompress2`` into a preallocated, touched NumPy array, with both libraries and the
+with ``decompress2`` into a preallocated, touched NumPy array and, separately, to a new
+buffer (``decompress2(chunk)``), with both libraries and the
 same parameters (typesize from the dtype, same nthreads, automatic blocksize). Before timing,
 each cell is verified: the oxblosc round trip is exact, and each library decodes the other's
 chunk. Timings are interleaved (the order of the two libraries alternates every repetition)
@@ -137,6 +138,11 @@ def measure(src: np.ndarray, cp: dict, nthreads: int, chunks: dict, reps: int) -
             for k in seq[::-1]:
                 lib, c, d = LIBS[k], chunks[k], dst[k]
                 times[(k, "d")].append(timed(lambda lib=lib, c=c, d=d: lib.decompress2(c, dst=d, nthreads=nthreads)))
+            # Without a caller buffer: each library returns a new ``bytes`` (its allocation and page
+            # faults are part of what the user waits for; issue 13 targets both modes).
+            for k in seq:
+                lib, c = LIBS[k], chunks[k]
+                times[(k, "n")].append(timed(lambda lib=lib, c=c: lib.decompress2(c, nthreads=nthreads)))
     finally:
         if gc_on:
             gc.enable()
@@ -185,6 +191,8 @@ def run_cell(data: np.ndarray, ds: str, codec: str, clevel: int, fset: str, nt: 
         "b2_c_GBps": n / med[("b2", "c")] / GB,
         "ox_d_GBps": n / med[("ox", "d")] / GB,
         "b2_d_GBps": n / med[("b2", "d")] / GB,
+        "ox_n_GBps": n / med[("ox", "n")] / GB,
+        "b2_n_GBps": n / med[("b2", "n")] / GB,
         "ox_cbytes": size["ox"],
         "b2_cbytes": size["b2"],
         "ox_blocksize": bsize["ox"],
@@ -193,10 +201,11 @@ def run_cell(data: np.ndarray, ds: str, codec: str, clevel: int, fset: str, nt: 
         "ratio_b2": n / size["b2"],
     }
     for k in LIBS:
-        for op in ("c", "d"):
+        for op in OPS:
             row[f"{k}_{op}_GBps_best"] = n / best[(k, op)] / GB
     row["c_ratio"] = row["ox_c_GBps"] / row["b2_c_GBps"]
     row["d_ratio"] = row["ox_d_GBps"] / row["b2_d_GBps"]
+    row["n_ratio"] = row["ox_n_GBps"] / row["b2_n_GBps"]
     row["size_ratio"] = size["ox"] / size["b2"]
     return row
 
@@ -218,8 +227,14 @@ def f2(x: float) -> str:
     return f"{x:.2f}" if x >= 0.995 else f"{x:.3f}"
 
 
+# The timed operations: compress, decompress into a caller buffer, decompress to new bytes.
+OPS = ("c", "d", "n")
+OP_NAMES = {"c": "compress", "d": "decompress", "n": "decompress (new bytes)"}
+OP_KEYS = {v: k for k, v in OP_NAMES.items()}
+
+
 def worst_ops(rows: list[dict], n: int) -> list[tuple[float, str, dict]]:
-    ops = [(r["c_ratio"], "compress", r) for r in rows] + [(r["d_ratio"], "decompress", r) for r in rows]
+    ops = [(r[f"{o}_ratio"], OP_NAMES[o], r) for o in OPS for r in rows]
     ops.sort(key=lambda t: t[0])
     return ops[:n]
 
@@ -241,17 +256,18 @@ def summary(rows: list[dict], recheck: dict) -> str:
         for k, rs in by.items():
             c = gmean(r["c_ratio"] for r in rs)
             d = gmean(r["d_ratio"] for r in rs)
+            nb = gmean(r["n_ratio"] for r in rs)
             tab.append(
                 {
                     "group": title if title == "all cells" else f"{title} = {k}",
                     "cells": len(rs),
                     "compress": f2(c),
                     "decompress": f2(d),
+                    "decompress, new bytes": f2(nb),
                     "overall": f2(math.sqrt(c * d)),
                 }
             )
-    cb = gmean(r["ox_c_GBps_best"] / r["b2_c_GBps_best"] for r in rows)
-    db = gmean(r["ox_d_GBps_best"] / r["b2_d_GBps_best"] for r in rows)
+    cb, db, nbb = (gmean(r[f"ox_{o}_GBps_best"] / r[f"b2_{o}_GBps_best"] for r in rows) for o in OPS)
     tab.insert(
         1,
         {
@@ -259,15 +275,24 @@ def summary(rows: list[dict], recheck: dict) -> str:
             "cells": len(rows),
             "compress": f2(cb),
             "decompress": f2(db),
+            "decompress, new bytes": f2(nbb),
             "overall": f2(math.sqrt(cb * db)),
         },
     )
-    md.append(md_table(tab, ["group", "cells", "compress", "decompress", "overall"]))
+    md.append(md_table(tab, ["group", "cells", "compress", "decompress", "decompress, new bytes", "overall"]))
+    md.append(
+        "\n`decompress` writes into a preallocated, touched array; `decompress, new bytes` is "
+        "`decompress2(chunk)` returning a new buffer; `overall` = sqrt(compress x decompress)."
+    )
+    for o in OPS:
+        below = sum(r[f"{o}_ratio"] < 0.9 for r in rows)
+        md.append(f"- {OP_NAMES[o]}: {below} of {len(rows)} cells below 0.9x.")
 
-    md.append("\n### The 10 worst cells (lowest speed ratio, compression or decompression)\n")
+    md.append("\n### The 10 worst cells (lowest speed ratio, any operation)\n")
     worst = []
     for ratio, op, r in worst_ops(rows, 10):
-        ox, b2 = ("ox_c_GBps", "b2_c_GBps") if op == "compress" else ("ox_d_GBps", "b2_d_GBps")
+        o = OP_KEYS[op]
+        ox, b2 = f"ox_{o}_GBps", f"b2_{o}_GBps"
         worst.append(
             {
                 "cell": f"{r['dataset']} {r['codec']}/{r['clevel']}/{r['filter']}/{r['nthreads']}T",
@@ -328,6 +353,9 @@ def full_table(rows: list[dict]) -> str:
         "ox d",
         "b2 d",
         "d ratio",
+        "ox n",
+        "b2 n",
+        "n ratio",
         "ox bytes",
         "b2 bytes",
         "size ratio",
@@ -349,6 +377,9 @@ def full_table(rows: list[dict]) -> str:
                 "ox d": f"{r['ox_d_GBps']:.2f}",
                 "b2 d": f"{r['b2_d_GBps']:.2f}",
                 "d ratio": f2(r["d_ratio"]),
+                "ox n": f"{r['ox_n_GBps']:.2f}",
+                "b2 n": f"{r['b2_n_GBps']:.2f}",
+                "n ratio": f2(r["n_ratio"]),
                 "ox bytes": r["ox_cbytes"],
                 "b2 bytes": r["b2_cbytes"],
                 "size ratio": "=" if r["identical"] else f"{r['size_ratio']:.4f}",
@@ -356,7 +387,8 @@ def full_table(rows: list[dict]) -> str:
             }
         )
     return (
-        "Speeds in GB/s of uncompressed data (median); ratio = oxblosc / python-blosc2; "
+        "Speeds in GB/s of uncompressed data (median); c = compress, d = decompress into a caller "
+        "buffer, n = decompress to new bytes; ratio = oxblosc / python-blosc2; "
         "size ratio `=` means byte-identical chunks; cratio = uncompressed / compressed (python-blosc2).\n\n"
         + md_table(tab, cols)
     )
@@ -377,7 +409,7 @@ def header(args, info: dict, load0, load1, other_cores: float, wall: float, ncel
             f"Method: compress2 / decompress2 on one buffer of up to {args.chunk_mib:g} MiB per cell "
             f"(slow cells: {args.slow_chunk_mib:g} or {args.slow_chunk_mib / 4:g} MiB, {args.slow_reps} reps), "
             f"medians of {args.reps} to {args.max_reps} interleaved repetitions, decompression into a "
-            "preallocated array.",
+            "preallocated array and to new bytes.",
         ]
     )
 
@@ -473,6 +505,7 @@ def main() -> None:
                             f"{ds:24s} {codec:7s} {clevel} {fset:17s} {nt}T {r['MiB']:5g} MiB  "
                             f"c {r['ox_c_GBps']:7.3f}/{r['b2_c_GBps']:7.3f} ({r['c_ratio']:.2f})  "
                             f"d {r['ox_d_GBps']:6.2f}/{r['b2_d_GBps']:6.2f} ({r['d_ratio']:.2f})  "
+                            f"n {r['ox_n_GBps']:6.2f}/{r['b2_n_GBps']:6.2f} ({r['n_ratio']:.2f})  "
                             f"size {size}"
                         )
     if not rows:
@@ -483,7 +516,7 @@ def main() -> None:
         r2 = run_cell(
             data_by_name[r["dataset"]], r["dataset"], r["codec"], r["clevel"], r["filter"], r["nthreads"], args_re
         )
-        o = "c" if op == "compress" else "d"
+        o = OP_KEYS[op]
         recheck[(cell_key(r), op)] = f"{r2[f'ox_{o}_GBps']:.3f} / {r2[f'b2_{o}_GBps']:.3f} = {f2(r2[f'{o}_ratio'])}"
         log(f"re-measured {cell_key(r)} {op}: {recheck[(cell_key(r), op)]}")
     w1, b1 = cpu_busy()

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""compress2 of several builds of ``oxblosc._native`` and python-blosc2, interleaved in one process.
+"""compress2 (or decompress2) of several builds of ``oxblosc._native`` and python-blosc2,
+interleaved in one process.
 
 Each build is a copy of the extension module (e.g. ``target/release/lib_native.so`` of two
 branches, or of one source linked two ways); all of them and python-blosc2 compress the same
@@ -11,6 +12,10 @@ python-blosc2's bytes (checked first).
         --cells arange_i8:zstd:5:NOFILTER random_f8:zstd:5:SHUFFLE de405/moon:zstd:5:NOFILTER
 
 A cell is ``dataset:codec:clevel:filter`` (datasets of ``../shared/bench``, the first 8 MiB).
+
+``--op decompress`` times ``decompress2`` of python-blosc2's chunk into a touched buffer
+instead; ``--cold`` writes a 64 MiB buffer before every timed call (caches evicted, as for a
+single call after other work: decision 0011's pattern).
 """
 
 from __future__ import annotations
@@ -68,7 +73,22 @@ def params(lib, codec: str, clevel: str, filt: str, typesize: int) -> dict:
     )
 
 
-def run_cell(cell: str, builds: list, reps: int, nbytes: int) -> str:
+def decode_calls(src: np.ndarray, chunk: bytes, builds: list) -> dict:
+    """Calls decoding ``chunk`` into a touched buffer, each checked to give ``src`` back."""
+    outs = {f"build{i}": np.ones_like(src) for i in range(len(builds))}
+    outs["b2"] = np.ones_like(src)
+    calls = {
+        f"build{i}": (lambda m=m, d=outs[f"build{i}"]: m.decompress2_into(chunk, d, 1)) for i, m in enumerate(builds)
+    }
+    calls["b2"] = lambda: blosc2.decompress2(chunk, dst=outs["b2"], nthreads=1)
+    for name, call in calls.items():
+        call()
+        if not np.array_equal(outs[name].view(np.uint8), src.view(np.uint8)):
+            sys.exit(f"{name} does not decode python-blosc2's chunk exactly")
+    return calls
+
+
+def run_cell(cell: str, builds: list, reps: int, nbytes: int, op: str, cold: bool) -> str:
     """One line: the median time of every build and of python-blosc2, and the ratios."""
     ds, codec, clevel, filt = cell.split(":")
     src = load(ds, nbytes)
@@ -80,17 +100,22 @@ def run_cell(cell: str, builds: list, reps: int, nbytes: int) -> str:
     for name, call in calls.items():
         if call() != expected:
             sys.exit(f"{cell}: {name} does not write python-blosc2's chunk")
+    if op == "decompress":
+        calls = decode_calls(src, expected, builds)
+    evict = np.zeros(64 * MiB, np.uint8) if cold else None
     times = {name: [] for name in calls}
     order = list(calls)
     for rep in range(reps):
         for name in order if rep % 2 == 0 else order[::-1]:
+            if evict is not None:
+                evict += 1
             t0 = time.perf_counter()
             calls[name]()
             times[name].append(time.perf_counter() - t0)
     ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
     cols = "  ".join(f"{name} {v:.2f} ms" for name, v in ms.items())
     ratios = " ".join(f"{ms['b2'] / ms[f'build{i}']:.3f}" for i in range(len(builds)))
-    return f"{cell}  {cols}  | b2/build: {ratios}"
+    return f"{cell} {op}{' cold' if cold else ''}  {cols}  | b2/build: {ratios}"
 
 
 def main() -> None:
@@ -99,11 +124,13 @@ def main() -> None:
     p.add_argument("--cells", nargs="+", required=True, help="dataset:codec:clevel:filter")
     p.add_argument("--reps", type=int, default=11)
     p.add_argument("--chunk-mib", type=float, default=8.0)
+    p.add_argument("--op", choices=("compress", "decompress"), default="compress")
+    p.add_argument("--cold", action="store_true", help="evict the caches before every timed call")
     args = p.parse_args()
     builds = [load_build(path, i) for i, path in enumerate(args.builds)]
     gc.disable()
     for cell in args.cells:
-        print(run_cell(cell, builds, args.reps, int(args.chunk_mib * MiB)), flush=True)
+        print(run_cell(cell, builds, args.reps, int(args.chunk_mib * MiB), args.op, args.cold), flush=True)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,19 @@ class Slot:
         self.release()
 
 
+def _file_state(st: os.stat_result) -> tuple:
+    """What tells that a file was written (HDF5 sources): device, inode, size, mtime."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _is_open(source: Any) -> bool:
+    """Whether an h5py dataset / ``oxblosc.hdf5`` dataset / PyTables node is still usable."""
+    if hasattr(source, "_v_isopen"):
+        return bool(source._v_isopen)
+    ident = getattr(source, "id", None)
+    return bool(ident.valid) if hasattr(ident, "valid") else True
+
+
 class Streamer:
     """Stream the rows of an array or super-chunk file (see the module docs).
 
@@ -125,7 +138,10 @@ class Streamer:
     way: blocks of a table are structured arrays. The HDF5 file must stay as it is while
     streaming: its chunk addresses are listed once, and HDF5 moves the chunks a writer changes
     (appended rows, a rewritten chunk) and reuses their old space for other chunks, so a block
-    read after any write to the file raises ``OSError`` (start a new stream). ``block_rows``
+    read after any write to the file raises ``OSError`` (start a new stream). A new ``for``
+    loop lists the chunks again when the file changed since the last listing (the Streamer
+    holds the dataset or node for that; once its file was closed, a changed file raises
+    ``OSError``: make a new Streamer). ``block_rows``
     defaults to the array's chunk length along axis 0 (a super-chunk's items per chunk).
     ``nthreads`` defaults to ``oxblosc.nthreads``; ``nslots`` (ring buffers) to twice that."""
 
@@ -140,6 +156,10 @@ class Streamer:
         nslots: int | None = None,
     ) -> None:
         self._native = self._start = None
+        # HDF5 sources: how to list the chunks again (function, the dataset or node, options)
+        # and the file state the current listing belongs to.
+        self._relist: tuple | None = None
+        self._listed_state: tuple | None = None
         self._held: set[int] = set()  # slots the consumer holds (acquired, not released)
         self._pid = os.getpid()  # the process whose threads read for `_native`
         h5 = _hdf5_dataset(source)
@@ -219,6 +239,7 @@ class Streamer:
                 keep(d.id.get_chunk_info(i))
         self._start_hdf5(h._path, st, h.filter_id, d.shape, d.chunks, dtype, stored, options)
         h.close()
+        self._relist = (Streamer._init_hdf5, d, (dtype, options))
 
     def _init_pytables(self, node: Any, options: tuple) -> None:
         """Rows of a PyTables table or chunked array stored with its Blosc or Blosc2 filter:
@@ -251,6 +272,7 @@ class Streamer:
         # The rows as stored (PyTables converts big-endian tables to native order when it reads).
         dtype = node.dtype.newbyteorder(">") if node.byteorder == "big" else node.dtype
         self._start_hdf5(f.filename, st, filter_id, shape, chunks, dtype, stored, options)
+        self._relist = (Streamer._init_pytables, node, (options,))
 
     def _start_hdf5(
         self, path, st: os.stat_result, filter_id: int, shape, chunks, dtype: np.dtype, stored: list, options: tuple
@@ -264,8 +286,9 @@ class Streamer:
         self.path = os.fspath(path)
         self.dtype, self.row_shape = np.dtype(dtype), tuple(shape[1:])
         args = self._setup(shape[0], chunks[0], *options)
+        self._listed_state = _file_state(st)
         self._start = partial(
-            _native.NativeStreamer.hdf5, self.path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), filter_id,
+            _native.NativeStreamer.hdf5, self.path, self._listed_state, filter_id,
             list(shape), list(chunks),
             self.dtype.itemsize, stored, *args,
         )  # fmt: skip
@@ -307,7 +330,10 @@ class Streamer:
             self.close()  # inherited through fork: its readers are not in this process
         if self._native is None and self._start is not None:  # ended or closed: read again
             self._held, self._pid = set(), os.getpid()
-            self._native = self._start()
+            if self._relist is not None and self._hdf5_file_changed():
+                self._list_again()
+            else:
+                self._native = self._start()
         try:
             while (slot := self.acquire()) is not None:
                 if self.copy:
@@ -321,6 +347,23 @@ class Streamer:
                         slot.release()
         finally:
             self.close()
+
+    def _hdf5_file_changed(self) -> bool:
+        try:
+            return _file_state(os.stat(self.path)) != self._listed_state
+        except OSError:
+            return True
+
+    def _list_again(self) -> None:
+        """List an HDF5 source's chunks again (the file changed since the last listing: its
+        chunks may have moved) and start the stream over the new listing."""
+        init, source, extra = self._relist
+        if not _is_open(source):
+            raise OSError(
+                f"{self.path} was written since this Streamer listed its chunks, and the dataset or node "
+                "it streams was closed: make a new Streamer from the reopened file"
+            )
+        init(self, source, *extra)
 
     def close(self) -> None:
         """Stop the readers and free the ring (blocks handed out must not be used after)."""

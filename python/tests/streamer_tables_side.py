@@ -7,7 +7,9 @@ table of FILE with ``oxblosc.Streamer(node)`` and prints ``{name: status}``
 (JSON): "ok" when every way of streaming equals PyTables' own reads, "refused" for a
 ValueError, else what differed. ``corrupt FILE NAME`` streams one table that has a damaged
 chunk and prints the rows delivered before the error and the error. ``append FILE`` appends
-rows to a table while it is streamed and prints what the stream did.
+rows to a table while it is streamed and prints what the stream did. ``epochs FILE``
+streams a table, appends rows, streams it again with the same Streamer (a new loop lists the
+chunks again) and prints what each loop read.
 """
 
 from __future__ import annotations
@@ -158,10 +160,35 @@ def append_while_streaming(path: str) -> dict:
         return {"rows": len(got), "same": bool(np.array_equal(got, t[: len(got)])), "error": None}
 
 
+def epochs_across_a_write(path: str) -> dict:
+    """Two loops over one Streamer with rows appended between them: the second loop must read
+    the table as it is then (listed again), not fail on the first loop's chunk addresses."""
+    import oxblosc as ox
+    import tables
+
+    with tables.open_file(path, "w") as f:
+        t = f.create_table("/", "t", ERA5, filters=tables.Filters(5, "blosc2:zstd"), chunkshape=(100,))
+        t.append(rows_for("t", 250, 0, ERA5))
+        t.flush()
+        s = ox.Streamer(t, nthreads=1)
+        first = np.concatenate([b.copy() for _, b in s])
+        t.append(rows_for("t", 700, 250, ERA5))
+        t.flush()
+        second = np.concatenate([b.copy() for _, b in s])
+        return {
+            "first": bool(np.array_equal(first, t[:250])),
+            "second_rows": len(second),
+            "second": bool(np.array_equal(second, t[:])),
+        }
+
+
 def main() -> int:
     mode, path = sys.argv[1], sys.argv[2]
     if mode == "append":
         print(json.dumps(append_while_streaming(path)))
+        return 0
+    if mode == "epochs":
+        print(json.dumps(epochs_across_a_write(path)))
         return 0
     out = write(path) if mode == "write" else stream(path) if mode == "stream" else corrupt(path, sys.argv[3])
     print(json.dumps(out))

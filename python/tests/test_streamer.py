@@ -441,6 +441,40 @@ def test_hdf5_file_written_while_streaming_raises(tmp_path, filt):
     assert _stream_threads() == 0
 
 
+def test_a_new_loop_lists_a_written_hdf5_file_again(tmp_path):
+    # Epochs over an HDF5 dataset that is written between them (a training set growing): the
+    # second loop reused the first loop's chunk listing and failed ("start a new stream")
+    # although a new loop is a new stream. It now lists the chunks again when the file
+    # changed; an unchanged file keeps the listing, even once the file was closed.
+    h5py, oh5 = _h5()
+    path = tmp_path / "e.h5"
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("x", shape=(3000,), maxshape=(None,), dtype="<i8", chunks=(1000,), **oh5.Blosc2("zstd", 5))
+        d[:] = np.arange(3000)
+        s = ox.Streamer(f["x"], nthreads=1)  # (a temporary dataset object: the Streamer holds it)
+        np.testing.assert_array_equal(np.concatenate([b.copy() for _, b in s]), np.arange(3000))
+        d[1000:2000] = np.random.default_rng(1).integers(0, 1 << 40, 1000)  # grows: moved
+        d.resize((4500,))
+        d[3000:] = 5
+        f.flush()
+        want = d[:]
+        got = [(start, b.copy()) for start, b in s]
+        assert [start for start, _ in got] == [0, 1000, 2000, 3000, 4000]
+        np.testing.assert_array_equal(np.concatenate([b for _, b in got]), want)
+        assert s.nrows == 4500
+    # Read-only, closed, unchanged: the listing still holds.
+    with h5py.File(path, "r") as f:
+        s = ox.Streamer(f["x"], nthreads=1)
+    np.testing.assert_array_equal(np.concatenate([b.copy() for _, b in s]), want)
+    # Closed, then written by another handle: nothing to list with, a clear error.
+    with h5py.File(path, "a") as f:
+        f["x"][:10] = -1
+    with pytest.raises(OSError, match=r"e\.h5 was written since .*was closed: make a new Streamer"):
+        for _ in s:
+            pass
+    assert _stream_threads() == 0
+
+
 def test_hdf5_chunk_size_past_the_end_of_the_file(tmp_path):
     # A corrupt chunk index (here: a chunk size of 3.75 GiB for a 1.6 KB chunk, patched into
     # HDF5's B-tree) zeroed a buffer of that size before the read failed (3.9 GB resident).

@@ -142,3 +142,11 @@ def test_table_appended_while_streaming_raises(tmp_path):
     got = side("streamer_tables_side.py", "append", tmp_path / "a.h5")
     assert got["first"] is True, got
     assert "a.h5" in got["error"] and "was written since" in got["error"], got
+
+
+def test_a_new_loop_lists_a_written_table_again(tmp_path):
+    # A second loop over the same Streamer after rows were appended used the first loop's
+    # chunk addresses and failed with "was written since"; it now lists the chunks again
+    # and reads the table as it is (950 rows, equal to PyTables' read).
+    got = side("streamer_tables_side.py", "epochs", tmp_path / "e.h5")
+    assert got == {"first": True, "second_rows": 950, "second": True}, got
