@@ -89,24 +89,38 @@ fn os_lock(_file: &File, _kind: Kind, _nonblocking: bool) -> std::io::Result<boo
     Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "frame locking is only implemented on Unix"))
 }
 
+/// An exclusive `flock` held through a description of its own, unlocked explicitly when
+/// dropped. Closing alone is not enough: a process forked while the lock is held shares the
+/// description, and the lock then stayed until the child closed its copy too (exited), so
+/// the parent's next writers timed out. `LOCK_UN` releases it for every copy.
+#[derive(Debug)]
+pub(crate) struct HeldFlock(File);
+
+impl Drop for HeldFlock {
+    fn drop(&mut self) {
+        let _ = os_lock(&self.0, Kind::Unlock, false);
+    }
+}
+
 /// The exclusive lock on a description of its own (`file` opened again), so that a wait that
 /// times out can be abandoned: a helper thread waits in the kernel (woken as soon as the lock
 /// is free, like any waiter) and hands the locked file over; if nobody takes it any more, the
 /// thread drops it, which releases the lock.
-fn wait_exclusive(path: &Path) -> std::io::Result<File> {
+fn wait_exclusive(path: &Path) -> std::io::Result<HeldFlock> {
     let f = OpenOptions::new().read(true).write(true).open(path)?;
     lock_within_timeout(f, "the frame lock held by another handle")
 }
 
 /// The exclusive `flock` on `f`, waiting at most [`timeout`] (see [`wait_exclusive`]);
 /// `what` names the lock in the timeout error.
-fn lock_within_timeout(f: File, what: &str) -> std::io::Result<File> {
+fn lock_within_timeout(f: File, what: &str) -> std::io::Result<HeldFlock> {
     if os_lock(&f, Kind::Exclusive, true)? {
-        return Ok(f);
+        return Ok(HeldFlock(f));
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let r = os_lock(&f, Kind::Exclusive, false).map(|_| f);
+        // (a lock got after the caller gave up is released when the unsent value is dropped)
+        let r = os_lock(&f, Kind::Exclusive, false).map(|_| HeldFlock(f));
         let _ = tx.send(r);
     });
     let limit = timeout();
@@ -125,12 +139,12 @@ fn lock_within_timeout(f: File, what: &str) -> std::io::Result<File> {
 /// one at a time and the later one sees the other's commit (`Error::Stale`) instead of
 /// writing over it. No lock file is made
 /// and python-blosc2's `locking` protocol is untouched; writers of other libraries are not
-/// excluded. Released when the returned description is dropped. `Ok(None)` when there is no
+/// excluded. Released when the returned guard is dropped. `Ok(None)` when there is no
 /// frame at `path` any more (the staleness check reports that) or flock is unavailable. The
 /// wait ends with a timeout error like a locked writer's ([`wait_exclusive`]): a holder that
 /// never lets go (a stopped process, a child forked mid-commit that inherited the
 /// description) once made the writer wait in the kernel forever.
-pub(crate) fn commit_guard(path: &Path) -> std::io::Result<Option<File>> {
+pub(crate) fn commit_guard(path: &Path) -> std::io::Result<Option<HeldFlock>> {
     let f = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -148,7 +162,7 @@ struct Held {
     shared: usize,
     exclusive: usize,
     /// The description holding the exclusive lock ([`wait_exclusive`]).
-    ex: Option<File>,
+    ex: Option<HeldFlock>,
 }
 
 /// An open lock file.
@@ -231,7 +245,7 @@ impl FrameLock {
         }
         *n -= 1;
         if h.shared == 0 && h.exclusive == 0 {
-            // Closing the exclusive description releases its lock.
+            // Dropping the exclusive description's guard releases its lock.
             if h.ex.take().is_none() {
                 let _ = os_lock(&self.file, Kind::Unlock, false);
             }
@@ -308,5 +322,42 @@ impl LockView {
             return Err(Error::Stale);
         }
         Ok(g)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// What `fork` does to a description held by a thread of the parent: the child gets a
+    /// copy (`try_clone` is the same `dup`). Dropping the parent's guard must release the
+    /// lock all the same (closing alone left it held by the copy until the child exited).
+    #[test]
+    fn a_copy_of_the_description_does_not_keep_the_lock() {
+        let dir = std::env::temp_dir().join(format!("oxblosc-lock-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let frame = dir.join("f.b2frame");
+        std::fs::write(&frame, b"frame").unwrap();
+        let free_now = || {
+            let f = File::open(&frame).unwrap();
+            os_lock(&f, Kind::Exclusive, true).unwrap()
+        };
+        for _ in 0..2 {
+            let guard = commit_guard(&frame).unwrap().expect("flock is available");
+            let inherited = guard.0.try_clone().unwrap();
+            assert!(!free_now(), "held while the guard lives");
+            drop(guard);
+            assert!(free_now(), "a copy of the description kept the commit flock");
+            drop(inherited);
+        }
+        // The same for a handle's exclusive lock-file lock.
+        let lock = FrameLock::open(&frame).unwrap();
+        let g = lock.exclusive().unwrap();
+        let inherited = lock.state().ex.as_ref().unwrap().0.try_clone().unwrap();
+        drop(g);
+        let other = File::open(lock_path(&frame)).unwrap();
+        assert!(os_lock(&other, Kind::Exclusive, true).unwrap(), "a copy kept the lock file's lock");
+        drop(inherited);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

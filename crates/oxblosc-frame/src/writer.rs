@@ -462,7 +462,7 @@ impl Writer {
     /// one frame (the lock file is advisory, the unlocked one never takes it) otherwise both
     /// passed the staleness check and wrote at the same moment (session 11: a contiguous
     /// file lost 39-73 of ~175 committed appends, a sparse index was left unreadable).
-    fn commit_guard(&self) -> Result<Option<File>> {
+    fn commit_guard(&self) -> Result<Option<crate::lock::HeldFlock>> {
         crate::lock::commit_guard(&self.path).map_err(|e| Error::io(None, e))
     }
 
