@@ -11,7 +11,8 @@ python-blosc2's bytes (checked first).
     python bench/compare_builds.py --builds /tmp/a.so /tmp/b.so \\
         --cells arange_i8:zstd:5:NOFILTER random_f8:zstd:5:SHUFFLE de405/moon:zstd:5:NOFILTER
 
-A cell is ``dataset:codec:clevel:filter`` (datasets of ``../shared/bench``, the first 8 MiB).
+A cell is ``dataset:codec:clevel:filter`` (datasets of ``../shared/bench``, the first 8 MiB;
+``filter`` may name several, ``SHUFFLE+BYTEDELTA``).
 
 ``--op decompress`` times ``decompress2`` of python-blosc2's chunk into a touched buffer
 instead; ``--cold`` writes a 64 MiB buffer before every timed call (caches evicted, as for a
@@ -68,8 +69,8 @@ def params(lib, codec: str, clevel: str, filt: str, typesize: int) -> dict:
         clevel=int(clevel),
         typesize=typesize,
         nthreads=1,
-        filters=[getattr(lib.Filter, filt)],
-        filters_meta=[0],
+        filters=[getattr(lib.Filter, f) for f in filt.split("+")],
+        filters_meta=[0] * len(filt.split("+")),
     )
 
 

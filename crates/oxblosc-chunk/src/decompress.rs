@@ -6,7 +6,7 @@
 //! writers with several threads store them unsorted; format spec 1.9, Trap 12).
 
 use crate::codec::{zstd::PreparedDict, Dict};
-use crate::filter::shuffle;
+use crate::filter::{bytedelta, shuffle};
 use crate::format::{version, ChunkHeader, SpecialKind};
 use crate::parallel::{map_jobs, with_scratch, Scratch};
 use crate::params::DParams;
@@ -467,6 +467,13 @@ impl<'a> Decoder<'a> {
                 return self.decode_block_rows(i, dst, e, s);
             }
         }
+        if let Some((e, v1)) = self.pipeline.bytedelta_then_shuffle() {
+            let nstreams = self.nstreams(i, bsize);
+            let rows_fit = nstreams == e || (nstreams == 1 && bsize.is_multiple_of(e));
+            if !self.h.is_vlblocks() && rows_fit && shuffle::rows_supported(e) {
+                return self.decode_block_rows_bytedelta(i, dst, e, v1, s);
+            }
+        }
         let direct = self.pipeline.backward_is_identity();
         let mut scratch;
         let target = if direct {
@@ -516,6 +523,42 @@ impl<'a> Decoder<'a> {
             };
         }
         shuffle::unshuffle_rows(&rows[..e], &mut dst);
+        Ok(())
+    }
+
+    /// A block (split into `e` streams, or one stream of a whole number of elements) whose
+    /// filters are SHUFFLE by `e` then BYTEDELTA over `e` streams: the shuffled rows are
+    /// decoded (split streams stored raw are read in place, as in
+    /// [`Self::decode_block_rows`]), then summed and interleaved into `dst` in one pass over
+    /// L1-sized tiles, instead of a bytedelta pass over the whole block into a second
+    /// scratch buffer followed by an unshuffle pass.
+    fn decode_block_rows_bytedelta(&self, i: usize, mut dst: Out, e: usize, v1: bool, s: &mut Scratch) -> Result<()> {
+        let bsize = dst.len();
+        s.a.resize(bsize, 0);
+        let mut raw: [Row<'a>; shuffle::MAX_ROWS] = [Row::Decoded; shuffle::MAX_ROWS];
+        if self.nstreams(i, bsize) == e {
+            self.decode_streams_raw(i, &mut Out::init(&mut s.a[..bsize]), Some(&mut raw[..e]))?;
+        } else {
+            // One stream: the decoded block is the `e` rows one after another.
+            self.decode_streams(i, &mut Out::init(&mut s.a[..bsize]))?;
+        }
+        let n = bsize / e;
+        for r in &raw[..e] {
+            if let Row::Run(v) = *r {
+                s.run_row(v, n);
+            }
+        }
+        let Scratch { a, b, runs, .. } = s;
+        let run = |v: u8| runs.iter().find(|r| r.0 == v).map_or(&[][..], |r| &r.1[..n]);
+        let mut rows: [&[u8]; shuffle::MAX_ROWS] = [&[]; shuffle::MAX_ROWS];
+        for (k, row) in rows[..e].iter_mut().enumerate() {
+            *row = match raw[k] {
+                Row::Stored(p) => p,
+                Row::Run(v) => run(v),
+                Row::Decoded => &a[k * n..(k + 1) * n],
+            };
+        }
+        bytedelta::decode_unshuffle_rows(&rows[..e], v1, b, &mut dst);
         Ok(())
     }
 

@@ -66,6 +66,24 @@ impl Pipeline {
         }
     }
 
+    /// `(e, v1)` when the backward pipeline is exactly BYTEDELTA over `e` streams (`v1`: the
+    /// SIMD-build variant, id 34) then SHUFFLE of element size `e`: C-Blosc2's pipeline for
+    /// floats, undone in one fused pass ([`filter::bytedelta::decode_unshuffle_rows`]).
+    pub fn bytedelta_then_shuffle(&self) -> Option<(usize, bool)> {
+        match self.back[..] {
+            [bd, sh]
+                if sh.entry.id == filter::SHUFFLE
+                    && matches!(bd.entry.id, filter::BYTEDELTA | filter::BYTEDELTA_V1) =>
+            {
+                // (ids 0-159 only ever hold the built-ins: nobody can register these two)
+                let e = filter::shuffle::elem_size(sh.meta, self.typesize);
+                let streams = filter::shuffle::elem_size(bd.meta, self.typesize);
+                (streams == e).then_some((e, bd.entry.id == filter::BYTEDELTA_V1))
+            }
+            _ => None,
+        }
+    }
+
     fn params<'b>(&'b self, step: &Step, block0: &'b [u8], block: usize) -> FilterParams<'b> {
         let (typesize, blosc1, blockshape) = (self.typesize, self.blosc1, &self.blockshape[..]);
         FilterParams { meta: step.meta, typesize, block, block0, blosc1, blockshape }

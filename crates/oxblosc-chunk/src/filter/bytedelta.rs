@@ -6,7 +6,8 @@
 //! The trailing `len - S*L` bytes are copied. Id 34 is the variant written by SIMD builds of
 //! C-Blosc2, whose chain restarts at 0 for the last `L % 16` bytes of each stream.
 
-use super::kernels;
+use super::{kernels, shuffle};
+use crate::uninit::Out;
 
 /// Forward transform, id 35. `streams >= 1`.
 pub fn encode(streams: usize, src: &[u8], dst: &mut [u8]) {
@@ -38,6 +39,68 @@ pub fn decode_v1(streams: usize, src: &[u8], dst: &mut [u8]) {
     });
 }
 
+/// Bytes per row in one tile of [`decode_unshuffle_rows`]: `e` rows of running sums (8 KiB
+/// at most) stay in L1 until the unshuffle reads them.
+const TILE: usize = 1024;
+
+/// Undo BYTEDELTA over `rows.len()` streams and then SHUFFLE of that element size, in one
+/// pass: `rows[k]` is stream k of the block (byte k of every element, still as differences),
+/// `dst` gets the elements. Equal to [`decode`] (or [`decode_v1`] with `v1`) followed by an
+/// unshuffle, without writing the summed block out in between: tile by tile, the rows' sums
+/// go to `tile` (scratch) and are interleaved into `dst` from there. Only for the element
+/// sizes [`shuffle::rows_supported`] accepts; every byte of `dst` is written.
+pub(crate) fn decode_unshuffle_rows(rows: &[&[u8]], v1: bool, tile: &mut Vec<u8>, dst: &mut Out) {
+    decode_unshuffle_rows_at(kernels::level(), rows, v1, tile, dst);
+}
+
+fn decode_unshuffle_rows_at(lv: kernels::Level, rows: &[&[u8]], v1: bool, tile: &mut Vec<u8>, dst: &mut Out) {
+    let e = rows.len();
+    let n = rows.first().map_or(0, |r| r.len());
+    assert!(
+        (1..=shuffle::MAX_ROWS).contains(&e) && rows.iter().all(|r| r.len() == n) && dst.len() == n * e,
+        "decode_unshuffle_rows: lengths"
+    );
+    // The SIMD-build variant's chains restart at 0 for the last n % 16 bytes of each stream.
+    let cut = if v1 { n - n % 16 } else { n };
+    tile.resize(e * TILE, 0);
+    let mut carry = [0u8; shuffle::MAX_ROWS];
+    let mut t0 = 0;
+    while t0 < n {
+        let t1 = (t0 + TILE).min(n);
+        // Whole 16-byte groups of the chained part: all rows at once where SIMD allows.
+        let simd = (cut.min(t1).saturating_sub(t0)) / 16 * 16;
+        let srcs: [&[u8]; shuffle::MAX_ROWS] =
+            std::array::from_fn(|k| if k < e { &rows[k][t0..t0 + simd] } else { &[] });
+        let done =
+            if simd > 0 && kernels::prefix_sum_rows(lv, &srcs[..e], tile, TILE, &mut carry[..e]) { simd } else { 0 };
+        for k in 0..e {
+            let out = &mut tile[k * TILE..k * TILE + (t1 - t0)];
+            let src = &rows[k][t0..t1];
+            let a = cut.clamp(t0, t1) - t0; // chained: [done, a); restarting at 0: [a, ..)
+            if done < a {
+                carry[k] = prefix_sum_from(lv, carry[k], &src[done..a], &mut out[done..a]);
+            }
+            if a < src.len() {
+                prefix_sum_from(lv, 0, &src[a..], &mut out[a..]);
+            }
+        }
+        let w = t1 - t0;
+        let sums: [&[u8]; shuffle::MAX_ROWS] =
+            std::array::from_fn(|k| if k < e { &tile[k * TILE..k * TILE + w] } else { &[] });
+        shuffle::unshuffle_rows_at(lv, &sums[..e], &mut dst.slice(t0 * e, t1 * e));
+        t0 = t1;
+    }
+}
+
+/// Running sum of `s` into `d` continuing from `prev`; returns the last sum.
+fn prefix_sum_from(level: kernels::Level, prev: u8, s: &[u8], d: &mut [u8]) -> u8 {
+    if prev == 0 {
+        let (done, acc) = kernels::prefix_sum(level, s, d);
+        return prefix_sum(acc, &s[done..], &mut d[done..]);
+    }
+    prefix_sum(prev, s, d)
+}
+
 fn each_stream(streams: usize, src: &[u8], dst: &mut [u8], mut f: impl FnMut(&[u8], &mut [u8])) {
     assert!(streams >= 1, "bytedelta: zero streams");
     assert_eq!(src.len(), dst.len(), "bytedelta: length mismatch");
@@ -67,9 +130,10 @@ fn prefix_sum_at(level: kernels::Level, s: &[u8], d: &mut [u8]) {
     prefix_sum(acc, &s[done..], &mut d[done..]);
 }
 
-/// `d[k] = s[k] + d[k-1]`, with `d[-1] = prev`. Eight bytes at a time: an in-word prefix sum
-/// with per-byte carries kept apart by adding byte-wise (no carry across byte lanes).
-fn prefix_sum(prev: u8, s: &[u8], d: &mut [u8]) {
+/// `d[k] = s[k] + d[k-1]`, with `d[-1] = prev`; returns the last sum (`prev` when empty).
+/// Eight bytes at a time: an in-word prefix sum with per-byte carries kept apart by adding
+/// byte-wise (no carry across byte lanes).
+fn prefix_sum(prev: u8, s: &[u8], d: &mut [u8]) -> u8 {
     let mut acc = prev;
     let mut sc = s.chunks_exact(8);
     let mut dc = d.chunks_exact_mut(8);
@@ -86,6 +150,7 @@ fn prefix_sum(prev: u8, s: &[u8], d: &mut [u8]) {
         acc = acc.wrapping_add(*v);
         *o = acc;
     }
+    acc
 }
 
 /// Lane-wise `a + b` on eight bytes (mod 256 per byte).
@@ -98,6 +163,41 @@ fn add_bytes(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fused pass equals bytedelta decode then a scalar unshuffle, at every SIMD level,
+    /// for every element size 1-8, both variants, rows at odd addresses, lengths around the
+    /// 16-byte groups and the tile size (carries across tiles), and rows of one byte.
+    #[test]
+    fn decode_unshuffle_rows_matches_the_two_passes() {
+        let mut rng = Rng::new(11);
+        for e in 1..=shuffle::MAX_ROWS {
+            for n in (0..40).chain([255, 1023, 1024, 1025, 2048 + 15, 3 * TILE + 17, 10_000]) {
+                let mut src = rng.bytes(n * e);
+                if n > 0 && e > 1 {
+                    src[..n].fill(7); // a run row, as the engine passes for run streams
+                }
+                for v1 in [false, true] {
+                    let mut summed = vec![0u8; n * e];
+                    if v1 {
+                        decode_v1(e, &src, &mut summed);
+                    } else {
+                        decode(e, &src, &mut summed);
+                    }
+                    let mut want = vec![0u8; n * e];
+                    shuffle::unshuffle_at(kernels::Level::Scalar, e, &summed, &mut Out::init(&mut want));
+                    let copies: Vec<Vec<u8>> =
+                        (0..e).map(|j| [vec![0u8; 1 + j % 3], src[j * n..(j + 1) * n].to_vec()].concat()).collect();
+                    let rows: Vec<&[u8]> = copies.iter().enumerate().map(|(j, c)| &c[1 + j % 3..]).collect();
+                    for &lv in &kernels::available_levels() {
+                        let mut got = vec![0xEEu8; n * e];
+                        let mut tile = Vec::new();
+                        decode_unshuffle_rows_at(lv, &rows, v1, &mut tile, &mut Out::init(&mut got));
+                        assert!(got == want, "e={e} n={n} v1={v1} {lv:?}");
+                    }
+                }
+            }
+        }
+    }
     use crate::filter::testutil::*;
 
     #[test]

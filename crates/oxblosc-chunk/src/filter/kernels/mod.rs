@@ -305,6 +305,47 @@ pub(crate) fn bitunshuffle(level: Level, t: usize, src: &[u8], dst: &mut Out) ->
     }
 }
 
+/// Running sums of `rows` (equal lengths, a multiple of 16) into consecutive rows of `dst`
+/// (`stride` bytes apart), continuing from `carry` (updated); `false` = not handled.
+pub(crate) fn prefix_sum_rows(level: Level, rows: &[&[u8]], dst: &mut [u8], stride: usize, carry: &mut [u8]) -> bool {
+    let (e, len) = (rows.len(), rows.first().map_or(0, |r| r.len()));
+    assert!(
+        len.is_multiple_of(16)
+            && carry.len() >= e
+            && rows.iter().all(|r| r.len() == len)
+            && (e == 0 || (e - 1) * stride + len <= dst.len())
+            && len <= stride,
+        "prefix_sum_rows: lengths"
+    );
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        if level < Level::Avx2 {
+            return false;
+        }
+        let d = dst.as_mut_ptr();
+        // SAFETY: AVX2 was detected; the lengths were asserted above: row k
+        // writes dst[k * stride .. k * stride + len], inside `dst`.
+        unsafe {
+            match e {
+                2 => x86_bytedelta::prefix_sum_rows_avx2::<2>(rows, d, stride, len, carry),
+                3 => x86_bytedelta::prefix_sum_rows_avx2::<3>(rows, d, stride, len, carry),
+                4 => x86_bytedelta::prefix_sum_rows_avx2::<4>(rows, d, stride, len, carry),
+                5 => x86_bytedelta::prefix_sum_rows_avx2::<5>(rows, d, stride, len, carry),
+                6 => x86_bytedelta::prefix_sum_rows_avx2::<6>(rows, d, stride, len, carry),
+                7 => x86_bytedelta::prefix_sum_rows_avx2::<7>(rows, d, stride, len, carry),
+                8 => x86_bytedelta::prefix_sum_rows_avx2::<8>(rows, d, stride, len, carry),
+                _ => return false,
+            }
+        }
+        true
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        let _ = (level, dst, stride);
+        false
+    }
+}
+
 /// SIMD running byte sum for bytedelta decode: fills a prefix of `d`, returns its length
 /// and the last sum (`(0, 0)` = not handled).
 pub(crate) fn prefix_sum(level: Level, s: &[u8], d: &mut [u8]) -> (usize, u8) {
