@@ -401,7 +401,7 @@ class LazyExpr(Operators, LazyArray):
             # part way (an integer to a negative power) leaves ``out`` as it was.
             if same and not any(o is out for o in self._ops.values()) and _compute_native(self, out):
                 return out
-            return _fill(out, self)
+            return _fill_after(out, self)
         if not (item is None or item is Ellipsis or (isinstance(item, tuple) and not item)):
             return asarray(self[item], **kwargs)
         base = self._base()
@@ -726,6 +726,23 @@ def _read_native(e: LazyExpr) -> np.ndarray | None:
     out = np.empty(e._shape, e._dtype)
     arrays, scalars, dense = args
     expr_read(e._body, arrays, scalars, out, _core.call_nthreads(None), dense)
+    return out
+
+
+def _fill_after(out: Any, e: LazyExpr) -> Any:
+    """``compute(out=...)`` outside the engine: ``e`` is evaluated completely first (into a
+    compressed array in memory, in ``out``'s chunks), and only then written into ``out``,
+    so an expression that fails part way (an integer to a negative power, a failing
+    function) leaves ``out`` as it was, and an ``out`` that is also an operand is read
+    before any of it is overwritten. (Costs one more compression of the result.)"""
+    if tuple(out.shape) != e.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, the expression {e.shape}")
+    if not isinstance(out, NDArray):
+        out[...] = e[()]
+        return out
+    done = _fill(empty(e.shape, dtype=e.dtype, chunks=out.chunks, blocks=out.blocks), e)
+    for region in _grid(e.shape, out.chunks) if out.ndim else [()]:
+        out[region] = done[region]
     return out
 
 

@@ -432,6 +432,33 @@ def test_compute_out_that_fails_part_way_leaves_out_as_it_was(tmp_path):
     np.testing.assert_array_equal((a * 2).compute(out=other)[:], x * 2)
 
 
+def test_compute_out_outside_the_engine_that_fails_part_way_leaves_out_as_it_was(tmp_path):
+    """The general path of compute(out=...) (an ``out`` of other chunks, or ``out`` among
+    the operands) wrote ``out`` chunk by chunk as results came: an expression failing in a
+    late chunk left the first chunks overwritten (a file too). It now evaluates everything
+    before writing: ``out`` stays as it was."""
+    x = np.arange(100_000, dtype=np.int64) % 7
+    y = np.ones(100_000, dtype=np.int64)
+    y[-5] = -1
+    a = oxblosc.asarray(x, chunks=(10_000,), blocks=(1000,))
+    b = oxblosc.asarray(y, chunks=(10_000,), blocks=(1000,))
+    p = str(tmp_path / "other.b2nd")
+    for urlpath in (p, None):
+        other = oxblosc.full((100_000,), 3, dtype=np.int64, chunks=(30_000,), blocks=(5000,), urlpath=urlpath, mode="w")
+        with pytest.raises(ValueError, match="negative integer powers"):
+            (a**b).compute(out=other)
+        assert (other[:] == 3).all()
+        if urlpath:
+            assert (oxblosc.open(p)[:] == 3).all()
+    # ``out`` is an operand (the engine refuses that): the failure leaves it whole.
+    c = oxblosc.asarray(x, chunks=(10_000,), blocks=(1000,))
+    with pytest.raises(ValueError, match="negative integer powers"):
+        (c**b + c).compute(out=c)
+    np.testing.assert_array_equal(c[:], x)
+    b[-5] = 1
+    np.testing.assert_array_equal((c**b + c).compute(out=c)[:], x + x)
+
+
 def test_broadcast_and_numpy_operands_run_in_the_engine(monkeypatch):
     """NumPy operands (full, broadcast, and np.broadcast_to views, which are passed without
     being expanded), small NDArrays of another shape or chunking, and scalars go to the
