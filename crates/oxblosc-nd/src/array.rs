@@ -989,6 +989,13 @@ impl NdArray {
                 }
             }
         }
+        if covers {
+            // The chunk is one range of the source, laid out as stored: compressed from there.
+            let direct = data.and_then(|d| d.get(self.geom.chunk_source_range(plan, parts)?));
+            if let Some(src) = direct {
+                return with_build_buffers(|_, cbuf| self.compress_built(n, src, cbuf, cp, threads)).map(Some);
+            }
+        }
         with_build_buffers(|buf, cbuf| {
             let cb = self.geom.chunk_bytes();
             if old.is_some() {
@@ -1027,25 +1034,36 @@ impl NdArray {
                     });
                 }
             }
-            let c = if data.is_none() && covers {
-                oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?.into()
-            } else {
-                cbuf.resize(oxblosc_chunk::max_compressed_len(buf.len()), 0);
-                let tuner = self.schunk.tuner();
-                let mut cp = match tuner {
-                    Some(t) => t.choose(buf, cp),
-                    None => cp.clone(),
-                };
-                // The geometry fixes the block size whatever a tuner picks.
-                (cp.nthreads, cp.blocksize) = (threads, self.geom.block_bytes());
-                let len = oxblosc_chunk::compress_into_with(buf, cbuf, &cp, self.schunk.chunk_context())?;
-                if let Some(t) = tuner {
-                    t.compressed(buf.len(), len);
-                }
-                std::sync::Arc::from(&cbuf[..len])
-            };
-            Ok(Some((n, c)))
+            if data.is_none() && covers {
+                let c = oxblosc_chunk::special_chunk(SpecialKind::Zeros, buf.len(), self.geom.typesize, None)?;
+                return Ok(Some((n, c.into())));
+            }
+            self.compress_built(n, buf, cbuf, cp, threads).map(Some)
         })
+    }
+
+    /// Compress the bytes of chunk `n` (through the tuner, if any) using `cbuf` as room.
+    fn compress_built(
+        &self,
+        n: u64,
+        buf: &[u8],
+        cbuf: &mut Vec<u8>,
+        cp: &oxblosc_chunk::CParams,
+        threads: usize,
+    ) -> Result<NewChunk> {
+        cbuf.resize(oxblosc_chunk::max_compressed_len(buf.len()), 0);
+        let tuner = self.schunk.tuner();
+        let mut cp = match tuner {
+            Some(t) => t.choose(buf, cp),
+            None => cp.clone(),
+        };
+        // The geometry fixes the block size whatever a tuner picks.
+        (cp.nthreads, cp.blocksize) = (threads, self.geom.block_bytes());
+        let len = oxblosc_chunk::compress_into_with(buf, cbuf, &cp, self.schunk.chunk_context())?;
+        if let Some(t) = tuner {
+            t.compressed(buf.len(), len);
+        }
+        Ok((n, std::sync::Arc::from(&cbuf[..len])))
     }
 
     /// Zero the blocks of chunk `n` that reach past the array's edge (or the chunk's, when

@@ -265,6 +265,41 @@ impl Geometry {
         out
     }
 
+    /// The bytes of a C-order source of the selection's shape (`plan.out_shape`) that are the
+    /// chunk `parts` covers (see [`Self::covers_chunk`]) exactly as the chunk stores them, when
+    /// there is such a single range: the chunk lies inside the array (no padding, blocks divide
+    /// it), its blocks tile it in C order (1 along the dimensions before some axis, whole after
+    /// it), and it is one run of the source (1 along the dimensions before some axis, the
+    /// selection's whole extent after it). Then the chunk can be compressed from the source
+    /// without gathering it first (1-D arrays, full-width rows, python-blosc2's slab shapes).
+    pub(crate) fn chunk_source_range(&self, plan: &SlicePlan, parts: &[&DimChunk]) -> Option<std::ops::Range<usize>> {
+        let nd = self.ndim();
+        if nd == 0 || parts.len() != nd || plan.out_shape.len() != nd {
+            return None;
+        }
+        for (d, part) in parts.iter().enumerate() {
+            let end = part.chunk.checked_add(1)?.checked_mul(self.chunks[d])?;
+            if end > self.shape[d] || self.blocks[d] == 0 || self.chunks[d] % self.blocks[d] != 0 {
+                return None;
+            }
+        }
+        let k = (0..nd).find(|&d| self.blocks[d] != 1).unwrap_or(nd);
+        if (k + 1..nd).any(|d| self.blocks[d] != self.chunks[d]) {
+            return None;
+        }
+        let m = (0..nd).find(|&d| self.chunks[d] != 1).unwrap_or(nd);
+        if (m + 1..nd).any(|d| self.chunks[d] != plan.out_shape[d]) {
+            return None;
+        }
+        let (mut first, mut stride) = (0u64, 1u64);
+        for d in (0..nd).rev() {
+            first = first.checked_add(parts[d].runs.first()?.dst.checked_mul(stride)?)?;
+            stride = stride.checked_mul(plan.out_shape[d])?;
+        }
+        let lo = usize::try_from(first).ok()?.checked_mul(self.typesize)?;
+        Some(lo..lo.checked_add(self.chunk_bytes())?)
+    }
+
     /// True when the selection `parts` (one per dim) covers chunk's valid region with step 1.
     pub(crate) fn covers_chunk(&self, plan: &SlicePlan, parts: &[&DimChunk]) -> bool {
         parts.iter().enumerate().all(|(d, part)| {
@@ -491,6 +526,41 @@ mod tests {
 
     fn g(shape: &[u64], chunks: &[u64], blocks: &[u64]) -> Geometry {
         Geometry::new(shape, chunks, blocks, 4).unwrap()
+    }
+
+    /// Chunk `n`'s byte range in a C-order source of the selection, or None.
+    fn source_range(geom: &Geometry, sel: &[DimSlice], n: u64) -> Option<std::ops::Range<usize>> {
+        let plan = geom.plan(sel).unwrap();
+        let coords = geom.chunk_coords(n);
+        let parts: Vec<&DimChunk> =
+            plan.dims.iter().zip(&coords).map(|(dim, c)| dim.iter().find(|p| p.chunk == *c).unwrap()).collect();
+        assert!(geom.covers_chunk(&plan, &parts));
+        geom.chunk_source_range(&plan, &parts)
+    }
+
+    #[test]
+    fn chunks_that_are_one_range_of_the_source() {
+        let full = |shape: &[u64]| shape.iter().map(|&s| DimSlice::full(s)).collect::<Vec<_>>();
+        // 1-D: every whole chunk is a range; the edge chunk (padded) is not.
+        let a = g(&[100], &[30], &[10]);
+        assert_eq!(source_range(&a, &full(&[100]), 1), Some(120..240));
+        assert_eq!(source_range(&a, &full(&[100]), 3), None);
+        // Blocks that do not divide the chunk pad it.
+        assert_eq!(source_range(&g(&[100], &[30], &[20]), &full(&[100]), 0), None);
+        // Full-width rows, blocks of rows: a range; half-width chunks are not (in this source).
+        let b = g(&[8, 6], &[2, 6], &[1, 6]);
+        assert_eq!(source_range(&b, &full(&[8, 6]), 2), Some(4 * 6 * 4..6 * 6 * 4));
+        assert_eq!(source_range(&g(&[8, 6], &[2, 3], &[1, 3]), &full(&[8, 6]), 0), None);
+        // ... but a selection exactly one chunk wide makes them one.
+        let half = [DimSlice::full(8), DimSlice::new(3, 6, 1)];
+        assert_eq!(source_range(&g(&[8, 6], &[2, 3], &[1, 3]), &half, 3), Some(2 * 3 * 4..4 * 3 * 4));
+        // python-blosc2's slab shapes: (1, H, W) chunks of (1, h, W) blocks.
+        let c = g(&[3, 10, 4], &[1, 10, 4], &[1, 5, 4]);
+        assert_eq!(source_range(&c, &full(&[3, 10, 4]), 2), Some(2 * 160..3 * 160));
+        // Blocks not in C order of the chunk (split along the last axis): not a range.
+        assert_eq!(source_range(&g(&[3, 10, 4], &[1, 10, 4], &[1, 10, 2]), &full(&[3, 10, 4]), 0), None);
+        // Cubes: not a range.
+        assert_eq!(source_range(&g(&[8, 8], &[4, 4], &[2, 2]), &full(&[8, 8]), 0), None);
     }
 
     #[test]
