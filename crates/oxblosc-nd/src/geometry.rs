@@ -279,7 +279,7 @@ impl Geometry {
         }
         for (d, part) in parts.iter().enumerate() {
             let end = part.chunk.checked_add(1)?.checked_mul(self.chunks[d])?;
-            if end > self.shape[d] || self.blocks[d] == 0 || self.chunks[d] % self.blocks[d] != 0 {
+            if end > self.shape[d] || self.blocks[d] == 0 || !self.chunks[d].is_multiple_of(self.blocks[d]) {
                 return None;
             }
         }
