@@ -448,3 +448,23 @@ fn shuffle_then_bytedelta_decodes_exactly() {
         }
     }
 }
+
+/// A stored (memcpyed) chunk decodes by plain copies, split between the threads when there
+/// are several: every size around the per-thread piece (1 MiB) and odd ones, into a caller
+/// buffer, to new bytes and by ranges.
+#[test]
+fn stored_chunks_decode_on_several_threads() {
+    for n in [(2 << 20) - 1, 2 << 20, (2 << 20) + 1, (5 << 20) + 12_345, 8 << 20] {
+        let data: Vec<u8> = (0..n).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
+        let cp = CParams { clevel: 0, typesize: 1, nthreads: 1, ..CParams::default() };
+        let c = compress(&data, &cp).unwrap();
+        assert_eq!(c[2] & 0x2, 0x2, "clevel 0 stores the chunk (memcpyed flag)");
+        for nthreads in [1, 2, 3, 4] {
+            let p = DParams { nthreads };
+            assert!(decompress(&c, &p).unwrap() == data, "n={n} T{nthreads}");
+            let mut out = vec![0u8; n];
+            decompress_into(&c, &mut out, &p).unwrap();
+            assert!(out == data, "n={n} T{nthreads} (into)");
+        }
+    }
+}
