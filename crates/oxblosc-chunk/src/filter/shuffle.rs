@@ -176,9 +176,15 @@ mod tests {
                     (0..e).map(|j| [vec![0u8; 1 + j % 3], src[j * n..(j + 1) * n].to_vec()].concat()).collect();
                 let rows: Vec<&[u8]> = copies.iter().enumerate().map(|(j, c)| &c[1 + j % 3..]).collect();
                 for &lv in &available_levels() {
-                    let mut got = vec![0xEEu8; n * e];
-                    unshuffle_rows_at(lv, &rows, &mut Out::init(&mut got));
-                    assert!(got == want, "e={e} n={n} {lv:?}");
+                    // Destinations at every offset from a 64-byte boundary (the kernel aligns
+                    // its stores first).
+                    for off in [0, 1, 2, 4, 8, 16, 24, 31] {
+                        let mut backing = vec![0xEEu8; n * e + 128];
+                        let base = (64 - backing.as_ptr() as usize % 64) % 64 + off;
+                        let got = &mut backing[base..base + n * e];
+                        unshuffle_rows_at(lv, &rows, &mut Out::init(got));
+                        assert!(*got == want[..], "e={e} n={n} {lv:?} dst offset {off}");
+                    }
                 }
             }
         }

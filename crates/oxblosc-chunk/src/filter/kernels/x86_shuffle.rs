@@ -272,7 +272,8 @@ unsafe fn unshuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [MaybeUni
     unshuffle_rows_compact_avx2::<E>(rows, n, dst, i)
 }
 
-/// Unshuffle elements `i..` (whole tiles of 32) from `E` rows of `n` bytes into `dst`.
+/// Unshuffle elements `i..` (a few one by one until the stores are aligned, then whole
+/// tiles of 32) from `E` rows of `n` bytes into `dst`; returns the first element not done.
 ///
 /// # Safety
 /// AVX2 available; every `rows[p]` is valid for reads of `n` bytes; `dst.len() == n * E`.
@@ -285,6 +286,20 @@ unsafe fn unshuffle_rows_compact_avx2<const E: usize>(
 ) -> usize {
     let g = E.trailing_zeros();
     let dp = dst.as_mut_ptr().cast::<u8>();
+    // Elements one by one until the stores below are 32-byte aligned: outputs (NumPy arrays,
+    // Python bytes) usually start 16 bytes past it, and then every other 32-byte store
+    // crossed a cache line (unshuffle 17.6 -> 26.2 GB/s for E = 4 once aligned, this host).
+    let mis = (dp as usize + i * E) % 32;
+    if mis != 0 && mis % E == 0 {
+        let head = (i + (32 - mis) / E).min(n);
+        while i < head {
+            for p in 0..E {
+                // SAFETY: i < n: inside row p and inside dst.
+                *dp.add(i * E + p) = *rows[p].add(i);
+            }
+            i += 1;
+        }
+    }
     while i + 32 <= n {
         let mut v = [_mm256_setzero_si256(); E];
         for p in 0..E {
