@@ -236,12 +236,28 @@ unsafe fn unshuffle_generic_sse2(e: usize, src: &[u8], dst: &mut [MaybeUninit<u8
 
 // ---------- AVX2 tiles: 32 elements, lane 0 = elements i.., lane 1 = elements i+16.. ----------
 
+/// Shuffle elements `i..` (a few one by one until the stores are aligned, then whole tiles
+/// of 32); returns the first element not done.
+///
 /// # Safety
 /// AVX2 available; `src.len() == dst.len() == n * E`.
 #[target_feature(enable = "avx2")]
 unsafe fn shuffle_compact_avx2<const E: usize>(src: &[u8], dst: &mut [u8], mut i: usize) -> usize {
     let n = src.len() / E;
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    // Elements one by one until row 0's 32-byte stores are aligned (all rows' when `n` is a
+    // multiple of 32), as in `unshuffle_rows_compact_avx2`.
+    let mis = (dp as usize + i) % 32;
+    if mis != 0 {
+        let head = (i + 32 - mis).min(n);
+        while i < head {
+            for p in 0..E {
+                // SAFETY: i < n: p*n + i < E*n and i*E + p < E*n.
+                *dp.add(p * n + i) = *sp.add(i * E + p);
+            }
+            i += 1;
+        }
+    }
     while i + 32 <= n {
         let mut v = [_mm256_setzero_si256(); E];
         for k in 0..E {
