@@ -14,8 +14,11 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import os
 import re
+import shutil
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -734,15 +737,26 @@ def _fill_after(out: Any, e: LazyExpr) -> Any:
     compressed array in memory, in ``out``'s chunks), and only then written into ``out``,
     so an expression that fails part way (an integer to a negative power, a failing
     function) leaves ``out`` as it was, and an ``out`` that is also an operand is read
-    before any of it is overwritten. (Costs one more compression of the result.)"""
+    before any of it is overwritten. (Costs one more compression of the result.) For an
+    ``out`` on disk the result waits in a temporary file beside it, not in memory (it may be
+    larger than RAM), removed afterwards."""
     if tuple(out.shape) != e.shape:
         raise ValueError(f"out has shape {tuple(out.shape)}, the expression {e.shape}")
     if not isinstance(out, NDArray):
         out[...] = e[()]
         return out
-    done = _fill(empty(e.shape, dtype=e.dtype, chunks=out.chunks, blocks=out.blocks), e)
-    for region in _grid(e.shape, out.chunks) if out.ndim else [()]:
-        out[region] = done[region]
+    where = None
+    if out.urlpath is not None:
+        where = tempfile.mkdtemp(prefix=".oxblosc-compute-", dir=os.path.dirname(os.path.abspath(out.urlpath)))
+    try:
+        path = None if where is None else os.path.join(where, "result.b2nd")
+        done = _fill(empty(e.shape, dtype=e.dtype, chunks=out.chunks, blocks=out.blocks, urlpath=path), e)
+        for region in _grid(e.shape, out.chunks) if out.ndim else [()]:
+            out[region] = done[region]
+        del done
+    finally:
+        if where is not None:
+            shutil.rmtree(where, ignore_errors=True)
     return out
 
 

@@ -450,6 +450,10 @@ def test_compute_out_outside_the_engine_that_fails_part_way_leaves_out_as_it_was
         assert (other[:] == 3).all()
         if urlpath:
             assert (oxblosc.open(p)[:] == 3).all()
+            # (the result waited in a temporary file beside ``out``, removed either way)
+            assert sorted(os.listdir(tmp_path)) == ["other.b2nd"]
+            np.testing.assert_array_equal((a * 2).compute(out=other)[:], x * 2)
+            assert sorted(os.listdir(tmp_path)) == ["other.b2nd"]
     # ``out`` is an operand (the engine refuses that): the failure leaves it whole.
     c = oxblosc.asarray(x, chunks=(10_000,), blocks=(1000,))
     with pytest.raises(ValueError, match="negative integer powers"):
