@@ -523,44 +523,37 @@ impl<'a> Decoder<'a> {
     /// of raw streams into scratch first).
     fn decode_block_rows(&self, i: usize, mut dst: Out, e: usize, s: &mut Scratch) -> Result<()> {
         let bsize = dst.len();
-        s.a.resize(bsize, 0);
-        let mut raw: [Row<'a>; shuffle::MAX_ROWS] = [Row::Decoded; shuffle::MAX_ROWS];
-        self.decode_streams_raw(i, &mut Out::init(&mut s.a[..bsize]), Some(&mut raw[..e]))?;
-        let n = bsize / e;
-        // Rows of one byte come from the per-thread cache (no fill); make them all first.
-        for r in &raw[..e] {
-            if let Row::Run(v) = *r {
-                s.run_row(v, n);
-            }
-        }
-        let s = &*s;
-        let run = |v: u8| s.runs.iter().find(|r| r.0 == v).map_or(&[][..], |r| &r.1[..n]);
-        let mut rows: [&[u8]; shuffle::MAX_ROWS] = [&[]; shuffle::MAX_ROWS];
-        for (k, row) in rows[..e].iter_mut().enumerate() {
-            *row = match raw[k] {
-                Row::Stored(p) => p,
-                Row::Run(v) => run(v),
-                Row::Decoded => &s.a[k * n..(k + 1) * n],
-            };
-        }
-        shuffle::unshuffle_rows(&rows[..e], &mut dst);
-        Ok(())
+        self.with_block_rows(i, bsize, e, s, |rows, _| shuffle::unshuffle_rows(rows, &mut dst))
     }
 
     /// A block (split into `e` streams, or one stream of a whole number of elements) whose
-    /// filters are SHUFFLE by `e` then BYTEDELTA over `e` streams: the shuffled rows are
-    /// decoded (split streams stored raw are read in place, as in
-    /// [`Self::decode_block_rows`]), then summed and interleaved into `dst` in one pass over
+    /// filters are SHUFFLE by `e` then BYTEDELTA over `e` streams: the shuffled rows (as in
+    /// [`Self::decode_block_rows`]) are summed and interleaved into `dst` in one pass over
     /// L1-sized tiles, instead of a bytedelta pass over the whole block into a second
     /// scratch buffer followed by an unshuffle pass.
     fn decode_block_rows_bytedelta(&self, i: usize, mut dst: Out, e: usize, v1: bool, s: &mut Scratch) -> Result<()> {
         let bsize = dst.len();
+        self.with_block_rows(i, bsize, e, s, |rows, tile| bytedelta::decode_unshuffle_rows(rows, v1, tile, &mut dst))
+    }
+
+    /// Decode block `i` (`bsize` bytes) as its `e` shuffled rows and call `f` with them and a
+    /// spare scratch buffer. Split into `e` streams: coded streams are decoded into scratch,
+    /// streams stored raw are read in place from the chunk, runs of one byte come from the
+    /// per-thread cache (no fill); one stream (of whole elements): the decoded block is the
+    /// rows one after another.
+    fn with_block_rows<R>(
+        &self,
+        i: usize,
+        bsize: usize,
+        e: usize,
+        s: &mut Scratch,
+        f: impl FnOnce(&[&[u8]], &mut Vec<u8>) -> R,
+    ) -> Result<R> {
         s.a.resize(bsize, 0);
         let mut raw: [Row<'a>; shuffle::MAX_ROWS] = [Row::Decoded; shuffle::MAX_ROWS];
         if self.nstreams(i, bsize) == e {
             self.decode_streams_raw(i, &mut Out::init(&mut s.a[..bsize]), Some(&mut raw[..e]))?;
         } else {
-            // One stream: the decoded block is the `e` rows one after another.
             self.decode_streams(i, &mut Out::init(&mut s.a[..bsize]))?;
         }
         let n = bsize / e;
@@ -579,8 +572,7 @@ impl<'a> Decoder<'a> {
                 Row::Decoded => &a[k * n..(k + 1) * n],
             };
         }
-        bytedelta::decode_unshuffle_rows(&rows[..e], v1, b, &mut dst);
-        Ok(())
+        Ok(f(&rows[..e], b))
     }
 
     fn nstreams(&self, i: usize, bsize: usize) -> usize {
