@@ -18,6 +18,7 @@ use oxblosc_frame::{SChunk, SpecialValue};
 pub mod bloscpack;
 pub mod expr;
 pub mod hdf5;
+pub mod lz4;
 pub mod nd;
 pub mod ndlz;
 pub mod plugins;
@@ -25,6 +26,7 @@ pub mod zfp;
 pub use bloscpack::fuzz_bloscpack;
 pub use expr::fuzz_expr_parse;
 pub use hdf5::{fuzz_hdf5_decode, fuzz_hdf5_lazy, hdf5_lazy};
+pub use lz4::fuzz_lz4;
 pub use nd::{fuzz_nd_open, fuzz_nd_slices};
 pub use ndlz::fuzz_ndlz;
 pub use plugins::fuzz_nd_filters;
@@ -534,6 +536,24 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         let chunk = oxblosc_chunk::special_chunk(kind, nbytes, ts, value).expect("special chunk");
         out.push(("decompress", format!("seed-special-{name}"), chunk.clone()));
         out.push(("getitem", format!("seed-special-{name}"), getitem_arbitrary_input(&chunk, 5)));
+    }
+    // lz4: real LZ4 and LZ4HC streams of a pattern (decode mode, exact capacity) and the
+    // pattern for the round trip.
+    for (name, hc, level) in [("lz4-1", false, 1u8), ("lz4-9", false, 9), ("lz4hc-9", true, 9)] {
+        let data: Vec<u8> = pattern.iter().cycle().take(3000).enumerate().map(|(i, b)| b ^ (i / 97) as u8).collect();
+        let mut enc = vec![0u8; data.len() + 64];
+        let n = if hc {
+            oxblosc_chunk::codec::lz4::compress_hc(level, &data, &mut enc)
+        } else {
+            oxblosc_chunk::codec::lz4::compress(level, &data, &mut enc)
+        };
+        let mut seed = vec![0u8];
+        seed.extend_from_slice(&(data.len() as u16).to_le_bytes());
+        seed.extend_from_slice(&enc[..n]);
+        out.push(("lz4", format!("seed-{name}"), seed));
+        let mut rt = vec![1 | u8::from(hc) << 1 | (level - 1) << 2];
+        rt.extend_from_slice(&data);
+        out.push(("lz4", format!("seed-roundtrip-{name}"), rt));
     }
     // frame_ops: head (codec, clevel, typesize index, filters/blocksize) + ops (see apply_op).
     let ops: Vec<u8> = vec![

@@ -32,6 +32,14 @@ pub fn simd_cap() -> Option<String> {
     std::env::var("OXBLOSC_SIMD").ok()
 }
 
+/// `OXBLOSC_LZ4_DECODER=liblz4`: decode LZ4 with liblz4's `LZ4_decompress_safe` instead of
+/// our decoder (for comparisons; both give the same bytes for every block liblz4 accepts
+/// except a match at offset 0, which ours rejects). Read once.
+pub fn lz4_decoder_is_liblz4() -> bool {
+    static LIB: OnceLock<bool> = OnceLock::new();
+    *LIB.get_or_init(|| std::env::var("OXBLOSC_LZ4_DECODER").is_ok_and(|v| v.trim() == "liblz4"))
+}
+
 /// Data cache sizes of this machine in bytes: (L1d, L2, L3), read once from
 /// `/sys/devices/system/cpu/cpu0/cache` (Linux). Levels that cannot be read fall back to
 /// 32 KiB, 1 MiB and 8 MiB, common sizes for current x86 and ARM cores. Used to size

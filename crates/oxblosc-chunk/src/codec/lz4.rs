@@ -180,18 +180,38 @@ fn check(r: c_int, want: usize) -> Result<(), String> {
 
 /// Decode one raw LZ4 block into exactly `dst.len()` bytes.
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    decompress_out(src, &mut Out::init(dst), None)
+}
+
+/// liblz4's own decoder (the reference for ours): the decoded length, or an error.
+pub fn decompress_liblz4(src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
     let (Some(n), Some(cap)) = (to_int(src.len()), to_int(dst.len())) else {
         return Err("stream larger than 2 GiB".into());
     };
-    // SAFETY: LZ4_decompress_safe never reads past `n` input bytes nor writes past `cap`.
+    // SAFETY: as in `decompress`.
     let r = unsafe { LZ4_decompress_safe(src.as_ptr().cast(), dst.as_mut_ptr().cast(), n, cap) };
-    check(r, dst.len())
+    if r < 0 {
+        Err(format!("malformed lz4 block (error at input byte {})", -r - 1))
+    } else {
+        Ok(r as usize)
+    }
 }
 
 /// Decode one raw LZ4 block (against `dict`, if any) into exactly `dst.len()` bytes of
-/// possibly uninitialised output; on `Ok` every byte of `dst` was written.
+/// possibly uninitialised output; on `Ok` every byte of `dst` was written. Without a
+/// dictionary our own decoder runs (`lz4_decode`), with one liblz4's.
 pub(crate) fn decompress_out(src: &[u8], dst: &mut Out, dict: Option<&[u8]>) -> Result<(), String> {
     let want = dst.len();
+    if dict.is_none() && !crate::config::lz4_decoder_is_liblz4() {
+        // SAFETY: `slots` gives `want` writable bytes that do not overlap `src` (a shared
+        // borrow); our decoder reads only output bytes it wrote and writes none past `want`.
+        let r = unsafe { super::lz4_decode::decode(src, dst.slots().as_mut_ptr().cast(), want) };
+        return match r {
+            Ok(n) if n == want => Ok(()),
+            Ok(n) => Err(format!("lz4 block decoded to {n} bytes, expected {want}")),
+            Err(e) => Err(e.to_string()),
+        };
+    }
     let (Some(n), Some(cap), Some(dn)) = (to_int(src.len()), to_int(want), to_int(dict.map_or(0, <[u8]>::len))) else {
         return Err("stream larger than 2 GiB".into());
     };

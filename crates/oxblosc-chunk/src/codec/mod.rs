@@ -8,6 +8,7 @@
 pub mod blosclz;
 pub(crate) mod builtin;
 pub mod lz4;
+pub mod lz4_decode;
 pub mod ndlz;
 pub mod zfp;
 pub mod zlib;

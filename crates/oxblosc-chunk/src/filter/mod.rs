@@ -18,6 +18,12 @@ mod kernels;
 #[cfg(test)]
 mod testutil;
 
+/// Whether AVX2 code may run (the CPU has it and `OXBLOSC_SIMD` does not cap below it); for
+/// code outside the filters that has an AVX2 build (the LZ4 decoder).
+pub(crate) fn avx2_allowed() -> bool {
+    kernels::level() >= kernels::Level::Avx2
+}
+
 /// No filter (also "NOSHUFFLE").
 pub const NOFILTER: u8 = 0;
 /// Byte shuffle (spec 2.3).

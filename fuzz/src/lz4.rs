@@ -1,0 +1,39 @@
+//! Our LZ4 block decoder on its own, against liblz4's: arbitrary streams into both (the same
+//! bytes when liblz4 accepts, an error when it rejects; a match at offset 0, which liblz4
+//! accepts, is an error in ours), and arbitrary data through liblz4's encoder into ours.
+
+use oxblosc_chunk::codec::{lz4, lz4_decode};
+
+/// Byte 0: bit 0 picks decode or round trip; bytes 1-2 the output capacity (decode). Round
+/// trip: bit 1 picks LZ4 or LZ4HC, bits 2-5 the level; the rest is the data.
+pub fn fuzz_lz4(data: &[u8]) {
+    let Some(&sel) = data.first() else { return };
+    if sel & 1 == 0 {
+        let Some(c) = data.get(1..3) else { return };
+        let cap = usize::from(u16::from_le_bytes([c[0], c[1]]));
+        let src = &data[3..];
+        let mut want = vec![0u8; cap];
+        let lib = lz4::decompress_liblz4(src, &mut want).ok();
+        let mut got = vec![0x5Au8; cap];
+        match (lz4_decode::decode_into(src, &mut got), lib) {
+            (Ok(n), Some(m)) => assert!(n == m && got[..n] == want[..m], "decoded bytes differ from liblz4's"),
+            (Err(e), Some(_)) => assert!(
+                e.what == "match offset outside the decoded data" && src.get(e.at..e.at + 2) == Some(&[0, 0][..]),
+                "liblz4 accepts a stream ours rejects: {e}"
+            ),
+            (Ok(n), None) => panic!("ours accepts ({n} bytes) a stream liblz4 rejects"),
+            (Err(_), None) => {}
+        }
+        return;
+    }
+    let level = 1 + (sel >> 2) % 12;
+    let block = &data[1..];
+    let mut enc = vec![0u8; block.len() + block.len() / 200 + 64];
+    let n = if sel & 2 == 0 { lz4::compress(level.min(9), block, &mut enc) } else { lz4::compress_hc(level, block, &mut enc) };
+    if n == 0 {
+        return;
+    }
+    let mut back = vec![0u8; block.len()];
+    let k = lz4_decode::decode_into(&enc[..n], &mut back).expect("liblz4's own stream decodes");
+    assert!(k == block.len() && back == block, "round trip differs");
+}
