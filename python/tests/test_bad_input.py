@@ -393,3 +393,26 @@ def test_not_a_chunk():
         _try_all(junk)
         with pytest.raises(ox.ChunkError):
             ox.decompress2(junk)
+
+
+def _lz4_chunk_with_stream(stream: bytes, nbytes: int) -> bytes:
+    """A one-block, one-stream LZ4 chunk (no filter) whose stream is `stream`."""
+    model = ox.compress2(b"a" * nbytes, typesize=1, codec=ox.Codec.LZ4, filters=[], splitmode=ox.SplitMode.NEVER_SPLIT)
+    head = bytearray(model[:32])
+    body = struct.pack("<i", 36) + struct.pack("<i", len(stream)) + stream
+    struct.pack_into("<i", head, 12, 32 + len(body))
+    return bytes(head) + body
+
+
+def test_lz4_match_at_offset_zero_is_an_error_not_old_memory():
+    # 16 literals, then a 40-byte match at offset 0 (it would copy the bytes being written:
+    # liblz4 accepts this and leaves whatever the new buffer held), then 8 last literals.
+    good = bytes([0xFF, 1]) + b"abcdefghijklmnop" + bytes([1, 0, 21]) + bytes([0x80]) + b"ABCDEFGH"
+    assert ox.decompress2(_lz4_chunk_with_stream(good, 64)) == b"abcdefghijklmnop" + b"p" * 40 + b"ABCDEFGH"
+    bad = bytes([0xFF, 1]) + b"abcdefghijklmnop" + bytes([0, 0, 21]) + bytes([0x80]) + b"ABCDEFGH"
+    chunk = _lz4_chunk_with_stream(bad, 64)
+    with pytest.raises(ox.ChunkError, match="offset"):
+        ox.decompress2(chunk)
+    out = bytearray(64)
+    with pytest.raises(ox.ChunkError, match="offset"):
+        ox.decompress2(chunk, dst=out)
