@@ -1,6 +1,7 @@
 //! Our LZ4 block decoder against liblz4's `LZ4_decompress_safe` on the streams Blosc makes
-//! (a smooth float32 field, shuffled, split into byte streams, 256 KiB blocks):
-//! `cargo run --release -p oxblosc-chunk --example lz4_decode_speed -- [MiB] [rounds] [clevel] [hc]`.
+//! (a smooth float32 field or the raw file `LZ4_DATA`, shuffled with `typesize` and split
+//! into byte streams, or whole 256 KiB blocks when `typesize` is 1):
+//! `cargo run --release -p oxblosc-chunk --example lz4_decode_speed -- [MiB] [rounds] [clevel] [hc] [typesize]`.
 
 use oxblosc_chunk::codec::{lz4, lz4_decode};
 use oxblosc_chunk::filter::shuffle::shuffle;
@@ -12,19 +13,31 @@ fn main() {
     let rounds = args.get(1).copied().unwrap_or(30);
     let clevel = args.get(2).copied().unwrap_or(5) as u8;
     let hc = args.get(3).copied().unwrap_or(0) == 1;
+    let ts = args.get(4).copied().unwrap_or(4);
     let n = mib << 18;
-    let src: Vec<u8> = (0..n)
-        .flat_map(|i| {
-            let (y, x) = ((i / 1440) as f32, (i % 1440) as f32);
-            (280.0 + 20.0 * (y * 0.01).sin() + 5.0 * (x * 0.02).cos() + (i % 13) as f32 * 0.001).to_le_bytes()
-        })
-        .collect();
+    let src: Vec<u8> = if let Ok(path) = std::env::var("LZ4_DATA") {
+        let mut v = std::fs::read(path).expect("LZ4_DATA");
+        v.truncate(n * 4);
+        v
+    } else {
+        (0..n)
+            .flat_map(|i| {
+                let (y, x) = ((i / 1440) as f32, (i % 1440) as f32);
+                (280.0 + 20.0 * (y * 0.01).sin() + 5.0 * (x * 0.02).cos() + (i % 13) as f32 * 0.001).to_le_bytes()
+            })
+            .collect()
+    };
     let block = 256 << 10;
     let mut streams = Vec::new();
     for b in src.chunks(block) {
+        let b = &b[..b.len() - b.len() % ts];
         let mut s = vec![0u8; b.len()];
-        shuffle(4, b, &mut s);
-        for row in s.chunks(b.len() / 4) {
+        if ts > 1 {
+            shuffle(ts, b, &mut s);
+        } else {
+            s.copy_from_slice(b);
+        }
+        for row in s.chunks(b.len() / ts) {
             let mut enc = vec![0u8; row.len() + row.len() / 200 + 64];
             let k = if hc { lz4::compress_hc(clevel, row, &mut enc) } else { lz4::compress(clevel, row, &mut enc) };
             if k > 0 {
@@ -32,6 +45,9 @@ fn main() {
                 streams.push((enc, row.to_vec()));
             }
         }
+    }
+    if std::env::var("LZ4_STATS").is_ok() {
+        stats(&streams);
     }
     let total: usize = streams.iter().map(|s| s.1.len()).sum();
     let csize: usize = streams.iter().map(|s| s.0.len()).sum();
@@ -72,4 +88,86 @@ fn main() {
         total as f64 / b / 1e9,
         a / b
     );
+}
+
+fn stats(streams: &[(Vec<u8>, Vec<u8>)]) {
+    let (mut nseq, mut lits, mut mls) = (0usize, 0usize, 0usize);
+    let mut off_b = [0usize; 6]; // <8, <16, <32, <64, <1024, >=1024
+    let mut lit_b = [0usize; 5]; // 0, <16, <64, <256, >=256
+    let mut ml_b = [0usize; 5]; // 4, <=8, <=18, <=64, >64
+    for (enc, _) in streams {
+        let mut p = 0;
+        while p < enc.len() {
+            let t = enc[p];
+            p += 1;
+            let mut l = (t >> 4) as usize;
+            if l == 15 {
+                loop {
+                    let b = enc[p];
+                    p += 1;
+                    l += b as usize;
+                    if b != 255 {
+                        break;
+                    }
+                }
+            }
+            p += l;
+            lits += l;
+            nseq += 1;
+            lit_b[if l == 0 {
+                0
+            } else if l < 16 {
+                1
+            } else if l < 64 {
+                2
+            } else if l < 256 {
+                3
+            } else {
+                4
+            }] += 1;
+            if p >= enc.len() {
+                break;
+            }
+            let o = enc[p] as usize | (enc[p + 1] as usize) << 8;
+            p += 2;
+            let mut m = (t & 15) as usize;
+            if m == 15 {
+                loop {
+                    let b = enc[p];
+                    p += 1;
+                    m += b as usize;
+                    if b != 255 {
+                        break;
+                    }
+                }
+            }
+            m += 4;
+            mls += m;
+            off_b[if o < 8 {
+                0
+            } else if o < 16 {
+                1
+            } else if o < 32 {
+                2
+            } else if o < 64 {
+                3
+            } else if o < 1024 {
+                4
+            } else {
+                5
+            }] += 1;
+            ml_b[if m == 4 {
+                0
+            } else if m <= 8 {
+                1
+            } else if m <= 18 {
+                2
+            } else if m <= 64 {
+                3
+            } else {
+                4
+            }] += 1;
+        }
+    }
+    eprintln!("seqs {nseq} lit bytes {lits} match bytes {mls}; lit 0/<16/<64/<256/more {lit_b:?}; off <8/<16/<32/<64/<1K/more {off_b:?}; ml 4/<=8/<=18/<=64/more {ml_b:?}");
 }
