@@ -129,6 +129,10 @@ unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize) -> Result<usize, Dec
     // pieces (writing past their end) whenever there is room on both sides, else exactly.
     // Short literal runs and matches (no length bytes) take one fixed copy each, so the
     // common sequences cost no branch on their length.
+    // Inside these bounds a token with a short literal run needs no other check: at least
+    // 33 input bytes and 64 output bytes are left (0 when the block is smaller).
+    let ifast = (iend as usize).saturating_sub(WIDE + 1).max(start as usize);
+    let ofast = (oend as usize).saturating_sub(2 * WIDE).max(dst as usize);
     loop {
         if ip >= iend {
             return err(ip, "block ends without its last literals");
@@ -136,20 +140,20 @@ unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize) -> Result<usize, Dec
         let token = *ip;
         let mut p = ip.add(1);
         let mut lit = usize::from(token >> 4);
-        let in_left = iend as usize - p as usize;
         let out_left = oend as usize - op as usize;
-        if lit < 15 && in_left >= WIDE && out_left >= WIDE {
-            // At most 14 literals, at least 32 bytes left on both sides: not the last
-            // sequence, and 16 bytes can be copied.
+        if lit < 15 && (ip as usize) < ifast && (op as usize) < ofast {
+            // At most 14 literals with more than 32 input and 64 output bytes left: not the
+            // last sequence, and 16 bytes can be copied.
             copy16(op, p);
         } else {
+            let in_left = iend as usize - p as usize;
             if lit == 15 {
                 match read_more(&mut p, lit_limit) {
                     Some(n) => lit = lit.saturating_add(n),
                     None => return err(p, "literal length runs into the last 15 bytes"),
                 }
             }
-            let in_left = iend as usize - p as usize;
+            let in_left = in_left.min(iend as usize - p as usize);
             if room(lit, 2 * WIDE, in_left) && room(lit, 2 * WIDE, out_left) {
                 copy32(op, p);
                 copy32(op.add(WIDE), p.add(WIDE));
@@ -180,7 +184,8 @@ unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize) -> Result<usize, Dec
         p = p.add(lit);
         let offset = usize::from(u16::from_le_bytes([*p, *p.add(1)]));
         p = p.add(2);
-        if offset == 0 || offset > op as usize - dst as usize {
+        // 1 <= offset <= bytes written, in one comparison (offset 0 wraps to the largest).
+        if offset.wrapping_sub(1) >= op as usize - dst as usize {
             return err(p.sub(2), "match offset outside the decoded data");
         }
         let m = op.sub(offset);
@@ -301,12 +306,16 @@ unsafe fn copy_short_offset(op: *mut u8, offset: usize, len: usize, written: usi
         u
     };
     let mut r = u128::from(unit);
-    let mut filled = offset;
-    while filled < 16 {
-        r |= r << (8 * filled);
-        filled *= 2;
+    // Double the repeated part until it covers 16 bytes (offsets 5, 6, 7: twice; 3: three
+    // times; a shift of 128 bits or more is never made).
+    r |= r << (8 * offset);
+    r |= r << (16 * offset);
+    if offset < 4 {
+        r |= r << (32 * offset);
     }
-    let step = 16 - 16 % offset;
+    // 16 - 16 % offset, from a table (a division costs more than the copy).
+    const STEP: [usize; 8] = [16, 16, 16, 15, 16, 15, 12, 14];
+    let step = STEP[offset];
     let mut k = 0;
     loop {
         store16(op.add(k), r);
@@ -324,20 +333,19 @@ unsafe fn fill(op: *mut u8, len: usize, pattern: u64) {
     {
         use std::arch::x86_64::{_mm_set1_epi64x, _mm_storeu_si128};
         let v = _mm_set1_epi64x(i64::from_ne_bytes(pattern.to_ne_bytes()));
-        let mut k = 0;
-        loop {
+        // One store for short matches (fewer bytes written ahead), then 32 bytes per step.
+        _mm_storeu_si128(op.cast(), v);
+        let mut k = 16;
+        while k < len {
             _mm_storeu_si128(op.add(k).cast(), v);
             _mm_storeu_si128(op.add(k + 16).cast(), v);
             k += 32;
-            if k >= len {
-                return;
-            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let mut k = 0;
-        while k < len.max(32) {
+        while k < len {
             op.add(k).cast::<u64>().write_unaligned(pattern);
             k += 8;
         }
