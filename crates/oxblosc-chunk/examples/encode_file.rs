@@ -1,6 +1,6 @@
 //! Compress a raw file in a loop, for profiles (perf, callgrind) next to another library
 //! compressing the same bytes:
-//! `cargo run --release -p oxblosc-chunk --example encode_file -- FILE CODEC CLEVEL FILTER TYPESIZE [reps]`
+//! `cargo run --release -p oxblosc-chunk --example encode_file -- FILE CODEC CLEVEL FILTER TYPESIZE [reps] [nthreads]`
 //! (CODEC and FILTER as numeric ids: codec 0 blosclz, 1 lz4, 2 lz4hc, 4 zlib, 5 zstd; filter
 //! 0 none, 1 shuffle, 2 bitshuffle).
 
@@ -10,8 +10,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let num = |i: usize| -> usize { args[i].parse().expect("a number") };
     let src = std::fs::read(&args[0]).expect("read the input file");
-    let mut cp =
-        CParams { codec: num(1) as u8, clevel: num(2) as u8, typesize: num(4), nthreads: 1, ..CParams::default() };
+    let mut cp = CParams {
+        codec: num(1) as u8,
+        clevel: num(2) as u8,
+        typesize: num(4),
+        nthreads: args.get(6).map_or(1, |_| num(6)),
+        ..CParams::default()
+    };
     cp.filters[5] = num(3) as u8;
     let reps: usize = args.get(5).and_then(|a| a.parse().ok()).unwrap_or(50);
     let mut n = 0;
