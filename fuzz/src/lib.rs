@@ -550,7 +550,12 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         let mut seed = vec![0u8];
         seed.extend_from_slice(&(data.len() as u16).to_le_bytes());
         seed.extend_from_slice(&enc[..n]);
-        out.push(("lz4", format!("seed-{name}"), seed));
+        out.push(("lz4", format!("seed-{name}"), seed.clone()));
+        // The same block after a 40-byte dictionary (decode with a dictionary, bit 3).
+        let mut with_dict = vec![8u8, seed[1], seed[2], 40];
+        with_dict.extend_from_slice(&pattern[..40]);
+        with_dict.extend_from_slice(&seed[3..]);
+        out.push(("lz4", format!("seed-dict-{name}"), with_dict));
         let mut rt = vec![1 | u8::from(hc) << 1 | (level - 1) << 2];
         rt.extend_from_slice(&data);
         out.push(("lz4", format!("seed-roundtrip-{name}"), rt));

@@ -198,14 +198,15 @@ pub fn decompress_liblz4(src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
 }
 
 /// Decode one raw LZ4 block (against `dict`, if any) into exactly `dst.len()` bytes of
-/// possibly uninitialised output; on `Ok` every byte of `dst` was written. Without a
-/// dictionary our own decoder runs (`lz4_decode`), with one liblz4's.
+/// possibly uninitialised output; on `Ok` every byte of `dst` was written. Our own decoder
+/// (`lz4_decode`) runs, liblz4's with `OXBLOSC_LZ4_DECODER=liblz4`.
 pub(crate) fn decompress_out(src: &[u8], dst: &mut Out, dict: Option<&[u8]>) -> Result<(), String> {
     let want = dst.len();
-    if dict.is_none() && !crate::config::lz4_decoder_is_liblz4() {
-        // SAFETY: `slots` gives `want` writable bytes that do not overlap `src` (a shared
-        // borrow); our decoder reads only output bytes it wrote and writes none past `want`.
-        let r = unsafe { super::lz4_decode::decode(src, dst.slots().as_mut_ptr().cast(), want) };
+    if !crate::config::lz4_decoder_is_liblz4() {
+        // SAFETY: `slots` gives `want` writable bytes that do not overlap `src` or `dict`
+        // (shared borrows); our decoder reads only output bytes it wrote and writes none past
+        // `want`.
+        let r = unsafe { super::lz4_decode::decode(src, dst.slots().as_mut_ptr().cast(), want, dict.unwrap_or(&[])) };
         return match r {
             Ok(n) if n == want => Ok(()),
             Ok(n) => Err(format!("lz4 block decoded to {n} bytes, expected {want}")),
@@ -230,6 +231,11 @@ pub(crate) fn decompress_out(src: &[u8], dst: &mut Out, dict: Option<&[u8]>) -> 
 
 /// Decode a block compressed against `dict`.
 pub fn decompress_with_dict(src: &[u8], dst: &mut [u8], dict: &[u8]) -> Result<(), String> {
+    decompress_out(src, &mut Out::init(dst), Some(dict))
+}
+
+/// liblz4's own decoder with a dictionary (the reference for ours): the decoded length.
+pub fn decompress_liblz4_with_dict(src: &[u8], dst: &mut [u8], dict: &[u8]) -> Result<usize, String> {
     let (Some(n), Some(cap), Some(dn)) = (to_int(src.len()), to_int(dst.len()), to_int(dict.len())) else {
         return Err("stream larger than 2 GiB".into());
     };
@@ -237,5 +243,9 @@ pub fn decompress_with_dict(src: &[u8], dst: &mut [u8], dict: &[u8]) -> Result<(
     let r = unsafe {
         LZ4_decompress_safe_usingDict(src.as_ptr().cast(), dst.as_mut_ptr().cast(), n, cap, dict.as_ptr().cast(), dn)
     };
-    check(r, dst.len())
+    if r < 0 {
+        Err(format!("malformed lz4 block (error at input byte {})", -r - 1))
+    } else {
+        Ok(r as usize)
+    }
 }

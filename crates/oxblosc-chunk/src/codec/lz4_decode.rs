@@ -97,8 +97,14 @@ fn room(n: usize, extra: usize, left: usize) -> bool {
 
 /// Decode the LZ4 block `src` into `dst`; returns the decoded length (at most `dst.len()`).
 pub fn decode_into(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
-    // SAFETY: `dst` is `dst.len()` writable bytes, borrowed apart from `src`.
-    unsafe { decode(src, dst.as_mut_ptr(), dst.len()) }
+    decode_into_with_dict(src, dst, &[])
+}
+
+/// [`decode_into`] for a block compressed as if `dict` came right before it (chunk
+/// dictionaries, format spec 1.11): matches may reach back into `dict`.
+pub fn decode_into_with_dict(src: &[u8], dst: &mut [u8], dict: &[u8]) -> Result<usize, DecodeError> {
+    // SAFETY: `dst` is `dst.len()` writable bytes, borrowed apart from `src` and `dict`.
+    unsafe { decode(src, dst.as_mut_ptr(), dst.len(), dict) }
 }
 
 /// Decode the LZ4 block `src` into the `cap` bytes at `dst`; returns the decoded length.
@@ -106,24 +112,24 @@ pub fn decode_into(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
 /// # Safety
 /// `dst` must be valid for writes of `cap` bytes and must not overlap `src`. Bytes of `dst`
 /// are read only after this call wrote them.
-pub(crate) unsafe fn decode(src: &[u8], dst: *mut u8, cap: usize) -> Result<usize, DecodeError> {
+pub(crate) unsafe fn decode(src: &[u8], dst: *mut u8, cap: usize, dict: &[u8]) -> Result<usize, DecodeError> {
     #[cfg(target_arch = "x86_64")]
     if crate::filter::avx2_allowed() {
         // SAFETY: the CPU has AVX2 (checked by `avx2_allowed`); the caller's contract holds.
-        return decode_avx2(src, dst, cap);
+        return decode_avx2(src, dst, cap, dict);
     }
-    decode_body(src, dst, cap)
+    decode_body(src, dst, cap, dict)
 }
 
 /// The same loop compiled with AVX2 (32-byte copies are one load and one store).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn decode_avx2(src: &[u8], dst: *mut u8, cap: usize) -> Result<usize, DecodeError> {
-    decode_body(src, dst, cap)
+unsafe fn decode_avx2(src: &[u8], dst: *mut u8, cap: usize, dict: &[u8]) -> Result<usize, DecodeError> {
+    decode_body(src, dst, cap, dict)
 }
 
 #[inline(always)]
-unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize) -> Result<usize, DecodeError> {
+unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize, dict: &[u8]) -> Result<usize, DecodeError> {
     let start = src.as_ptr();
     let iend = start.add(src.len());
     let oend = dst.add(cap);
@@ -192,8 +198,30 @@ unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize) -> Result<usize, Dec
         let offset = usize::from(u16::from_le_bytes([*p, *p.add(1)]));
         p = p.add(2);
         // 1 <= offset <= bytes written, in one comparison (offset 0 wraps to the largest).
-        if offset.wrapping_sub(1) >= op as usize - dst as usize {
-            return err(p.sub(2), "match offset outside the decoded data");
+        let written = op as usize - dst as usize;
+        if offset.wrapping_sub(1) >= written {
+            // Only a match reaching back into the dictionary is left (exact copy; it happens
+            // only in a block's first 64 KiB).
+            if offset == 0 || offset - written > dict.len() {
+                return err(p.sub(2), "match offset outside the decoded data");
+            }
+            let mut len = usize::from(token & 15) + MIN_MATCH;
+            if len == 15 + MIN_MATCH {
+                match read_more(&mut p, match_limit) {
+                    Some(n) => len = len.saturating_add(n),
+                    None => return err(p, "match length runs into the last 4 bytes"),
+                }
+            }
+            if !room(len, LAST_LITERALS, oend as usize - op as usize) {
+                return err(p, "match runs into the last literals");
+            }
+            let back = offset - written;
+            for k in 0..len {
+                *op.add(k) = if k < back { dict[dict.len() - back + k] } else { *dst.add(k - back) };
+            }
+            op = op.add(len);
+            ip = p;
+            continue;
         }
         let m = op.sub(offset);
         let out_left = oend as usize - op as usize;
@@ -373,6 +401,12 @@ unsafe fn store16(p: *mut u8, v: u128) {
 /// literal run that is not the last one ending within 8 bytes of the input's end.
 #[doc(hidden)]
 pub fn decode_reference(src: &[u8], cap: usize) -> Result<Vec<u8>, &'static str> {
+    decode_reference_with_dict(src, cap, &[])
+}
+
+/// [`decode_reference`] with a dictionary before the output (matches may reach into it).
+#[doc(hidden)]
+pub fn decode_reference_with_dict(src: &[u8], cap: usize, dict: &[u8]) -> Result<Vec<u8>, &'static str> {
     if cap == 0 {
         return if src == [0] { Ok(Vec::new()) } else { Err("empty block") };
     }
@@ -417,14 +451,17 @@ pub fn decode_reference(src: &[u8], cap: usize) -> Result<Vec<u8>, &'static str>
             len = len.saturating_add(more(&mut i, end.saturating_sub(4))?);
         }
         len = len.saturating_add(4);
-        if offset == 0 || offset > out.len() {
+        if offset == 0 || offset > out.len() + dict.len() {
             return Err("offset");
         }
         if len.saturating_add(5) > cap - out.len() {
             return Err("match end");
         }
         for _ in 0..len {
-            out.push(out[out.len() - offset]);
+            // Position of the byte to copy in dict ++ out.
+            let at = dict.len() + out.len() - offset;
+            let b = if at < dict.len() { dict[at] } else { out[at - dict.len()] };
+            out.push(b);
         }
     }
 }
@@ -439,9 +476,9 @@ mod tests {
         // SAFETY: `out` has `cap` writable bytes and does not overlap `src`.
         let n = unsafe {
             if wide {
-                decode(src, out.as_mut_ptr(), cap)
+                decode(src, out.as_mut_ptr(), cap, &[])
             } else {
-                decode_body(src, out.as_mut_ptr(), cap)
+                decode_body(src, out.as_mut_ptr(), cap, &[])
             }
         }?;
         out.truncate(n);
@@ -635,6 +672,86 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// With a dictionary: ours (both builds) equals the reference exactly, and liblz4's
+    /// `usingDict` wherever the reference accepts.
+    fn agree_dict(src: &[u8], cap: usize, dict: &[u8]) {
+        let want = decode_reference_with_dict(src, cap, dict).ok();
+        for wide in [true, false] {
+            let mut out = vec![0xA5u8; cap];
+            // SAFETY: `out` has `cap` writable bytes apart from `src` and `dict`.
+            let got = unsafe {
+                if wide {
+                    decode(src, out.as_mut_ptr(), cap, dict)
+                } else {
+                    decode_body(src, out.as_mut_ptr(), cap, dict)
+                }
+            };
+            let got = got.ok().map(|n| out[..n].to_vec());
+            assert_eq!(got, want, "stream of {} bytes into {cap}, dict {}", src.len(), dict.len());
+        }
+        if let Some(w) = want {
+            let mut lib = vec![0u8; cap];
+            let n = lz4::decompress_liblz4_with_dict(src, &mut lib, dict).expect("liblz4 accepts it too");
+            assert_eq!(&lib[..n], &w[..], "liblz4 differs with a dictionary");
+        }
+    }
+
+    #[test]
+    fn dictionary_blocks_decode_like_liblz4() {
+        let mut rng = Rng(7);
+        for round in 0..400 {
+            let dict_len = 1 + rng.below(3000);
+            let dict = mixed(&mut rng, dict_len);
+            // Data that repeats parts of the dictionary, so matches reach into it.
+            let mut data = Vec::new();
+            let len = 1 + rng.below(6000);
+            while data.len() < len {
+                if rng.below(2) == 0 {
+                    let from = rng.below(dict.len());
+                    let n = rng.below(dict.len() - from + 1);
+                    data.extend_from_slice(&dict[from..from + n]);
+                } else {
+                    let n = rng.below(50);
+                    data.extend((0..n).map(|_| rng.next() as u8));
+                }
+            }
+            data.truncate(len);
+            let mut enc = vec![0u8; data.len() + data.len() / 200 + 64];
+            let n = if round % 2 == 0 {
+                lz4::compress_with_dict(1 + (round % 9) as u8, &data, &mut enc, &dict)
+            } else {
+                lz4::compress_hc_with_dict(1 + (round % 12) as u8, &data, &mut enc, &dict)
+            };
+            assert!(n > 0);
+            enc.truncate(n);
+            let mut back = vec![0u8; data.len()];
+            assert_eq!(decode_into_with_dict(&enc, &mut back, &dict).unwrap(), data.len());
+            assert_eq!(back, data, "round {round}");
+            agree_dict(&enc, data.len(), &dict);
+            agree_dict(&enc, data.len() + 9, &dict);
+            // The same stream without its dictionary, and damaged.
+            agree_dict(&enc, data.len(), &dict[dict.len() / 2..]);
+            let i = rng.below(enc.len());
+            enc[i] ^= 1 << rng.below(8);
+            agree_dict(&enc, data.len(), &dict);
+        }
+        // A match reaching exactly to the dictionary's first byte, and one byte further.
+        let dict = b"0123456789";
+        let ok = [0x10, b'a', 11, 0, 0x50, 1, 2, 3, 4, 5];
+        assert_eq!(ours_dict(&ok, 100, dict).unwrap(), b"a0123\x01\x02\x03\x04\x05");
+        let far = [0x10, b'a', 12, 0, 0x50, 1, 2, 3, 4, 5];
+        assert!(ours_dict(&far, 100, dict).is_err());
+        let zero = [0x10, b'a', 0, 0, 0x50, 1, 2, 3, 4, 5];
+        assert!(ours_dict(&zero, 100, dict).is_err());
+    }
+
+    fn ours_dict(src: &[u8], cap: usize, dict: &[u8]) -> Result<Vec<u8>, DecodeError> {
+        let mut out = vec![0u8; cap];
+        let n = decode_into_with_dict(src, &mut out, dict)?;
+        out.truncate(n);
+        Ok(out)
     }
 
     #[test]
