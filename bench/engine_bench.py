@@ -9,7 +9,7 @@ faster). The LZ4 + shuffle decompression into a buffer is also compared with a m
 same bytes (1 thread), with the LZ4 decoder alone on the same streams (no unshuffle; ours, or
 liblz4's with ``OXBLOSC_LZ4_DECODER=liblz4``), and with
 itself at 2 threads (wall time, with the process CPU time next to
-it), and the LZ4 compression at 2 threads against 1; the load average is printed last.
+it), and the LZ4 compression at 2 threads against 1 (python-blosc2's beside it); the load average is printed last.
 
     python bench/engine_bench.py                 # 8 MiB chunk (make demo's size)
     python bench/engine_bench.py --chunk-mib 1 --reps 21
@@ -132,6 +132,7 @@ def main() -> None:
         case(src, codec, clevel, args.reps)
     # LZ4 + shuffle into a buffer vs memcpy, and 2 threads vs 1 (decompress and compress).
     cp = {"codec": oxblosc.Codec.LZ4, "typesize": ts}
+    bcp = {"codec": blosc2.Codec.LZ4, "typesize": ts}
     c = oxblosc.compress2(src, cparams=oxblosc.CParams(**cp, nthreads=1))
     dst, mdst = np.empty_like(src), np.empty_like(src)
     raw = lz4_streams_alone(src, c)
@@ -142,6 +143,8 @@ def main() -> None:
         "ox2": lambda: oxblosc.decompress2(c, dst=dst, nthreads=2),
         "cx1": lambda: oxblosc.compress2(src, cparams=oxblosc.CParams(**cp, nthreads=1)),
         "cx2": lambda: oxblosc.compress2(src, cparams=oxblosc.CParams(**cp, nthreads=2)),
+        "cb1": lambda: blosc2.compress2(src, cparams=blosc2.CParams(**bcp, nthreads=1)),
+        "cb2": lambda: blosc2.compress2(src, cparams=blosc2.CParams(**bcp, nthreads=2)),
     }
     t = interleaved(fns, args.reps, time.perf_counter)
     cpu = interleaved(fns, args.reps, time.process_time)
@@ -156,7 +159,9 @@ def main() -> None:
     )
     print(
         f"lz4/5+shuffle compress: 2 threads {t['cx1'] / t['cx2']:.2f}x 1 thread"
-        f" (wall ms {t['cx1'] * 1e3:.2f}/{t['cx2'] * 1e3:.2f}, CPU ms {cpu['cx1'] * 1e3:.2f}/{cpu['cx2'] * 1e3:.2f})"
+        f" (wall ms {t['cx1'] * 1e3:.2f}/{t['cx2'] * 1e3:.2f}, CPU ms {cpu['cx1'] * 1e3:.2f}/{cpu['cx2'] * 1e3:.2f});"
+        f" python-blosc2 {t['cb1'] / t['cb2']:.2f}x (wall ms {t['cb1'] * 1e3:.2f}/{t['cb2'] * 1e3:.2f});"
+        f" ox/b2 at 2 threads {t['cb2'] / t['cx2']:.2f}"
     )
     print("load average (1/5/15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 

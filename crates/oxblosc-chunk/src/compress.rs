@@ -10,7 +10,7 @@ use crate::format::{
     blosc2_flags, compcode_to_format, flags, version, ChunkHeader, SpecialKind, BLOSC1_MIN_BUFFERSIZE, EXT_HEADER_LEN,
     MAX_BUFFERSIZE, MAX_DICT_SIZE, MAX_HEADER_TYPESIZE, MIN_BUFFERSIZE, MIN_HEADER_LEN, MIN_USEFUL_DICT,
 };
-use crate::parallel::{map_jobs, with_scratch, Scratch};
+use crate::parallel::{front_and_back, with_scratch, Scratch};
 use crate::params::CParams;
 use crate::pipeline::Pipeline;
 use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
@@ -21,6 +21,15 @@ const STAGING_KEEP_LIMIT: usize = 256 << 20;
 
 thread_local! {
     static STAGING: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// What every block of one chunk is encoded from (see `Encoder::place_block`).
+struct PlaceArgs<'a> {
+    /// The chunk's bytes, or its filtered bytes when a dictionary needed them first.
+    input: &'a [u8],
+    src: &'a [u8],
+    prefiltered: bool,
+    dict: Option<&'a Dict<'a>>,
 }
 
 /// Largest chunk `compress` can produce for `nbytes` of input (Blosc2).
@@ -335,39 +344,20 @@ impl Encoder {
         // Streams stored raw straight from `src` (no filter), copied in only once the chunk is
         // known not to end memcpyed: (offset in dst, offset in src, length).
         let mut deferred: Vec<(usize, usize, usize)> = Vec::new();
+        // Each block the caller encodes in order goes straight into `dst` (`place_block`);
+        // with more threads, helpers take blocks from the back into slots of a staging area
+        // reused across calls, packed after the caller's once the two ends meet.
+        let place = PlaceArgs { input, src, prefiltered, dict: dict.as_ref() };
         if nthreads == 1 {
             let ok = with_scratch(|s| -> Result<bool> {
                 for i in 0..self.nblocks {
-                    let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
-                    let worst = self.worst_block_len(block.len());
-                    dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(pos as i32).to_le_bytes());
-                    let (n, zero) = if dst.len() - pos >= worst {
-                        let out = &mut dst[pos..pos + worst];
-                        let first = deferred.len();
-                        let r =
-                            self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s, Some(&mut deferred))?;
-                        for d in &mut deferred[first..] {
-                            d.0 += pos;
+                    match self.place_block(i, &place, dst, pos, s, &mut deferred)? {
+                        Some((n, zero)) => {
+                            all_zero_runs &= zero;
+                            pos += n;
                         }
-                        r
-                    } else {
-                        // Near the end of `dst`: encode aside, then see whether it fits.
-                        let mut tmp = std::mem::take(&mut s.c);
-                        tmp.resize(worst, 0);
-                        let r = self.encode_block(i, block, src, prefiltered, dict.as_ref(), &mut tmp, s, None);
-                        let fits = matches!(r, Ok((n, _)) if pos + n <= dst.len());
-                        if fits {
-                            let n = r.as_ref().map_or(0, |r| r.0);
-                            dst[pos..pos + n].copy_from_slice(&tmp[..n]);
-                        }
-                        s.c = tmp;
-                        if !fits {
-                            return r.map(|_| false);
-                        }
-                        r?
-                    };
-                    all_zero_runs &= zero;
-                    pos += n;
+                        None => return Ok(false),
+                    }
                 }
                 Ok(true)
             })?;
@@ -375,33 +365,46 @@ impl Encoder {
                 return Ok(None);
             }
         } else {
-            // Workers write block i into slot i of a staging area reused across calls (no
-            // per-call allocation or page faults); blocks are then packed in order.
             let slot = self.worst_block_len(bs);
             let results = STAGING.with(|cell| -> Result<Option<(usize, bool)>> {
                 let mut staging = cell.take();
                 staging.resize(slot * self.nblocks, 0);
-                let slots: Vec<(usize, &mut [u8])> = staging.chunks_mut(slot).enumerate().collect();
-                let encoded = map_jobs(slots, nthreads, |(i, out)| {
-                    let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
-                    with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s, None))
-                });
-                let encoded = encoded?;
-                // A chunk that would be larger than `dst` or than storing raw ends memcpyed
-                // (below): known from the sizes alone, so its blocks are not packed first.
-                let total = encoded.iter().fold(pos, |t, &(n, _)| t.saturating_add(n));
-                let fits = total <= dst.len().min(self.nbytes + hlen);
-                let mut packed = fits.then_some((pos, all_zero_runs));
-                for (i, &(n, zero)) in encoded.iter().enumerate() {
-                    let Some((p, z)) = packed else { break };
-                    if p + n > dst.len() {
-                        packed = None;
-                        break;
+                let slots: Vec<&mut [u8]> = staging.chunks_mut(slot).collect();
+                let mut at = pos;
+                let mut zero_runs = all_zero_runs;
+                let run = front_and_back(
+                    slots,
+                    nthreads,
+                    |i| {
+                        let placed = with_scratch(|s| self.place_block(i, &place, dst, at, s, &mut deferred))?;
+                        Ok(placed
+                            .map(|(n, zero)| {
+                                at += n;
+                                zero_runs &= zero;
+                            })
+                            .is_some())
+                    },
+                    |i, out| {
+                        let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];
+                        with_scratch(|s| self.encode_block(i, block, src, prefiltered, dict.as_ref(), out, s, None))
+                    },
+                )?;
+                let packed = if run.stopped {
+                    None
+                } else {
+                    // A chunk that would be larger than `dst` or than storing raw ends memcpyed
+                    // (below): known from the sizes alone, so the staged blocks are not packed.
+                    let total = run.back.iter().fold(at, |t, &(n, _)| t.saturating_add(n));
+                    let mut packed = (total <= dst.len().min(self.nbytes + hlen)).then_some((at, zero_runs));
+                    for (k, &(n, zero)) in run.back.iter().enumerate() {
+                        let Some((p, z)) = packed else { break };
+                        let i = run.front + k;
+                        dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(p as i32).to_le_bytes());
+                        dst[p..p + n].copy_from_slice(&staging[i * slot..i * slot + n]);
+                        packed = Some((p + n, z && zero));
                     }
-                    dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(p as i32).to_le_bytes());
-                    dst[p..p + n].copy_from_slice(&staging[i * slot..i * slot + n]);
-                    packed = Some((p + n, z && zero));
-                }
+                    packed
+                };
                 if staging.capacity() <= STAGING_KEEP_LIMIT {
                     cell.set(staging);
                 }
@@ -460,6 +463,54 @@ impl Encoder {
         } else {
             Some(filtered[..(nsamples * sample).min(max)].to_vec())
         }
+    }
+
+    /// Encode block `i` straight into `dst` at `pos` and record its start; `None` when it
+    /// does not fit there (the chunk is then stored raw). Streams stored raw from `src` are
+    /// pushed to `deferred` with their place in `dst` (see [`Self::encode_block`]).
+    fn place_block(
+        &self,
+        i: usize,
+        a: &PlaceArgs<'_>,
+        dst: &mut [u8],
+        pos: usize,
+        s: &mut Scratch,
+        deferred: &mut Vec<(usize, usize, usize)>,
+    ) -> Result<Option<(usize, bool)>> {
+        let hlen = self.hlen();
+        let bs = self.blocksize;
+        let block = &a.input[i * bs..((i + 1) * bs).min(self.nbytes)];
+        let worst = self.worst_block_len(block.len());
+        dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(pos as i32).to_le_bytes());
+        if dst.len() - pos >= worst {
+            let first = deferred.len();
+            let r = self.encode_block(
+                i,
+                block,
+                a.src,
+                a.prefiltered,
+                a.dict,
+                &mut dst[pos..pos + worst],
+                s,
+                Some(deferred),
+            )?;
+            for d in &mut deferred[first..] {
+                d.0 += pos;
+            }
+            return Ok(Some(r));
+        }
+        // Near the end of `dst`: encode aside, then see whether it fits.
+        let mut tmp = std::mem::take(&mut s.c);
+        tmp.resize(worst, 0);
+        let r = self.encode_block(i, block, a.src, a.prefiltered, a.dict, &mut tmp, s, None);
+        let fits = matches!(r, Ok((n, _)) if pos + n <= dst.len());
+        if fits {
+            let n = r.as_ref().map_or(0, |r| r.0);
+            dst[pos..pos + n].copy_from_slice(&tmp[..n]);
+        }
+        s.c = tmp;
+        let r = r?;
+        Ok(fits.then_some(r))
     }
 
     /// Encode block `i` into `out`, returning (bytes written, every stream a zero run).

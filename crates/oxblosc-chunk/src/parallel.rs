@@ -206,6 +206,125 @@ where
     Ok(out)
 }
 
+/// What [`front_and_back`] did: the caller ran jobs `0..front` itself; `back` holds the
+/// helpers' results for jobs `front..njobs`, in job order. `stopped`: the caller's `front`
+/// returned `false`, and the jobs after it may not have run (`back` is then incomplete).
+pub struct FrontBack<R> {
+    pub front: usize,
+    pub back: Vec<R>,
+    pub stopped: bool,
+}
+
+/// Run jobs `0..jobs.len()` with `nthreads` threads, the caller taking them from the front in
+/// order (`front(i)`, on the calling thread) and `nthreads - 1` helpers from the back
+/// (`back(i, job)`), until they meet.
+///
+/// Why: a chunk's blocks are placed in order, so only the caller, which encodes blocks
+/// 0, 1, 2, ... itself, knows where each of its blocks goes and can write it straight into
+/// the output; the helpers' blocks go through a staging area and are copied after. Taking
+/// from both ends keeps the copied part to the helpers' share (none when a helper starts
+/// late), where one shared queue mixed the two and made every block go through staging.
+/// Helpers join late as in [`map_jobs`]: the caller never waits for one that has not started.
+///
+/// `front` returning `false` stops the call (no further job is handed out). Errors: the
+/// lowest-numbered failed job's (the caller's jobs come before every helper's).
+pub fn front_and_back<T, R, E>(
+    jobs: Vec<T>,
+    nthreads: usize,
+    mut front: impl FnMut(usize) -> Result<bool, E>,
+    back: impl Fn(usize, T) -> Result<R, E> + Sync,
+) -> Result<FrontBack<R>, E>
+where
+    T: Send,
+    R: Send,
+    E: Send,
+{
+    let njobs = jobs.len();
+    // (next job from the front, end of the jobs not yet taken from the back, the jobs).
+    struct Claims<T> {
+        next: usize,
+        end: usize,
+        jobs: Vec<Option<T>>,
+    }
+    let claims = Mutex::new(Claims { next: 0, end: njobs, jobs: jobs.into_iter().map(Some).collect() });
+    let lock = || claims.lock().unwrap_or_else(|e| e.into_inner());
+    let stop = AtomicBool::new(false);
+    let done = Mutex::new(Vec::new());
+    let help = || {
+        let mut mine = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let claimed = {
+                let mut c = lock();
+                if c.end > c.next {
+                    c.end -= 1;
+                    let i = c.end;
+                    c.jobs[i].take().map(|job| (i, job))
+                } else {
+                    None
+                }
+            };
+            let Some((i, job)) = claimed else { break };
+            let r = back(i, job);
+            let failed = r.is_err();
+            mine.push((i, r));
+            if failed {
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        done.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
+    };
+    let mut run_front = || -> Result<(usize, bool), E> {
+        let mut ran = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let i = {
+                let mut c = lock();
+                if c.next >= c.end {
+                    break;
+                }
+                c.next += 1;
+                c.next - 1
+            };
+            ran = i + 1;
+            if !front(i)? {
+                stop.store(true, Ordering::Relaxed);
+                return Ok((ran, true));
+            }
+        }
+        Ok((ran, false))
+    };
+    let mine = if nthreads <= 1 || njobs <= 1 {
+        run_front()
+    } else {
+        let team = Helpers::get(nthreads - 1);
+        team.place();
+        team.join_late(nthreads - 1, &help, || {
+            let r = run_front();
+            // Stop helpers that are still claiming: after a failure their work is wasted.
+            if r.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            team.release();
+            r
+        })
+    };
+    let (front, stopped) = mine?;
+    let mut results: Vec<(usize, Result<R, E>)> =
+        done.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect();
+    results.sort_unstable_by_key(|r| r.0);
+    if stopped {
+        return Ok(FrontBack { front, back: Vec::new(), stopped });
+    }
+    let mut back = Vec::with_capacity(results.len());
+    for (_, r) in results {
+        back.push(r?);
+    }
+    // Without a stop every job was claimed (the caller runs until the two ends meet) and
+    // every claiming helper has finished (`join_late`).
+    debug_assert_eq!(front + back.len(), njobs);
+    Ok(FrontBack { front, back, stopped })
+}
+
 /// One [`Helpers::join_late`] call as its helpers see it.
 struct LateCall {
     state: Mutex<LateState>,
@@ -434,6 +553,76 @@ mod tests {
             let r = map_jobs((0..50).collect(), nthreads, |i: usize| if i == 7 || i == 30 { Err(i) } else { Ok(i) });
             // Job 7 always runs (jobs are taken in order, and job 30 after it).
             assert_eq!(r, Err(7), "nthreads {nthreads}");
+        }
+    }
+
+    /// Every job runs once: the caller's from the front in order, the helpers' after them.
+    #[test]
+    fn front_and_back_splits_the_jobs_at_one_point() {
+        for nthreads in [1, 2, 3, 5] {
+            for njobs in [0, 1, 2, 3, 64, 257] {
+                let runs: Vec<AtomicUsize> = (0..njobs).map(|_| AtomicUsize::new(0)).collect();
+                let mut order = Vec::new();
+                let helped = AtomicBool::new(false);
+                let r = front_and_back(
+                    (0..njobs).map(|i| i * 10).collect(),
+                    nthreads,
+                    |i| {
+                        runs[i].fetch_add(1, Ordering::Relaxed);
+                        order.push(i);
+                        // The first job waits (up to 10 s) for a helper to take one.
+                        let t = std::time::Instant::now();
+                        while i == 0 && nthreads > 1 && !helped.load(Ordering::Relaxed) && t.elapsed().as_secs() < 10 {
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                        Ok::<bool, ()>(true)
+                    },
+                    |i, job: usize| {
+                        runs[i].fetch_add(1, Ordering::Relaxed);
+                        assert_eq!(job, i * 10, "a helper got another job's input");
+                        helped.store(true, Ordering::Relaxed);
+                        Ok((i, job + 1))
+                    },
+                )
+                .unwrap();
+                if nthreads > 1 && njobs > 1 {
+                    assert!(r.front < njobs, "no helper took a job in 10 s (nthreads {nthreads} njobs {njobs})");
+                }
+                assert!(!r.stopped);
+                assert_eq!(order, (0..r.front).collect::<Vec<_>>(), "nthreads {nthreads} njobs {njobs}");
+                let want: Vec<(usize, usize)> = (r.front..njobs).map(|i| (i, i * 10 + 1)).collect();
+                assert_eq!(r.back, want, "nthreads {nthreads} njobs {njobs}");
+                assert!(runs.iter().all(|n| n.load(Ordering::Relaxed) == 1), "nthreads {nthreads} njobs {njobs}");
+                if nthreads == 1 {
+                    assert_eq!(r.front, njobs);
+                }
+            }
+        }
+    }
+
+    /// The caller's `false` stops the call; errors: the lowest-numbered failed job's.
+    #[test]
+    fn front_and_back_stops_and_reports_failures() {
+        for nthreads in [1, 2, 4] {
+            let r = front_and_back(vec![(); 100], nthreads, |i| Ok::<bool, usize>(i < 3), |_, ()| Ok(())).unwrap();
+            assert!(r.stopped && r.front == 4 && r.back.is_empty(), "nthreads {nthreads}");
+            // The caller's job 0 fails: whatever the helpers did, that is the error.
+            let e = front_and_back(vec![(); 100], nthreads, Err, |i, ()| if i == 99 { Err(i) } else { Ok(()) });
+            assert_eq!(e.err(), Some(0), "nthreads {nthreads}");
+            // Only a back job fails: it is reported (here every job may have run by then).
+            let e = front_and_back(
+                vec![(); 100],
+                nthreads,
+                |_| {
+                    std::thread::sleep(Duration::from_micros(200));
+                    Ok(true)
+                },
+                |i, ()| if i == 99 { Err(i) } else { Ok(()) },
+            );
+            match e {
+                Err(i) => assert_eq!(i, 99),
+                Ok(r) => assert_eq!(r.front, 100, "no helper ran, so the caller did every job"),
+            }
         }
     }
 

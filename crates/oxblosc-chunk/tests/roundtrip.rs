@@ -257,6 +257,30 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
                 }
                 Err(e) => prop_assert!(false, "compress_into into {} bytes: unexpected error {:?}", cap, e),
             }
+            // Every thread count gives the same outcome near the end of `dst` too.
+            let mut serial = vec![0u8; cap];
+            let first = compress_into(data, &mut serial, &CParams { nthreads: 1, ..cp.clone() });
+            for nt in [2, 3] {
+                let mut other = vec![0u8; cap];
+                let r = compress_into(data, &mut other, &CParams { nthreads: nt, ..cp.clone() });
+                match (&first, &r) {
+                    (Ok(a), Ok(b)) => prop_assert!(
+                        a == b && serial[..*a] == other[..*b],
+                        "compress_into into {} bytes: {} threads wrote another chunk",
+                        cap,
+                        nt
+                    ),
+                    (Err(_), Err(_)) => {}
+                    _ => prop_assert!(
+                        false,
+                        "compress_into into {} bytes: 1 thread {:?}, {} threads {:?}",
+                        cap,
+                        first,
+                        nt,
+                        r
+                    ),
+                }
+            }
         }
     }
     Ok(())
