@@ -601,6 +601,43 @@ a.vlmeta["unit"] = "m"
     assert_eq!(std::fs::read(t.p("py.raw")).unwrap(), want);
 }
 
+/// `.npy` and `.b2nd` inputs are tuned on their data with their own item size (4 here; raw
+/// files default to 8), not on the `.npy` header or the b2nd's stored bytes.
+#[test]
+fn tune_reads_npy_and_b2nd_with_their_item_size() {
+    let t = TmpDir::new("tune-npy");
+    // A smooth float32 ramp: shuffle or bytedelta find its constant high bytes only when
+    // they know the element size.
+    let vals: Vec<u8> = (0..60_000).flat_map(|i| (1000.0 + i as f32 * 0.25).to_le_bytes()).collect();
+    let npy = t.p("a.npy");
+    std::fs::write(&npy, npy_bytes("<f4", false, &[60_000], &vals, 1)).unwrap();
+    let b2nd = t.p("a.b2nd");
+    let (code, _, err) = oxblosc(&["compress", "-q", &npy, &b2nd]);
+    assert_eq!(code, 0, "{err}");
+    let mut picks = Vec::new();
+    for input in [&npy, &b2nd] {
+        let (code, out, err) = oxblosc(&["tune", "--objective", "ratio", "--seed", "3", input]);
+        assert_eq!(code, 0, "{input}: {err}");
+        let opts = out.lines().find_map(|l| l.strip_prefix("compress options: ")).expect("options line").to_string();
+        assert!(opts.contains("--typesize 4"), "{input}: {opts}");
+        // The recommendation compresses the same values (as raw bytes) and round-trips.
+        let raw = t.p("vals.bin");
+        std::fs::write(&raw, &vals).unwrap();
+        let frame = t.p("vals.b2frame");
+        let mut args = vec!["compress", "-q", "-f"];
+        args.extend(opts.split(' '));
+        args.extend([raw.as_str(), frame.as_str()]);
+        let (code, _, err) = oxblosc(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let back = t.p("back.bin");
+        assert_eq!(oxblosc(&["decompress", "-q", "-f", &frame, &back]).0, 0);
+        assert_eq!(std::fs::read(&back).unwrap(), vals, "{input}");
+        picks.push(opts);
+    }
+    // Same values, same seed: the same pick from the .npy and from the .b2nd.
+    assert_eq!(picks[0], picks[1]);
+}
+
 // ------------------------------------------------------------------ .npy <-> .b2nd
 
 /// A `.npy` file written by hand (format 1.0, or `major` when given), so these tests need no NumPy.
