@@ -5,9 +5,11 @@
 //! shuffle+bytedelta, delta+shuffle; trunc_prec+shuffle only when lossy filters are allowed)
 //! x split modes x block sizes. The guided search measures a few dozen of those points:
 //! 1. every (codec, pipeline) at a middle clevel, automatic split and blocks;
-//! 2. clevels 1, 3, 5, 7, 9 for the best three, then the neighbours of the best clevel;
-//! 3. split always/never x block sizes for the best one (`Ratio`: blocks from 64 KiB) or,
-//!    for the speed objectives, the best three;
+//! 2. clevels 1, 3, 5, 7, 9 for the best three, then the neighbours of the best clevel
+//!    (`Ratio`: clevel 9, the slowest, only for the best of the three);
+//! 3. split always/never x block sizes for the best one (`Ratio`: blocks from 64 KiB,
+//!    ranked on a faster lower clevel when there is one, the best layout then measured at
+//!    the leader's clevel) or, for the speed objectives, the best three;
 //! 4. for the speed objectives, the four best points timed five more times (their best
 //!    speeds kept), so the pick among near-equal finalists is not one run's noise.
 //!
@@ -433,17 +435,25 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
         }
     }
     run(&mut b, &mut plan)?;
-    // 2. clevels for the best three, then around the best clevel.
+    // 2. clevels for the best three, then around the best clevel. For the ratio, clevel 9
+    // (the slowest point of most codecs: zstd's level 22, ~1 MB/s) is measured for the best
+    // of the three only: the order of the three at clevels 1-7 holds at 9. (Their best
+    // clevel may be lower: zstd's level 13 at clevel 7 can compress less than its level 9.)
     let lead = top(&b.measured, obj, 3);
+    let clevels: &[u8] = if obj == Objective::Ratio { &[1, 3, 7] } else { &[1, 3, 7, 9] };
     for m in &lead {
-        for cl in [1, 3, 7, 9] {
+        for &cl in clevels {
             plan.push(Candidate { clevel: cl, ..m.candidate });
         }
     }
     run(&mut b, &mut plan)?;
     if let Some(m) = top(&b.measured, obj, 1).first() {
-        for cl in [m.candidate.clevel.saturating_sub(1).max(1), (m.candidate.clevel + 1).min(9)] {
+        let c = m.candidate.clevel;
+        for cl in [c.saturating_sub(1).max(1), (c + 1).min(9)] {
             plan.push(Candidate { clevel: cl, ..m.candidate });
+        }
+        if obj == Objective::Ratio {
+            plan.push(Candidate { clevel: 9, ..m.candidate });
         }
     }
     run(&mut b, &mut plan)?;
@@ -456,13 +466,37 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
     let min_block = if obj == Objective::Ratio { 64 << 10 } else { 0 };
     let leaders = if obj == Objective::Ratio { 1 } else { 3 };
     for m in top(&b.measured, obj, leaders) {
+        // The ratio's leader is often at clevel 9, the slowest point there is (zstd's level
+        // 22, ~1 MB/s, 10-80x slower than its clevel 8): the layouts are then ranked on the
+        // highest lower clevel measured of the same settings, and only the best one is
+        // measured at clevel 9 (block size and split order the ratio alike at neighbouring
+        // levels; the automatic layout is not compared there: its block size grows with the
+        // clevel).
+        let proxy = if obj == Objective::Ratio { ratio_proxy(&b.measured, &m) } else { None };
+        let ranked_on = proxy.unwrap_or(m.candidate);
         plan.extend(layouts(&b).filter(|&(_, bs)| bs >= min_block).map(|(split, bs)| Candidate {
             splitmode: split,
             blocksize: bs,
-            ..m.candidate
+            ..ranked_on
         }));
+        run(&mut b, &mut plan)?;
+        if proxy.is_some() {
+            let same_clevel: Vec<Measured> = b
+                .measured
+                .iter()
+                .filter(|p| {
+                    p.candidate
+                        == Candidate { splitmode: p.candidate.splitmode, blocksize: p.candidate.blocksize, ..ranked_on }
+                })
+                .filter(|p| p.candidate.blocksize != 0)
+                .copied()
+                .collect();
+            for p in top(&same_clevel, obj, LAYOUTS_CONFIRMED) {
+                plan.push(Candidate { clevel: m.candidate.clevel, ..p.candidate });
+            }
+            run(&mut b, &mut plan)?;
+        }
     }
-    run(&mut b, &mut plan)?;
     // 4. The speed objectives' finalists, timed again (the ratio does not depend on timing).
     if obj != Objective::Ratio {
         for m in top(&b.measured, obj, FINALISTS) {
@@ -474,6 +508,27 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
         }
     }
     Ok(finish(b, obj, start, truncated))
+}
+
+/// Layouts ranked on a faster clevel that are then measured at the ratio leader's clevel.
+const LAYOUTS_CONFIRMED: usize = 1;
+
+/// Where the ratio objective ranks block sizes and split modes when its leader is at clevel
+/// 9 (see [`tune`], step 3): the highest lower clevel of the leader's settings (automatic
+/// layout) that was measured. Chosen by clevel, not by measured speed, so that the ratio's
+/// pick stays a function of the data and the seed.
+fn ratio_proxy(measured: &[Measured], leader: &Measured) -> Option<Candidate> {
+    if leader.candidate.clevel < 9 {
+        return None;
+    }
+    measured
+        .iter()
+        .filter(|p| {
+            p.candidate.clevel < leader.candidate.clevel
+                && p.candidate == Candidate { clevel: p.candidate.clevel, ..leader.candidate }
+        })
+        .max_by_key(|p| p.candidate.clevel)
+        .map(|p| p.candidate)
 }
 
 /// Points of a speed objective timed again at the end of [`tune`], and how many more times.
@@ -655,5 +710,30 @@ mod tests {
         let m = |ratio, cspeed, dspeed| Measured { candidate: c, ratio, cspeed, dspeed };
         let f = pareto(&[m(2.0, 1.0, 1.0), m(1.0, 2.0, 1.0), m(1.0, 1.0, 1.0), m(3.0, 0.5, 0.5)]);
         assert_eq!(f.iter().map(|m| m.ratio).collect::<Vec<_>>(), vec![3.0, 2.0, 1.0]);
+    }
+
+    /// The ratio's layouts are ranked on the highest lower clevel of a clevel-9 leader's own
+    /// settings that was measured (whatever its speed); none below clevel 9.
+    #[test]
+    fn ratio_proxy_is_the_highest_lower_clevel_of_the_same_settings() {
+        let zstd = |clevel, cspeed| Measured {
+            candidate: base(5, clevel, ([0, 0, 0, 0, 0, 1], [0; 6])),
+            ratio: 2.0,
+            cspeed,
+            dspeed: 1.0,
+        };
+        let leader = zstd(9, 1.0);
+        let other_filter =
+            Measured { candidate: base(5, 8, ([0, 0, 0, 0, 0, 2], [0; 6])), ratio: 2.0, cspeed: 50.0, dspeed: 1.0 };
+        let split = Measured {
+            candidate: Candidate { splitmode: SplitMode::Never, ..zstd(8, 50.0).candidate },
+            ..zstd(8, 50.0)
+        };
+        let ms = [leader, zstd(5, 90.0), zstd(7, 40.0), other_filter, split];
+        // The other-filter and other-split clevel-8 points are other settings.
+        assert_eq!(ratio_proxy(&ms, &leader).map(|c| c.clevel), Some(7));
+        assert_eq!(ratio_proxy(&[leader, zstd(8, 1.1)], &leader).map(|c| c.clevel), Some(8));
+        assert_eq!(ratio_proxy(&[leader], &leader), None);
+        assert_eq!(ratio_proxy(&[zstd(8, 1.0), zstd(5, 9.0)], &zstd(8, 1.0)), None, "leader below clevel 9");
     }
 }
