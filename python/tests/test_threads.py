@@ -185,3 +185,44 @@ def test_composite_writes_are_serialised():
     for t in range(8):
         expect[[t, 63 - t, t + 8]] = t + 1
     assert (a[:] == expect).all()
+
+
+def test_parallel_compress2_from_many_threads_writes_the_one_thread_bytes():
+    """Calls with 2-4 threads from several Python threads at once share the helper threads
+    (a call whose helper is busy with another call does its blocks alone): every chunk is
+    byte for byte the 1-thread chunk and decodes back."""
+    rng = np.random.default_rng(5)
+    cases = []
+    for i in range(24):
+        n = int(rng.integers(1, 400_000))
+        base = np.cumsum(rng.normal(size=n)).astype(np.float32)
+        if i % 3 == 0:
+            base[rng.integers(0, n, n // 7)] = rng.normal(size=n // 7)  # some noise
+        codec = [oxblosc.Codec.LZ4, oxblosc.Codec.BLOSCLZ, oxblosc.Codec.ZSTD][i % 3]
+        blocksize = [0, 16384, 65536][i % 3]
+        cases.append((base, codec, blocksize))
+    want = [
+        oxblosc.compress2(a, codec=c, clevel=5, typesize=4, nthreads=1, blocksize=b, filters=[oxblosc.Filter.SHUFFLE])
+        for a, c, b in cases
+    ]
+    got = {}
+
+    def worker(k):
+        def run():
+            for rep in range(3):
+                for j in range(k, len(cases), 2):
+                    a, c, b = cases[j]
+                    nt = 2 + (j + rep) % 3
+                    out = oxblosc.compress2(
+                        a, codec=c, clevel=5, typesize=4, nthreads=nt, blocksize=b, filters=[oxblosc.Filter.SHUFFLE]
+                    )
+                    got.setdefault(j, []).append(out)
+
+        return run
+
+    assert run_threads([worker(k) for k in (0, 1, 0, 1, 0, 1)]) == []
+    for j, outs in got.items():
+        assert all(o == want[j] for o in outs), f"case {j}: a parallel chunk differs from the 1-thread one"
+        back = np.frombuffer(oxblosc.decompress2(outs[-1], nthreads=2), dtype=np.float32)
+        assert np.array_equal(back, cases[j][0])
+    assert len(got) == len(cases)
