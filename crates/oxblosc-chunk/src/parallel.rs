@@ -240,6 +240,7 @@ where
     E: Send,
 {
     let njobs = jobs.len();
+    let nthreads = nthreads.clamp(1, njobs.max(1));
     // (next job from the front, end of the jobs not yet taken from the back, the jobs).
     struct Claims<T> {
         next: usize,
@@ -559,7 +560,8 @@ mod tests {
     /// Every job runs once: the caller's from the front in order, the helpers' after them.
     #[test]
     fn front_and_back_splits_the_jobs_at_one_point() {
-        for nthreads in [1, 2, 3, 5] {
+        // Not 5 threads: `helpers_are_kept_off_the_callers_cpu` holds that team's helpers.
+        for nthreads in [1, 2, 3, 6] {
             for njobs in [0, 1, 2, 3, 64, 257] {
                 let runs: Vec<AtomicUsize> = (0..njobs).map(|_| AtomicUsize::new(0)).collect();
                 let mut order = Vec::new();
@@ -570,9 +572,15 @@ mod tests {
                     |i| {
                         runs[i].fetch_add(1, Ordering::Relaxed);
                         order.push(i);
-                        // The first job waits (up to 10 s) for a helper to take one.
+                        // The first job waits (up to 10 s) for a helper to take one (a single
+                        // job gets no helper).
                         let t = std::time::Instant::now();
-                        while i == 0 && nthreads > 1 && !helped.load(Ordering::Relaxed) && t.elapsed().as_secs() < 10 {
+                        while i == 0
+                            && nthreads > 1
+                            && njobs > 1
+                            && !helped.load(Ordering::Relaxed)
+                            && t.elapsed().as_secs() < 10
+                        {
                             std::thread::sleep(Duration::from_micros(50));
                         }
                         Ok::<bool, ()>(true)
