@@ -276,6 +276,8 @@ where
         done.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
     };
     let mut run_front = || -> Result<(usize, bool), E> {
+        // A panic in `front` stops the helpers too (it reaches the caller once they are done).
+        let _stop = StopOnUnwind(&stop);
         let mut ran = 0;
         while !stop.load(Ordering::Relaxed) {
             let i = {
@@ -324,6 +326,17 @@ where
     // every claiming helper has finished (`join_late`).
     debug_assert_eq!(front + back.len(), njobs);
     Ok(FrontBack { front, back, stopped })
+}
+
+/// Sets its flag when dropped by a panic.
+struct StopOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for StopOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// One [`Helpers::join_late`] call as its helpers see it.
@@ -632,6 +645,39 @@ mod tests {
                 Ok(r) => assert_eq!(r.front, 100, "no helper ran, so the caller did every job"),
             }
         }
+    }
+
+    /// A panic in the caller's job stops the helpers at their current job (they would
+    /// otherwise take every job left before the panic reached the caller).
+    #[test]
+    fn front_and_back_stops_the_helpers_when_the_caller_panics() {
+        let back_runs = AtomicUsize::new(0);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            front_and_back(
+                vec![(); 2000],
+                2,
+                |i| {
+                    // Job 0 waits (up to 10 s) until a helper has taken a job.
+                    let t = std::time::Instant::now();
+                    while back_runs.load(Ordering::Relaxed) == 0 && t.elapsed().as_secs() < 10 {
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                    if i == 1 {
+                        panic!("caller job failed");
+                    }
+                    Ok::<bool, ()>(true)
+                },
+                |_, ()| {
+                    back_runs.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(1));
+                    Ok(())
+                },
+            )
+        }));
+        let p = r.err().expect("the caller's panic reaches the caller");
+        assert_eq!(p.downcast_ref::<&str>(), Some(&"caller job failed"));
+        let n = back_runs.load(Ordering::Relaxed);
+        assert!(n < 1000, "helpers ran {n} of the 1998 jobs left after the caller's panic");
     }
 
     #[test]
