@@ -377,12 +377,10 @@ impl Encoder {
                     nthreads,
                     |i| {
                         let placed = with_scratch(|s| self.place_block(i, &place, dst, at, s, &mut deferred))?;
-                        Ok(placed
-                            .map(|(n, zero)| {
-                                at += n;
-                                zero_runs &= zero;
-                            })
-                            .is_some())
+                        let Some((n, zero)) = placed else { return Ok(false) };
+                        at += n;
+                        zero_runs &= zero;
+                        Ok(true)
                     },
                     |i, out| {
                         let block = &input[i * bs..((i + 1) * bs).min(self.nbytes)];

@@ -181,13 +181,7 @@ where
         let d = drain();
         helpers.lock().unwrap_or_else(|e| e.into_inner()).push(d);
     };
-    let team = Helpers::get(nthreads - 1);
-    team.place();
-    let mine = team.join_late(nthreads - 1, &help, || {
-        let mine = drain();
-        team.release();
-        mine
-    });
+    let mine = with_helpers(nthreads - 1, &help, drain);
     let mut slots: Vec<Option<Result<R, E>>> = std::iter::repeat_with(|| None).take(njobs).collect();
     let helpers = helpers.into_inner().unwrap_or_else(|e| e.into_inner());
     for (i, r) in mine.into_iter().chain(helpers.into_iter().flatten()) {
@@ -276,48 +270,33 @@ where
         done.lock().unwrap_or_else(|e| e.into_inner()).push(mine);
     };
     let mut run_front = || -> Result<(usize, bool), E> {
-        // A panic in `front` stops the helpers too (it reaches the caller once they are done).
-        let _stop = StopOnUnwind(&stop);
+        // However the caller's part ends (the ends met, `false`, an error, a panic), helpers
+        // stop claiming: after a stop or a failure their work would be wasted.
+        let _stop = StopOnDrop(&stop);
         let mut ran = 0;
-        while !stop.load(Ordering::Relaxed) {
+        loop {
             let i = {
                 let mut c = lock();
-                if c.next >= c.end {
-                    break;
+                if c.next >= c.end || stop.load(Ordering::Relaxed) {
+                    return Ok((ran, false));
                 }
                 c.next += 1;
                 c.next - 1
             };
             ran = i + 1;
             if !front(i)? {
-                stop.store(true, Ordering::Relaxed);
                 return Ok((ran, true));
             }
         }
-        Ok((ran, false))
     };
-    let mine = if nthreads <= 1 || njobs <= 1 {
-        run_front()
-    } else {
-        let team = Helpers::get(nthreads - 1);
-        team.place();
-        team.join_late(nthreads - 1, &help, || {
-            let r = run_front();
-            // Stop helpers that are still claiming: after a failure their work is wasted.
-            if r.is_err() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            team.release();
-            r
-        })
-    };
+    let mine = if nthreads == 1 { run_front() } else { with_helpers(nthreads - 1, &help, run_front) };
     let (front, stopped) = mine?;
-    let mut results: Vec<(usize, Result<R, E>)> =
-        done.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect();
-    results.sort_unstable_by_key(|r| r.0);
     if stopped {
         return Ok(FrontBack { front, back: Vec::new(), stopped });
     }
+    let mut results: Vec<(usize, Result<R, E>)> =
+        done.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect();
+    results.sort_unstable_by_key(|r| r.0);
     let mut back = Vec::with_capacity(results.len());
     for (_, r) in results {
         back.push(r?);
@@ -328,15 +307,25 @@ where
     Ok(FrontBack { front, back, stopped })
 }
 
-/// Sets its flag when dropped by a panic.
-struct StopOnUnwind<'a>(&'a AtomicBool);
+/// Sets its flag when dropped, also by a panic.
+struct StopOnDrop<'a>(&'a AtomicBool);
 
-impl Drop for StopOnUnwind<'_> {
+impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.store(true, Ordering::Relaxed);
-        }
+        self.0.store(true, Ordering::Relaxed);
     }
+}
+
+/// Run `main` on the calling thread while `count` helpers run `help` ([`Helpers::join_late`]),
+/// the helpers kept off the caller's CPU until `main` is done ([`Helpers::place`]).
+fn with_helpers<M>(count: usize, help: &(dyn Fn() + Sync), main: impl FnOnce() -> M) -> M {
+    let team = Helpers::get(count);
+    team.place();
+    team.join_late(count, help, || {
+        let m = main();
+        team.release();
+        m
+    })
 }
 
 /// One [`Helpers::join_late`] call as its helpers see it.

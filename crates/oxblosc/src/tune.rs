@@ -474,24 +474,16 @@ pub fn tune(data: &[u8], opts: &TuneOptions) -> Result<TuneResult, TuneError> {
         // clevel).
         let proxy = if obj == Objective::Ratio { ratio_proxy(&b.measured, &m) } else { None };
         let ranked_on = proxy.unwrap_or(m.candidate);
-        plan.extend(layouts(&b).filter(|&(_, bs)| bs >= min_block).map(|(split, bs)| Candidate {
-            splitmode: split,
-            blocksize: bs,
-            ..ranked_on
-        }));
+        let ranked: Vec<Candidate> = layouts(&b)
+            .filter(|&(_, bs)| bs >= min_block)
+            .map(|(split, bs)| Candidate { splitmode: split, blocksize: bs, ..ranked_on })
+            .collect();
+        plan.extend(&ranked);
         run(&mut b, &mut plan)?;
         if proxy.is_some() {
-            let same_clevel: Vec<Measured> = b
-                .measured
-                .iter()
-                .filter(|p| {
-                    p.candidate
-                        == Candidate { splitmode: p.candidate.splitmode, blocksize: p.candidate.blocksize, ..ranked_on }
-                })
-                .filter(|p| p.candidate.blocksize != 0)
-                .copied()
-                .collect();
-            for p in top(&same_clevel, obj, LAYOUTS_CONFIRMED) {
+            let measured: Vec<Measured> =
+                b.measured.iter().filter(|p| ranked.contains(&p.candidate)).copied().collect();
+            for p in top(&measured, obj, LAYOUTS_CONFIRMED) {
                 plan.push(Candidate { clevel: m.candidate.clevel, ..p.candidate });
             }
             run(&mut b, &mut plan)?;
