@@ -675,7 +675,22 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
 #[inline(always)]
 fn copy_match(dst: &mut [u8], op: usize, dist: usize, len: usize) {
     let from = op - dist;
-    if dist >= 8 && len <= 64 && op + len + 8 <= dst.len() {
+    if dist >= 8 && len <= 8 {
+        // A short match: pieces of exactly `len` bytes. One wider load would read across the
+        // previous tokens' stores (in arange-like integers, `literal 2, match 6 at distance
+        // 8` per element, it reads the last match's store and the literal's), which stalls
+        // store forwarding; each narrow load lies inside one piece of the previous match.
+        if len >= 4 {
+            let a: [u8; 4] = dst[from..from + 4].try_into().unwrap();
+            let b: [u8; 4] = dst[from + len - 4..from + len].try_into().unwrap();
+            dst[op..op + 4].copy_from_slice(&a);
+            dst[op + len - 4..op + len].copy_from_slice(&b);
+        } else {
+            for i in 0..len {
+                dst[op + i] = dst[from + i];
+            }
+        }
+    } else if dist >= 8 && len <= 64 && op + len + 8 <= dst.len() {
         // Short match, no overlap within 8 bytes: copy 8-byte words (may write up to 7 bytes
         // past the match; they lie inside `dst` and are overwritten by later tokens).
         let mut i = 0;
