@@ -4,6 +4,8 @@
 //! Follows format spec 1.17. Blocks are always placed in order and every stream gets the
 //! same budget (its own size), so serial and parallel output are byte-identical.
 
+use std::mem::MaybeUninit;
+
 use crate::blocks::{compute_blocksize, compute_blocksize_blosc1, split_block, split_block_blosc1};
 use crate::codec::{zstd, Dict};
 use crate::format::{
@@ -14,6 +16,7 @@ use crate::parallel::{front_and_back, with_scratch, Scratch};
 use crate::params::CParams;
 use crate::pipeline::Pipeline;
 use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
+use crate::uninit::Prefix;
 use crate::{filter, Error, Result};
 
 /// Staging areas larger than this are not kept between calls.
@@ -57,7 +60,14 @@ pub fn compress_into(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<usize> 
 
 /// [`compress_into`] with the container context of [`compress_with`].
 pub fn compress_into_with(src: &[u8], dst: &mut [u8], cp: &CParams, ctx: &ChunkContext) -> Result<usize> {
-    Encoder::new(src.len(), cp, Format::Blosc2, ctx)?.run(src, dst)
+    Encoder::new(src.len(), cp, Format::Blosc2, ctx)?.run(src, &mut Prefix::init(dst))
+}
+
+/// [`compress_into`] into bytes that need not be initialised (a fresh Python `bytes` of
+/// [`max_compressed_len`] bytes): the first `n` bytes, `n` returned, hold the chunk. Only
+/// bytes the chunk's blocks may occupy are touched, none zero-filled ahead of time.
+pub fn compress_into_uninit(src: &[u8], dst: &mut [MaybeUninit<u8>], cp: &CParams) -> Result<usize> {
+    Encoder::new(src.len(), cp, Format::Blosc2, ChunkContext::NONE)?.run(src, &mut Prefix::uninit(dst))
 }
 
 /// Compress `src` into a new Blosc1 (version 2) chunk. Only SHUFFLE or BITSHUFFLE filters.
@@ -71,7 +81,13 @@ pub fn compress_blosc1(src: &[u8], cp: &CParams) -> Result<Vec<u8>> {
 /// [`compress_blosc1`] into `dst` (at least [`max_blosc1_len`] bytes: a caller that reuses
 /// one buffer for many chunks avoids faulting in a fresh one per chunk); returns the length.
 pub fn compress_blosc1_into(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<usize> {
-    Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, dst)
+    Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, &mut Prefix::init(dst))
+}
+
+/// [`compress_blosc1_into`] into bytes that need not be initialised (see
+/// [`compress_into_uninit`]); `dst` needs [`max_blosc1_len`] bytes.
+pub fn compress_blosc1_into_uninit(src: &[u8], dst: &mut [MaybeUninit<u8>], cp: &CParams) -> Result<usize> {
+    Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?.run(src, &mut Prefix::uninit(dst))
 }
 
 /// What [`compress_blosc1_or_raw`] left in `dst`.
@@ -89,7 +105,7 @@ pub enum Blosc1Chunk {
 pub fn compress_blosc1_or_raw(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<Blosc1Chunk> {
     let mut enc = Encoder::new(src.len(), cp, Format::Blosc1, ChunkContext::NONE)?;
     enc.copy_raw = false;
-    let n = enc.run(src, dst)?;
+    let n = enc.run(src, &mut Prefix::init(dst))?;
     Ok(if enc.header.flags & flags::MEMCPYED != 0 { Blosc1Chunk::Raw } else { Blosc1Chunk::Encoded(n) })
 }
 
@@ -109,7 +125,7 @@ pub enum RawOr {
 pub fn compress_or_raw(src: &[u8], dst: &mut [u8], cp: &CParams) -> Result<RawOr> {
     let mut enc = Encoder::new(src.len(), cp, Format::Blosc2, ChunkContext::NONE)?;
     enc.copy_raw = false;
-    let n = enc.run(src, dst)?;
+    let n = enc.run(src, &mut Prefix::init(dst))?;
     Ok(if enc.header.flags & flags::MEMCPYED != 0 { RawOr::Raw(enc.hlen()) } else { RawOr::Encoded(n) })
 }
 
@@ -258,7 +274,7 @@ impl Encoder {
         self.header.header_len()
     }
 
-    fn run(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    fn run(&mut self, src: &[u8], dst: &mut Prefix<'_>) -> Result<usize> {
         debug_assert_eq!(src.len(), self.nbytes);
         let hlen = self.hlen();
         if dst.len() < hlen {
@@ -277,7 +293,7 @@ impl Encoder {
         }
     }
 
-    fn write_memcpy(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    fn write_memcpy(&mut self, src: &[u8], dst: &mut Prefix<'_>) -> Result<usize> {
         let hlen = self.hlen();
         let total = hlen + src.len();
         if dst.len() < total {
@@ -286,9 +302,9 @@ impl Encoder {
         self.header.flags |= flags::MEMCPYED;
         self.header.blosc2_flags &= !blosc2_flags::USE_DICT;
         self.header.cbytes = total;
-        self.header.write(dst);
+        self.header.write(dst.upto(hlen));
         if self.copy_raw {
-            dst[hlen..total].copy_from_slice(src);
+            dst.write_at(hlen, src);
         }
         Ok(total)
     }
@@ -307,8 +323,9 @@ impl Encoder {
     }
 
     /// Compress every block; `None` when the result would not fit (store raw instead).
-    fn encode_blocks(&mut self, src: &[u8], dst: &mut [u8]) -> Result<Option<usize>> {
+    fn encode_blocks(&mut self, src: &[u8], dst: &mut Prefix<'_>) -> Result<Option<usize>> {
         let hlen = self.hlen();
+        dst.upto(hlen + 4 * self.nblocks); // header and block starts
         let nthreads = self.cp.nthreads.clamp(1, self.nblocks.max(1));
         // Dictionaries need the whole chunk filtered first; the dictionary goes after bstarts.
         let filtered;
@@ -331,8 +348,8 @@ impl Encoder {
                 if end > dst.len() {
                     return Ok(None);
                 }
-                dst[pos..pos + 4].copy_from_slice(&(d.len() as i32).to_le_bytes());
-                dst[pos + 4..end].copy_from_slice(d);
+                dst.write_at(pos, &(d.len() as i32).to_le_bytes());
+                dst.write_at(pos + 4, d);
                 pos = end;
                 self.header.blosc2_flags |= blosc2_flags::USE_DICT;
             }
@@ -397,8 +414,8 @@ impl Encoder {
                     for (k, &(n, zero)) in run.back.iter().enumerate() {
                         let Some((p, z)) = packed else { break };
                         let i = run.front + k;
-                        dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(p as i32).to_le_bytes());
-                        dst[p..p + n].copy_from_slice(&staging[i * slot..i * slot + n]);
+                        dst.write_at(hlen + 4 * i, &(p as i32).to_le_bytes());
+                        dst.write_at(p, &staging[i * slot..i * slot + n]);
                         packed = Some((p + n, z && zero));
                     }
                     packed
@@ -421,7 +438,7 @@ impl Encoder {
             return Ok(None);
         }
         for &(at, from, len) in &deferred {
-            dst[at..at + len].copy_from_slice(&src[from..from + len]);
+            dst.write_at(at, &src[from..from + len]);
         }
         if all_zero_runs && self.nblocks > 0 {
             // Every stream was a zero run: a 32-byte special-zero chunk says the same.
@@ -429,7 +446,7 @@ impl Encoder {
             pos = EXT_HEADER_LEN;
         }
         self.header.cbytes = pos;
-        self.header.write(dst);
+        self.header.write(dst.upto(hlen));
         Ok(Some(pos))
     }
 
@@ -470,7 +487,7 @@ impl Encoder {
         &self,
         i: usize,
         a: &PlaceArgs<'_>,
-        dst: &mut [u8],
+        dst: &mut Prefix<'_>,
         pos: usize,
         s: &mut Scratch,
         deferred: &mut Vec<(usize, usize, usize)>,
@@ -479,6 +496,8 @@ impl Encoder {
         let bs = self.blocksize;
         let block = &a.input[i * bs..((i + 1) * bs).min(self.nbytes)];
         let worst = self.worst_block_len(block.len());
+        // The bytes this block may occupy (zeroed first where never written: see `Prefix`).
+        let dst = dst.upto((pos + worst).min(dst.len()));
         dst[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&(pos as i32).to_le_bytes());
         if dst.len() - pos >= worst {
             let first = deferred.len();

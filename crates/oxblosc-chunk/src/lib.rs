@@ -25,8 +25,8 @@ mod uninit;
 pub mod vlblocks;
 
 pub use compress::{
-    compress, compress_blosc1, compress_blosc1_into, compress_into, compress_into_with, compress_with, max_blosc1_len,
-    max_compressed_len, special_chunk,
+    compress, compress_blosc1, compress_blosc1_into, compress_blosc1_into_uninit, compress_into, compress_into_uninit,
+    compress_into_with, compress_with, max_blosc1_len, max_compressed_len, special_chunk,
 };
 pub use decompress::{
     cbuffer_sizes, decompress, decompress_into, decompress_into_uninit, decompress_into_uninit_with,

@@ -121,6 +121,63 @@ pub fn zero_init(s: &mut [MaybeUninit<u8>]) -> &mut [u8] {
     Out::uninit(s).zeroed()
 }
 
+/// Encoder output that becomes initialised from the front: bytes below `init` are
+/// initialised (written, or zeroed on the way), the rest may not be. The encoder asks for
+/// the prefix it is about to write ([`Prefix::upto`]); only the part never written before is
+/// zeroed, right before the encoder overwrites it while it is in cache. A fresh Python
+/// `bytes` of the worst-case size can then be compressed into directly, where a zero-filled
+/// one would cost a pass over the whole worst case and a staging buffer a second copy.
+pub(crate) struct Prefix<'a> {
+    buf: &'a mut [MaybeUninit<u8>],
+    init: usize,
+}
+
+impl<'a> Prefix<'a> {
+    /// Wrap initialised bytes (a caller's buffer): nothing is ever zeroed.
+    pub(crate) fn init(s: &'a mut [u8]) -> Self {
+        let len = s.len();
+        // SAFETY: same layout; a `Prefix` only ever stores initialised values (below), so `s`
+        // stays initialised for the caller.
+        let buf = unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<MaybeUninit<u8>>(), len) };
+        Prefix { buf, init: len }
+    }
+
+    /// Wrap bytes whose contents are unknown.
+    pub(crate) fn uninit(s: &'a mut [MaybeUninit<u8>]) -> Self {
+        Prefix { buf: s, init: 0 }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Bytes `[0, end)` as initialised bytes, zeroing the ones not yet initialised.
+    /// Panics when `end > len`.
+    pub(crate) fn upto(&mut self, end: usize) -> &mut [u8] {
+        if end > self.init {
+            self.buf[self.init..end].fill(MaybeUninit::new(0));
+            self.init = end;
+        }
+        let head = &mut self.buf[..end];
+        // SAFETY: every byte below `self.init >= end` is initialised (the invariant), and the
+        // slice borrows them exclusively; writes through it store initialised values.
+        unsafe { std::slice::from_raw_parts_mut(head.as_mut_ptr().cast::<u8>(), end) }
+    }
+
+    /// Copy `src` to `[at, at + src.len())`, zeroing only a gap before `at`, never the bytes
+    /// it writes (a raw stream or chunk is then written once). Panics when out of range.
+    pub(crate) fn write_at(&mut self, at: usize, src: &[u8]) {
+        let end = at + src.len();
+        if at > self.init {
+            self.upto(at);
+        }
+        for (d, &b) in self.buf[at..end].iter_mut().zip(src) {
+            *d = MaybeUninit::new(b);
+        }
+        self.init = self.init.max(end);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +201,22 @@ mod tests {
         assert_eq!(b.len(), 2);
         b.reborrow().slice(0, 1).fill(6);
         assert_eq!(w, [1, 9, 6, 5]);
+    }
+
+    #[test]
+    fn prefix_zeroes_only_what_was_never_written() {
+        let mut v: Vec<MaybeUninit<u8>> = vec![MaybeUninit::new(0xAA); 16];
+        let mut p = Prefix::uninit(&mut v[..]);
+        p.upto(4).copy_from_slice(&[1, 2, 3, 4]);
+        assert_eq!(p.upto(6), &[1, 2, 3, 4, 0, 0]);
+        p.write_at(10, &[7, 7]);
+        assert_eq!(p.upto(12), &[1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 7, 7]);
+        p.write_at(2, &[9]);
+        assert_eq!(p.upto(3), &[1, 2, 9]);
+        let mut w = [5u8; 4];
+        let mut q = Prefix::init(&mut w);
+        assert_eq!(q.upto(4), &[5, 5, 5, 5], "an initialised buffer is never zeroed");
+        q.write_at(1, &[6]);
+        assert_eq!(w, [5, 6, 5, 5]);
     }
 }

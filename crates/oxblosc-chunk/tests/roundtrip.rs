@@ -9,11 +9,12 @@
 //! dev-profile run under a minute.
 
 use oxblosc_chunk::{
-    cbuffer_sizes, compress, compress_into, decompress, decompress_into, decompress_ranges, getitem,
-    max_compressed_len, CParams, DParams, Error, SplitMode,
+    cbuffer_sizes, compress, compress_into, compress_into_uninit, decompress, decompress_into, decompress_ranges,
+    getitem, max_compressed_len, CParams, DParams, Error, SplitMode,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::mem::MaybeUninit;
 
 const NOFILTER: u8 = 0;
 const SHUFFLE: u8 = 1;
@@ -167,6 +168,32 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
         let other_cp = CParams { nthreads: nt, ..cp.clone() };
         let other = compress(data, &other_cp).unwrap();
         prop_assert!(other == chunk, "nthreads={} output differs from nthreads={}", nt, cp.nthreads);
+    }
+
+    // compress_into_uninit (a fresh Python `bytes`) writes the same chunk whatever the
+    // destination held before, at every thread count, and fails like compress_into when short
+    for nt in [1, 2, 3] {
+        let other_cp = CParams { nthreads: nt, ..cp.clone() };
+        for fill in [0x00u8, 0xA5, 0xFF] {
+            let mut dst = vec![MaybeUninit::new(fill); max_compressed_len(data.len())];
+            let n = compress_into_uninit(data, &mut dst, &other_cp).unwrap();
+            let got: Vec<u8> = dst[..n].iter().map(|b| unsafe { b.assume_init() }).collect();
+            prop_assert!(got == chunk, "compress_into_uninit ({} threads, old bytes {}) wrote another chunk", nt, fill);
+        }
+        if !chunk.is_empty() {
+            let cap = chunk.len() - 1;
+            let mut short = vec![MaybeUninit::new(0xA5u8); cap];
+            let mut init = vec![0xA5u8; cap];
+            let (a, b) = (compress_into_uninit(data, &mut short, &other_cp), compress_into(data, &mut init, &other_cp));
+            match (a, b) {
+                (Ok(a), Ok(b)) => {
+                    let same = a == b && short[..a].iter().zip(&init).all(|(x, &y)| unsafe { x.assume_init() } == y);
+                    prop_assert!(same, "into {} bytes: uninit and init wrote different chunks", cap);
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => prop_assert!(false, "into {} bytes: uninit {:?}, init {:?}", cap, a, b),
+            }
+        }
     }
 
     // round trip (lossless) and thread-count independence of decoding (all pipelines)

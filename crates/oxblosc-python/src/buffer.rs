@@ -100,3 +100,74 @@ pub fn new_bytes_with<'py>(
     fill(buf)?;
     Ok(obj.downcast_into::<pyo3::types::PyBytes>()?)
 }
+
+/// CPython's `_PyBytes_Resize`, looked up at run time: it is not in the limited API this
+/// abi3 extension is built against, so it is never linked; where the running interpreter
+/// exports it (every CPython on Unix), a `bytes` filled to less than its allocated size is
+/// shrunk in place instead of being copied into a second, exact-size `bytes`.
+type ResizeFn = unsafe extern "C" fn(*mut *mut ffi::PyObject, ffi::Py_ssize_t) -> std::os::raw::c_int;
+
+fn bytes_resize() -> Option<ResizeFn> {
+    static RESIZE: std::sync::OnceLock<Option<ResizeFn>> = std::sync::OnceLock::new();
+    *RESIZE.get_or_init(|| {
+        if std::env::var_os("OXBLOSC_NO_BYTES_RESIZE").is_some() {
+            return None;
+        }
+        #[cfg(unix)]
+        {
+            // SAFETY: dlsym with RTLD_DEFAULT only looks a name up; the symbol, when found,
+            // is CPython's `int _PyBytes_Resize(PyObject **, Py_ssize_t)`, whose signature
+            // has not changed since Python 3.0.
+            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_PyBytes_Resize".as_ptr()) };
+            if !p.is_null() {
+                return Some(unsafe { std::mem::transmute::<*mut libc::c_void, ResizeFn>(p) });
+            }
+        }
+        None
+    })
+}
+
+/// Whether [`new_bytes_upto`] can shrink a `bytes` in place (else it copies once).
+pub fn can_shrink_bytes() -> bool {
+    bytes_resize().is_some()
+}
+
+/// A new `bytes` of at most `capacity` bytes: `fill` writes its first `n` bytes and returns
+/// `n` (or an error, and the object is dropped unseen); the object is then shrunk to `n` in
+/// place, so the result is written once, where compressing into a buffer and copying the
+/// result into an exact-size `bytes` writes it twice. Requires [`can_shrink_bytes`]. `fill`
+/// runs without the GIL: nothing else can see the object yet.
+pub fn new_bytes_upto<'py, E: Send>(
+    py: Python<'py>,
+    capacity: usize,
+    fill: impl FnOnce(&mut [std::mem::MaybeUninit<u8>]) -> Result<usize, E> + Send,
+) -> PyResult<Result<Bound<'py, pyo3::types::PyBytes>, E>> {
+    let resize = bytes_resize().expect("callers check can_shrink_bytes");
+    let size = ffi::Py_ssize_t::try_from(capacity).map_err(|_| pyo3::exceptions::PyMemoryError::new_err(capacity))?;
+    // SAFETY: a NULL source asks CPython for an uninitialised bytes object of `size` bytes;
+    // a NULL result carries a Python exception, which from_owned_ptr_or_err takes.
+    let obj = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyBytes_FromStringAndSize(std::ptr::null(), size))? };
+    // The buffer's address crosses into the GIL-free closure as an integer: the object stays
+    // alive (we hold its only reference) and unseen by anyone else while `fill` runs.
+    // SAFETY: `obj` is a bytes object.
+    let addr = unsafe { ffi::PyBytes_AsString(obj.as_ptr()) } as usize;
+    let filled = py.allow_threads(move || {
+        // SAFETY: `addr` points at the `capacity` bytes of `obj` (above), borrowed by nobody
+        // else; MaybeUninit makes no claim about their contents.
+        let buf = unsafe { std::slice::from_raw_parts_mut(addr as *mut std::mem::MaybeUninit<u8>, capacity) };
+        fill(buf)
+    });
+    let n = match filled {
+        Ok(n) => n.min(capacity),
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut ptr = obj.into_ptr();
+    // SAFETY: `ptr` is our only reference to a bytes object (reference count one) whose first
+    // `n` bytes `fill` initialised; on failure CPython frees it, sets `ptr` to NULL and
+    // raises MemoryError. Shrinking keeps the first `n` bytes.
+    if unsafe { resize(&mut ptr, n as ffi::Py_ssize_t) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `ptr` is our owned, non-NULL reference to the shrunk bytes.
+    Ok(Ok(unsafe { Bound::from_owned_ptr(py, ptr) }.downcast_into::<pyo3::types::PyBytes>()?))
+}

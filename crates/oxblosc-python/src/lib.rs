@@ -132,6 +132,12 @@ fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg)
     let cp = cparams.into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
+    if buffer::can_shrink_bytes() {
+        // Straight into the returned `bytes`, shrunk to the chunk's length afterwards.
+        let capacity = chunk::max_compressed_len(data.len());
+        return buffer::new_bytes_upto(py, capacity, |dst| chunk::compress_into_uninit(data, dst, &cp))?
+            .map_err(|e| to_py(py, e));
+    }
     // Incompressible data are stored raw: header then `data`, copied once into the `bytes`.
     use chunk::compress::{compress_or_raw, RawOr};
     let mut raw = false;
@@ -149,6 +155,13 @@ fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg)
     } else {
         Ok(head)
     }
+}
+
+/// Whether `compress2`/`compress_blosc1` write straight into the returned `bytes` here (the
+/// interpreter exports `_PyBytes_Resize` and `OXBLOSC_NO_BYTES_RESIZE` is unset); for tests.
+#[pyfunction]
+fn compresses_into_bytes() -> bool {
+    buffer::can_shrink_bytes()
 }
 
 /// A new `bytes` holding `head` then `data` (a chunk stored raw), each copied once.
@@ -202,6 +215,11 @@ fn compress_blosc1<'py>(
             .into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
+    if buffer::can_shrink_bytes() {
+        let capacity = chunk::max_blosc1_len(data.len());
+        return buffer::new_bytes_upto(py, capacity, |dst| chunk::compress_blosc1_into_uninit(data, dst, &cp))?
+            .map_err(|e| to_py(py, e));
+    }
     // Incompressible data are stored raw: the chunk is a header then `data`, copied once,
     // straight into the `bytes` (not into the output buffer first).
     use chunk::compress::{compress_blosc1_or_raw, Blosc1Chunk};
@@ -364,6 +382,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Blosc1 (numcodecs) zlib streams from stock zlib: numcodecs' bytes (docs/datastack.md).
     oxblosc::stock_zlib::install();
     m.add_function(wrap_pyfunction!(compress2, m)?)?;
+    m.add_function(wrap_pyfunction!(compresses_into_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(compress_blosc1, m)?)?;
     m.add_function(wrap_pyfunction!(decompress2, m)?)?;
     m.add_function(wrap_pyfunction!(compress_vlblocks, m)?)?;
