@@ -8,7 +8,7 @@
 use crate::codec::{zstd::PreparedDict, Dict};
 use crate::filter::{bytedelta, shuffle};
 use crate::format::{version, ChunkHeader, SpecialKind};
-use crate::parallel::{map_jobs, with_scratch, Scratch};
+use crate::parallel::{grow_to, map_jobs, with_scratch, Scratch};
 use crate::params::DParams;
 use crate::pipeline::Pipeline;
 use crate::registry::{self, ChunkContext, CodecEntry, CodecParams, DictKind};
@@ -500,7 +500,7 @@ impl<'a> Decoder<'a> {
         let target = if direct {
             dst.reborrow()
         } else {
-            s.a.resize(bsize, 0);
+            grow_to(&mut s.a, bsize);
             scratch = Out::init(&mut s.a[..bsize]);
             scratch.reborrow()
         };
@@ -549,7 +549,7 @@ impl<'a> Decoder<'a> {
         s: &mut Scratch,
         f: impl FnOnce(&[&[u8]], &mut Vec<u8>) -> R,
     ) -> Result<R> {
-        s.a.resize(bsize, 0);
+        grow_to(&mut s.a, bsize);
         let mut raw: [Row<'a>; shuffle::MAX_ROWS] = [Row::Decoded; shuffle::MAX_ROWS];
         if self.nstreams(i, bsize) == e {
             self.decode_streams_raw(i, &mut Out::init(&mut s.a[..bsize]), Some(&mut raw[..e]))?;

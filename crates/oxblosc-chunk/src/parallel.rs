@@ -410,6 +410,16 @@ pub struct Scratch {
     pub runs: Vec<(u8, Vec<u8>)>,
 }
 
+/// Make `v` at least `n` bytes long (new bytes zeroed); never shorter. Scratch buffers are
+/// shared by compression and decompression on a thread: shrinking one to a short tail block
+/// or a small chunk made the next full-size block zero-fill the difference again (a
+/// block-sized `memset` per call when small and large chunks alternate).
+pub fn grow_to(v: &mut Vec<u8>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0);
+    }
+}
+
 impl Scratch {
     /// A row of `n` bytes of value `v` (filled once, then reused while long enough).
     pub fn run_row(&mut self, v: u8, n: usize) -> &[u8] {
@@ -534,6 +544,16 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::sync::Condvar;
     use std::time::Duration;
+
+    #[test]
+    fn grow_to_zero_fills_new_bytes_and_never_shrinks() {
+        let mut v = vec![7u8; 4];
+        grow_to(&mut v, 6);
+        assert_eq!(v, [7, 7, 7, 7, 0, 0]);
+        v[5] = 9;
+        grow_to(&mut v, 2);
+        assert_eq!(v, [7, 7, 7, 7, 0, 9], "a shorter request keeps the buffer as it is");
+    }
 
     #[test]
     fn map_jobs_keeps_job_order_and_runs_each_job_once() {

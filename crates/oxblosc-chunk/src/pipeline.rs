@@ -5,6 +5,7 @@
 //! registry once per chunk, when the pipeline is built. The pipeline never writes into the
 //! caller's input (C-Blosc2 pitfall 4): it ping-pongs between two scratch buffers.
 
+use crate::parallel::grow_to;
 use crate::registry::{self, FilterEntry, FilterParams};
 use crate::uninit::Out;
 use crate::{filter, Error, Result};
@@ -103,17 +104,17 @@ impl Pipeline {
             return Ok(src);
         }
         let n = src.len();
-        a.resize(n, 0);
-        b.resize(n, 0);
+        grow_to(a, n);
+        grow_to(b, n);
         // Step k reads `src` (k == 0) or the previous output, and writes the other buffer.
         let (mut cur, mut other) = (a, b);
         for (k, step) in self.steps.iter().enumerate() {
-            let input: &[u8] = if k == 0 { src } else { &cur[..] };
+            let input: &[u8] = if k == 0 { src } else { &cur[..n] };
             let p = self.params(step, block0, block);
             step.entry.filter.forward(&p, input, &mut other[..n]).map_err(|r| fail(step, block, r))?;
             std::mem::swap(&mut cur, &mut other);
         }
-        Ok(&cur[..])
+        Ok(&cur[..n])
     }
 
     /// Undo the pipeline: `input` holds the decoded streams of block number `block` and is
@@ -133,7 +134,7 @@ impl Pipeline {
             return Ok(());
         };
         if !rest.is_empty() {
-            tmp.resize(n, 0);
+            grow_to(tmp, n);
         }
         let (mut cur, mut other) = (input, tmp);
         for step in rest {

@@ -143,6 +143,10 @@ pub fn new_bytes_upto<'py, E: Send>(
     fill: impl FnOnce(&mut [std::mem::MaybeUninit<u8>]) -> Result<usize, E> + Send,
 ) -> PyResult<Result<Bound<'py, pyo3::types::PyBytes>, E>> {
     let resize = bytes_resize().expect("callers check can_shrink_bytes");
+    if capacity == 0 {
+        // CPython hands out one shared empty `bytes`: never written to nor resized.
+        return Ok(fill(&mut []).map(|_| pyo3::types::PyBytes::new(py, &[])));
+    }
     let size = ffi::Py_ssize_t::try_from(capacity).map_err(|_| pyo3::exceptions::PyMemoryError::new_err(capacity))?;
     // SAFETY: a NULL source asks CPython for an uninitialised bytes object of `size` bytes;
     // a NULL result carries a Python exception, which from_owned_ptr_or_err takes.
@@ -158,7 +162,8 @@ pub fn new_bytes_upto<'py, E: Send>(
         fill(buf)
     });
     let n = match filled {
-        Ok(n) => n.min(capacity),
+        Ok(n) if n <= capacity => n,
+        Ok(n) => return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("wrote {n} bytes into {capacity}"))),
         Err(e) => return Ok(Err(e)),
     };
     let mut ptr = obj.into_ptr();
