@@ -10,10 +10,11 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use oxblosc_chunk::{
-    cbuffer_sizes, compress, compress_blosc1, compress_into, decompress, decompress_into, getitem, max_compressed_len,
-    CParams, ChunkHeader, DParams, Error, SplitMode,
+    cbuffer_sizes, compress, compress_blosc1, compress_into, compress_into_uninit, decompress, decompress_into,
+    getitem, max_compressed_len, CParams, ChunkHeader, DParams, Error, SplitMode,
 };
 use oxblosc_frame::{SChunk, SpecialValue};
+use std::mem::MaybeUninit;
 
 pub mod bloscpack;
 pub mod expr;
@@ -277,10 +278,30 @@ pub fn roundtrip_check(cp: &CParams, src: &[u8]) {
     assert!(dst[..n] == chunk[..], "compress_into and compress differ");
     let tight = chunk.len().saturating_sub(1 + chunk.len() % 7);
     let mut small = vec![0u8; tight];
-    match compress_into(src, &mut small, cp) {
-        Ok(n) => check_chunk(&small[..n], src, cp, "compress_into (tight)"),
+    let tight_result = compress_into(src, &mut small, cp);
+    match &tight_result {
+        Ok(n) => check_chunk(&small[..*n], src, cp, "compress_into (tight)"),
         Err(Error::OutputTooSmall { .. }) => {}
         Err(e) => panic!("compress_into into {tight} bytes: unexpected error {e}"),
+    }
+
+    // compress_into_uninit (a Python `bytes` of unknown contents): the same chunk whatever
+    // the destination held, and the tight buffer's outcome of compress_into.
+    let mut junk = vec![MaybeUninit::new(0xA5u8); max_compressed_len(src.len())];
+    let n = compress_into_uninit(src, &mut junk, cp).expect("compress_into_uninit with max_compressed_len");
+    // SAFETY: compress_into_uninit initialised the first `n` bytes (and these were anyway).
+    assert!(
+        junk[..n].iter().zip(&chunk).all(|(a, &b)| unsafe { a.assume_init() } == b),
+        "compress_into_uninit differs"
+    );
+    let mut junk = vec![MaybeUninit::new(0x5Au8); tight];
+    match (compress_into_uninit(src, &mut junk, cp), &tight_result) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a, *b, "tight compress_into_uninit and compress_into differ in length");
+            assert!(junk[..a].iter().zip(&small).all(|(x, &y)| unsafe { x.assume_init() } == y), "tight chunks differ");
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        (a, b) => panic!("into {tight} bytes: compress_into_uninit {a:?}, compress_into {b:?}"),
     }
 
     // The Blosc1 writer: only shuffle/bitshuffle and no dictionary; otherwise an error.

@@ -40,7 +40,11 @@ pub fn fuzz_lz4(data: &[u8]) {
     let level = 1 + (sel >> 2) % 12;
     let block = &data[1..];
     let mut enc = vec![0u8; block.len() + block.len() / 200 + 64];
-    let n = if sel & 2 == 0 { lz4::compress(level.min(9), block, &mut enc) } else { lz4::compress_hc(level, block, &mut enc) };
+    let n = if sel & 2 == 0 {
+        lz4::compress(level.min(9), block, &mut enc)
+    } else {
+        lz4::compress_hc(level, block, &mut enc)
+    };
     if n == 0 {
         return;
     }
