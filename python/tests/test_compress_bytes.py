@@ -80,3 +80,20 @@ def test_a_failed_compression_raises_and_leaks_nothing():
             assert "codec" in str(e).lower()
         else:
             raise AssertionError("an unknown codec must raise")
+
+
+def test_an_input_past_the_chunk_limit_is_refused_before_any_output_exists(tmp_path):
+    # A sparse 2 GiB file: one byte past what a chunk holds. Nothing is read or allocated.
+    a = np.memmap(tmp_path / "big.bin", mode="w+", dtype="u1", shape=(2**31,))
+    with open("/proc/self/status") as f:
+        before = int(f.read().split("VmHWM:")[1].split()[0])
+    for call in (lambda: oxblosc.compress2(a, typesize=1), lambda: oxblosc.compress_blosc1(a, typesize=1)):
+        try:
+            call()
+        except ValueError as e:
+            assert "exceeds the chunk limit" in str(e)
+        else:
+            raise AssertionError("a 2 GiB input must be refused")
+    with open("/proc/self/status") as f:
+        after = int(f.read().split("VmHWM:")[1].split()[0])
+    assert after - before < 64 * 1024, f"peak memory grew by {after - before} kB"

@@ -132,6 +132,10 @@ fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg)
     let cp = cparams.into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
+    if data.len() > chunk::format::MAX_BUFFERSIZE {
+        // Refused before any output is allocated (the worst case would be as large).
+        return Err(to_py(py, Error::InputTooLarge(data.len())));
+    }
     if buffer::can_shrink_bytes() {
         // Straight into the returned `bytes`, shrunk to the chunk's length afterwards.
         let capacity = chunk::max_compressed_len(data.len());
@@ -215,6 +219,9 @@ fn compress_blosc1<'py>(
             .into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
+    if data.len() > chunk::format::MAX_BUFFERSIZE {
+        return Err(to_py(py, Error::InputTooLarge(data.len())));
+    }
     if buffer::can_shrink_bytes() {
         let capacity = chunk::max_blosc1_len(data.len());
         return buffer::new_bytes_upto(py, capacity, |dst| chunk::compress_blosc1_into_uninit(data, dst, &cp))?
