@@ -165,25 +165,6 @@ unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize, dict: &[u8]) -> Resu
             // At most 14 literals with more than 32 input and 64 output bytes left: not the
             // last sequence, and 16 bytes can be copied.
             copy16(op, p);
-            op = op.add(lit);
-            p = p.add(lit);
-            // The common sequence ends here: a short match (no length bytes) from at least 8
-            // bytes back inside the output. At least 50 output bytes are left past `op` (64
-            // before at most 14 literals), room for three 8-byte pieces; nothing else needs
-            // checking, which keeps this path's few values in registers.
-            let offset = usize::from(u16::from_le_bytes([*p, *p.add(1)]));
-            let len = usize::from(token & 15) + MIN_MATCH;
-            if len < 15 + MIN_MATCH && offset >= 8 && offset <= op as usize - dst as usize {
-                let m = op.sub(offset);
-                copy8(op, m);
-                copy8(op.add(8), m.add(8));
-                if len > 16 {
-                    copy8(op.add(16), m.add(16));
-                }
-                op = op.add(len);
-                ip = p.add(2);
-                continue;
-            }
         } else {
             if lit == 15 {
                 match read_more(&mut p, lit_limit) {
@@ -211,9 +192,9 @@ unsafe fn decode_body(src: &[u8], dst: *mut u8, cap: usize, dict: &[u8]) -> Resu
                 }
                 std::ptr::copy_nonoverlapping(p, op, lit);
             }
-            op = op.add(lit);
-            p = p.add(lit);
         }
+        op = op.add(lit);
+        p = p.add(lit);
         let offset = usize::from(u16::from_le_bytes([*p, *p.add(1)]));
         p = p.add(2);
         // 1 <= offset <= bytes written, in one comparison (offset 0 wraps to the largest).
