@@ -132,15 +132,9 @@ fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg)
     let cp = cparams.into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
-    if data.len() > chunk::format::MAX_BUFFERSIZE {
-        // Refused before any output is allocated (the worst case would be as large).
-        return Err(to_py(py, Error::InputTooLarge(data.len())));
-    }
-    if buffer::can_shrink_bytes() {
-        // Straight into the returned `bytes`, shrunk to the chunk's length afterwards.
-        let capacity = chunk::max_compressed_len(data.len());
-        return buffer::new_bytes_upto(py, capacity, |dst| chunk::compress_into_uninit(data, dst, &cp))?
-            .map_err(|e| to_py(py, e));
+    let capacity = chunk::max_compressed_len(data.len());
+    if let Some(r) = compress_straight(py, data, capacity, |dst| chunk::compress_into_uninit(data, dst, &cp)) {
+        return r;
     }
     // Incompressible data are stored raw: header then `data`, copied once into the `bytes`.
     use chunk::compress::{compress_or_raw, RawOr};
@@ -159,6 +153,22 @@ fn compress2<'py>(py: Python<'py>, src: &Bound<'py, PyAny>, cparams: CParamsArg)
     } else {
         Ok(head)
     }
+}
+
+/// The common start of `compress2` and `compress_blosc1`: an input past the chunk limit is
+/// refused before any output is allocated (the worst case would be as large); where the
+/// interpreter allows it, `f` compresses straight into the returned `bytes`, shrunk to the
+/// chunk's length afterwards (`Some`). `None`: the caller compresses into a buffer and copies.
+fn compress_straight<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    capacity: usize,
+    f: impl FnOnce(&mut [std::mem::MaybeUninit<u8>]) -> chunk::Result<usize> + Send,
+) -> Option<PyResult<Bound<'py, PyBytes>>> {
+    if data.len() > chunk::format::MAX_BUFFERSIZE {
+        return Some(Err(to_py(py, Error::InputTooLarge(data.len()))));
+    }
+    buffer::can_shrink_bytes().then(|| buffer::new_bytes_upto(py, capacity, f)?.map_err(|e| to_py(py, e)))
 }
 
 /// Whether `compress2`/`compress_blosc1` write straight into the returned `bytes` here (the
@@ -219,13 +229,9 @@ fn compress_blosc1<'py>(
             .into_cparams()?;
     let view = ByteView::readable(src)?;
     let data = view.as_slice();
-    if data.len() > chunk::format::MAX_BUFFERSIZE {
-        return Err(to_py(py, Error::InputTooLarge(data.len())));
-    }
-    if buffer::can_shrink_bytes() {
-        let capacity = chunk::max_blosc1_len(data.len());
-        return buffer::new_bytes_upto(py, capacity, |dst| chunk::compress_blosc1_into_uninit(data, dst, &cp))?
-            .map_err(|e| to_py(py, e));
+    let capacity = chunk::max_blosc1_len(data.len());
+    if let Some(r) = compress_straight(py, data, capacity, |dst| chunk::compress_blosc1_into_uninit(data, dst, &cp)) {
+        return r;
     }
     // Incompressible data are stored raw: the chunk is a header then `data`, copied once,
     // straight into the `bytes` (not into the output buffer first).
