@@ -130,7 +130,7 @@ FUZZ_SECONDS ?= 600
 fuzz:
 	$(NEED_CMAKE)
 	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz
-	for t in decompress roundtrip getitem frame_open frame_ops nd_open nd_slices bloscpack hdf5_decode nd_filters ndlz lz4 zfp_acc zfp_prec zfp_rate; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
+	for t in decompress roundtrip getitem frame_open frame_ops nd_open nd_slices bloscpack hdf5_decode nd_filters ndlz lz4 zlib zfp_acc zfp_prec zfp_rate; do fuzz/run.sh $$t $(FUZZ_SECONDS) || exit 1; done
 
 ## stress: the crash test that SIGKILLs CTable appends, over many seeds (`make ci` runs one); STRESS_SEEDS=N
 STRESS_SEEDS ?= 50

@@ -24,6 +24,7 @@ pub mod nd;
 pub mod ndlz;
 pub mod plugins;
 pub mod zfp;
+pub mod zlib;
 pub use bloscpack::fuzz_bloscpack;
 pub use expr::fuzz_expr_parse;
 pub use hdf5::{fuzz_hdf5_decode, fuzz_hdf5_lazy, hdf5_lazy};
@@ -32,6 +33,7 @@ pub use nd::{fuzz_nd_open, fuzz_nd_slices};
 pub use ndlz::fuzz_ndlz;
 pub use plugins::fuzz_nd_filters;
 pub use zfp::fuzz_zfp;
+pub use zlib::fuzz_zlib;
 
 /// Largest `nbytes` a fuzz input may claim before we decode it.
 ///
@@ -609,6 +611,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         v.extend_from_slice(&ops);
         out.push(("frame_ops", format!("seed-{name}"), v));
     }
+    out.extend(zlib::seeds());
     out.extend(nd::seeds());
     out.extend(bloscpack::seeds());
     out.extend(expr::seeds());

@@ -40,6 +40,13 @@ pub fn lz4_decoder_is_liblz4() -> bool {
     *LIB.get_or_init(|| std::env::var("OXBLOSC_LZ4_DECODER").is_ok_and(|v| v.trim() == "liblz4"))
 }
 
+/// `OXBLOSC_ZLIB_DECODER=zlib-ng`: inflate zlib blocks with zlib-ng instead of libdeflate
+/// (for comparisons; both accept the same complete streams). Read once.
+pub fn zlib_decoder_is_zlib_ng() -> bool {
+    static LIB: OnceLock<bool> = OnceLock::new();
+    *LIB.get_or_init(|| std::env::var("OXBLOSC_ZLIB_DECODER").is_ok_and(|v| v.trim() == "zlib-ng"))
+}
+
 /// Data cache sizes of this machine in bytes: (L1d, L2, L3), read once from
 /// `/sys/devices/system/cpu/cpu0/cache` (Linux). Levels that cannot be read fall back to
 /// 32 KiB, 1 MiB and 8 MiB, common sizes for current x86 and ARM cores. Used to size

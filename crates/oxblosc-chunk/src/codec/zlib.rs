@@ -1,16 +1,17 @@
 //! Zlib (compcode 4, chunk format code 3): RFC 1950 streams, level = clevel (format spec 3.4).
 //!
-//! Two libraries, each where it is faster (docs/decisions/0013-zlib-ng-inflate.md): deflate is
-//! `zlib-rs` (a Rust port of zlib-ng: the very streams C-Blosc2's bundled zlib-ng writes;
-//! C zlib-ng 2.3.3 writes them too but took 1.1-1.4x its time at level 5), inflate is C zlib-ng
-//! through `libz-ng-sys` (built by cmake with its runtime CPU dispatch; zlib-rs's inflate ran
-//! at 0.6-0.85x C-Blosc2's on shuffled smooth data). One state per thread and direction
-//! (deflate: per level), reset for each stream: building a state allocates and clears its
-//! window and tables (~270 KiB), more work than a small stream.
+//! Three libraries, each where it is faster. Deflate is `zlib-rs` (a Rust port of zlib-ng: the
+//! very streams C-Blosc2's bundled zlib-ng writes; C zlib-ng 2.3.3 writes them too but took
+//! 1.1-1.4x its time at level 5; decision 0013). Inflate is libdeflate (one call per whole
+//! stream, 1.4-1.8x zlib-ng's speed on most data), except for streams that expand more than
+//! 64 times, which C zlib-ng decodes faster (decision 0016). One state per thread and
+//! direction (deflate: per level), reset for each stream: building a zlib state allocates and
+//! clears its window and tables (~270 KiB), more work than a small stream.
 
 #![allow(unsafe_code)]
 
 use crate::uninit::Out;
+use libdeflate_sys as ld;
 use libz_ng_sys as z;
 use std::alloc::{alloc, dealloc, Layout};
 use std::cell::RefCell;
@@ -155,6 +156,18 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     unsafe { inflate_into(src, dst.as_mut_ptr(), dst.len()) }
 }
 
+/// [`decompress`] with zlib-ng whatever the stream's expansion (for comparisons and fuzzing).
+pub fn decompress_zlib_ng(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    // SAFETY: `dst` is valid for writes of its length.
+    unsafe { zlib_ng_into(src, dst.as_mut_ptr(), dst.len()) }
+}
+
+/// [`decompress`] with libdeflate whatever the stream's expansion (for comparisons and fuzzing).
+pub fn decompress_libdeflate(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    // SAFETY: `dst` is valid for writes of its length.
+    unsafe { libdeflate_into(src, dst.as_mut_ptr(), dst.len()) }
+}
+
 /// [`decompress`] into possibly uninitialised output; on `Ok` every byte of `dst` was written.
 pub(crate) fn decompress_out(src: &[u8], dst: &mut Out) -> Result<(), String> {
     let want = dst.len();
@@ -164,11 +177,32 @@ pub(crate) fn decompress_out(src: &[u8], dst: &mut Out) -> Result<(), String> {
     unsafe { inflate_into(src, slots.as_mut_ptr().cast(), want) }
 }
 
+/// Streams that expand more than this many times go to zlib-ng, the others to libdeflate
+/// (decision 0016): such streams are mostly 258-byte matches, which zlib-ng copies 32 bytes
+/// at a time and libdeflate 8; below it libdeflate's Huffman decoding is 1.4-1.8x faster.
+const ZLIB_NG_ABOVE_EXPANSION: usize = 64;
+
 /// Inflate `src` into the `want` bytes at `dst`; `Ok` only when the stream ends exactly there.
 ///
 /// # Safety
 /// `dst` must be valid for writes of `want` bytes.
 unsafe fn inflate_into(src: &[u8], dst: *mut u8, want: usize) -> Result<(), String> {
+    let zlib_ng = crate::config::zlib_decoder_is_zlib_ng() || want / ZLIB_NG_ABOVE_EXPANSION >= src.len();
+    // SAFETY: the caller's promise about `dst`.
+    unsafe {
+        if zlib_ng {
+            zlib_ng_into(src, dst, want)
+        } else {
+            libdeflate_into(src, dst, want)
+        }
+    }
+}
+
+/// [`inflate_into`] with this thread's zlib-ng state.
+///
+/// # Safety
+/// `dst` must be valid for writes of `want` bytes.
+unsafe fn zlib_ng_into(src: &[u8], dst: *mut u8, want: usize) -> Result<(), String> {
     // SAFETY: the caller's promise about `dst`.
     let r = with_inflate(|s| unsafe { s.run(src, dst, want) });
     match r {
@@ -177,6 +211,58 @@ unsafe fn inflate_into(src: &[u8], dst: *mut u8, want: usize) -> Result<(), Stri
         Some((z::Z_STREAM_END, got)) => Err(format!("zlib stream decoded to {got} bytes, expected {want}")),
         Some((z::Z_BUF_ERROR | z::Z_OK, _)) => Err(format!("zlib stream is truncated or larger than {want} bytes")),
         Some((code, _)) => Err(format!("malformed zlib stream (zlib-ng code {code})")),
+    }
+}
+
+/// A libdeflate decompressor (it keeps no state between streams, only its tables' room).
+struct Decompressor(*mut ld::libdeflate_decompressor);
+
+impl Drop for Decompressor {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `libdeflate_alloc_decompressor`, freed once.
+        unsafe { ld::libdeflate_free_decompressor(self.0) };
+    }
+}
+
+thread_local! {
+    static LIBDEFLATE: RefCell<Option<Decompressor>> = const { RefCell::new(None) };
+}
+
+/// [`inflate_into`] with libdeflate: one call decodes the whole stream (header, blocks,
+/// Adler-32), which is how Blosc stores it.
+///
+/// # Safety
+/// `dst` must be valid for writes of `want` bytes.
+unsafe fn libdeflate_into(src: &[u8], dst: *mut u8, want: usize) -> Result<(), String> {
+    let r = LIBDEFLATE.with(|c| {
+        let mut slot = c.try_borrow_mut().ok()?;
+        if slot.is_none() {
+            // SAFETY: plain allocation; null when out of memory.
+            let d = unsafe { ld::libdeflate_alloc_decompressor() };
+            if d.is_null() {
+                return None;
+            }
+            *slot = Some(Decompressor(d));
+        }
+        let d = slot.as_ref()?.0;
+        let mut got = 0usize;
+        // SAFETY: `d` is this thread's decompressor; libdeflate reads `src` and writes at
+        // most `want` bytes at `dst` (the caller's promise).
+        let code =
+            unsafe { ld::libdeflate_zlib_decompress(d, src.as_ptr().cast(), src.len(), dst.cast(), want, &mut got) };
+        Some((code, got))
+    });
+    match r {
+        None => Err("zlib: no inflate state (out of memory)".to_string()),
+        Some((ld::libdeflate_result_LIBDEFLATE_SUCCESS, got)) if got == want => Ok(()),
+        Some((ld::libdeflate_result_LIBDEFLATE_SUCCESS, got)) => {
+            Err(format!("zlib stream decoded to {got} bytes, expected {want}"))
+        }
+        Some((ld::libdeflate_result_LIBDEFLATE_INSUFFICIENT_SPACE, _)) => {
+            Err(format!("zlib stream is truncated or larger than {want} bytes"))
+        }
+        Some((ld::libdeflate_result_LIBDEFLATE_BAD_DATA, _)) => Err("malformed or truncated zlib stream".to_string()),
+        Some((code, _)) => Err(format!("malformed zlib stream (libdeflate code {code})")),
     }
 }
 
@@ -287,9 +373,13 @@ mod tests {
         }
     }
 
-    /// The reused inflate state (zlib-ng) reports truncated, too long, too short and
-    /// corrupt streams as errors, writes nothing past its output, and decodes the next
-    /// good stream correctly after each failure.
+    /// Both inflates, by name, for tests that must reach each whatever the stream's expansion.
+    type Inflate = fn(&[u8], &mut [u8]) -> Result<(), String>;
+    const INFLATES: [(&str, Inflate); 2] = [("zlib-ng", decompress_zlib_ng), ("libdeflate", decompress_libdeflate)];
+
+    /// Each inflate (zlib-ng's reused state, libdeflate's decompressor) reports truncated,
+    /// too long, too short and corrupt streams as errors, writes nothing past its output, and
+    /// decodes the next good stream correctly after each failure.
     #[test]
     fn inflate_reports_bad_streams_and_recovers() {
         let src: Vec<u8> = (0..60_000u32).flat_map(|i| ((i / 5) as u16).to_le_bytes()).collect();
@@ -306,14 +396,60 @@ mod tests {
             (&bad_check, src.len(), "malformed"),
             (&[0x78, 0x9c, 0xff, 0xff], 10, ""),
         ];
-        for (stream, want, msg) in cases {
-            let mut dst = vec![0xAAu8; want + 64];
-            let err = decompress(stream, &mut dst[..want]).unwrap_err();
-            assert!(err.contains(msg), "{err}");
-            assert!(dst[want..].iter().all(|&b| b == 0xAA), "wrote past its output");
-            let mut back = vec![0u8; src.len()];
-            decompress(&good, &mut back).unwrap();
-            assert!(back == src);
+        for (name, f) in INFLATES {
+            for (stream, want, msg) in cases {
+                let mut dst = vec![0xAAu8; want + 64];
+                let err = f(stream, &mut dst[..want]).unwrap_err();
+                assert!(err.contains(msg), "{name}: {err}");
+                assert!(dst[want..].iter().all(|&b| b == 0xAA), "{name} wrote past its output");
+                let mut back = vec![0u8; src.len()];
+                f(&good, &mut back).unwrap();
+                assert!(back == src, "{name}");
+            }
         }
+    }
+
+    /// The two inflates decode every stream to the same bytes: data from incompressible to
+    /// runs of one byte (expansions from 1 to ~1000, on both sides of the routing threshold),
+    /// levels 0/1/5/9, sizes from 0 to 300 KB; and `decompress` (the routed call) does too.
+    #[test]
+    fn both_inflates_agree_across_expansions() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut expansions = Vec::new();
+        for len in [0usize, 1, 7, 300, 4096, 65_536, 300_000] {
+            for run in [1usize, 3, 16, 200, 5000, usize::MAX] {
+                // Bytes that change every `run` positions, by a random step: smaller runs are
+                // less compressible; `usize::MAX` is one byte repeated.
+                let mut v = next() as u8;
+                let src: Vec<u8> = (0..len)
+                    .map(|i| {
+                        if run != usize::MAX && i % run == 0 {
+                            v = v.wrapping_add(next() as u8 | 1);
+                        }
+                        v
+                    })
+                    .collect();
+                for clevel in [0u8, 1, 5, 9] {
+                    let stream = fresh(clevel, &src);
+                    expansions.push(len / stream.len());
+                    for (name, f) in INFLATES {
+                        let mut back = vec![0x55u8; len];
+                        f(&stream, &mut back).unwrap_or_else(|e| panic!("{name}, len {len}, run {run}: {e}"));
+                        assert!(back == src, "{name}, len {len}, run {run}, clevel {clevel}");
+                    }
+                    let mut back = vec![0x55u8; len];
+                    decompress(&stream, &mut back).unwrap();
+                    assert!(back == src);
+                }
+            }
+        }
+        let above = expansions.iter().filter(|&&x| x >= ZLIB_NG_ABOVE_EXPANSION).count();
+        assert!(above > 5 && above < expansions.len() - 5, "both routes are exercised: {above}");
     }
 }
