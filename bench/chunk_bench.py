@@ -450,6 +450,42 @@ def write_doc(path: Path, head: str, summ: str, table: str) -> None:
     path.write_text(text)
 
 
+def plot(rows: list[dict], path: Path, title: str = "") -> None:
+    """Bars of the geometric-mean speed ratios (oxblosc / python-blosc2) per codec and over all
+    cells, for compress, decompress into a buffer and to new bytes; one panel per thread count,
+    with issue 13's 1-thread targets drawn on the first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = [("c_ratio", "compress"), ("d_ratio", "decompress (into a buffer)"), ("n_ratio", "decompress (new bytes)")]
+    threads = sorted({int(float(r["nthreads"])) for r in rows})
+    groups = ["all", *[c for c in CODECS if any(r["codec"] == c for r in rows)]]
+    fig, axes = plt.subplots(1, len(threads), figsize=(6.5 * len(threads), 4.2), sharey=True, squeeze=False)
+    width = 0.8 / len(ops)
+    for ax, nt in zip(axes[0], threads, strict=True):
+        mine = [r for r in rows if int(float(r["nthreads"])) == nt]
+        for k, (key, label) in enumerate(ops):
+            vals = [gmean(float(r[key]) for r in mine if g == "all" or r["codec"] == g) for g in groups]
+            xs = [i + (k - 1) * width for i in range(len(groups))]
+            bars = ax.bar(xs, vals, width, label=label)
+            ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        if nt == 1:
+            ax.axhline(1.1, color="tab:blue", linestyle=":", linewidth=1, label="target: compress 1.1")
+            ax.axhline(1.25, color="tab:orange", linestyle="--", linewidth=1, label="target: decompress 1.25")
+        ax.set_xticks(range(len(groups)), groups)
+        ax.set_title(f"{nt} thread{'s' if nt > 1 else ''}, {len(mine)} cells")
+        ax.set_ylabel("oxblosc / python-blosc2 speed (geometric mean)")
+    axes[0][0].legend(fontsize=7, loc="lower left")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 # ------------------------------------------------------------------ main
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -470,7 +506,18 @@ def main() -> None:
     p.add_argument("--outdir", type=Path, default=REPO / "bench-results")
     p.add_argument("--write-doc", type=Path, default=None, help="write the Markdown report here")
     p.add_argument("--no-table", action="store_true", help="print only the summary")
+    p.add_argument("--plot", type=Path, default=None, help="write a PNG of the per-codec ratios here (matplotlib)")
+    p.add_argument("--plot-from", type=Path, default=None, help="only plot this run's CSV (with --plot), no run")
     args = p.parse_args()
+    if args.plot:
+        import matplotlib  # noqa: F401  (fail now, not after the run)
+    if args.plot_from:
+        if not args.plot:
+            sys.exit("chunk_bench: --plot-from needs --plot")
+        with open(args.plot_from, newline="") as f:
+            plot(list(csv.DictReader(f)), args.plot, f"python bench/chunk_bench.py ({args.plot_from.name})")
+        log(f"wrote {args.plot}")
+        return
     datasets = args.datasets or (QUICK_DATASETS if args.quick else SYNTHETIC + REAL)
     clevels = args.clevels or ([5] if args.quick else [1, 5, 9])
     args.reps = args.reps or (3 if args.quick else 5)
@@ -542,6 +589,9 @@ def main() -> None:
     if args.write_doc:
         write_doc(args.write_doc, head, summ, table)
         log(f"wrote {args.write_doc}")
+    if args.plot:
+        plot(rows, args.plot, f"python bench/chunk_bench.py ({stem}.csv)")
+        log(f"wrote {args.plot}")
 
 
 if __name__ == "__main__":
