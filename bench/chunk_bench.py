@@ -122,7 +122,7 @@ def verify(src: np.ndarray, cp: dict, nthreads: int, label: str) -> tuple[dict, 
     return chunks, spent
 
 
-def measure(src: np.ndarray, cp: dict, nthreads: int, chunks: dict, reps: int) -> dict:
+def measure(src: np.ndarray, cp: dict, nthreads: int, chunks: dict, reps: int, new_bytes_first: bool = False) -> dict:
     """Interleaved timings: {(lib, op): [seconds, ...]}."""
     dst = {k: np.ones_like(src) for k in LIBS}  # touched, so no page faults are timed
     times = defaultdict(list)
@@ -135,14 +135,25 @@ def measure(src: np.ndarray, cp: dict, nthreads: int, chunks: dict, reps: int) -
             for k in seq:
                 lib, p = LIBS[k], cp[k]
                 times[(k, "c")].append(timed(lambda lib=lib, p=p: lib.compress2(src, **p)))
-            for k in seq[::-1]:
-                lib, c, d = LIBS[k], chunks[k], dst[k]
-                times[(k, "d")].append(timed(lambda lib=lib, c=c, d=d: lib.decompress2(c, dst=d, nthreads=nthreads)))
-            # Without a caller buffer: each library returns a new ``bytes`` (its allocation and page
-            # faults are part of what the user waits for; issue 13 targets both modes).
-            for k in seq:
-                lib, c = LIBS[k], chunks[k]
-                times[(k, "n")].append(timed(lambda lib=lib, c=c: lib.decompress2(c, nthreads=nthreads)))
+
+            # Into a caller buffer, and without one: each library returns a new ``bytes`` (its
+            # allocation and page faults are part of what the user waits for; issue 13 targets both
+            # modes). The first of the two right after the compressions is the colder one
+            # (decision 0011); `new_bytes_first` swaps them.
+            def into_buffer(seq=seq):
+                for k in seq[::-1]:
+                    lib, c, d = LIBS[k], chunks[k], dst[k]
+                    times[(k, "d")].append(
+                        timed(lambda lib=lib, c=c, d=d: lib.decompress2(c, dst=d, nthreads=nthreads))
+                    )
+
+            def new_bytes(seq=seq):
+                for k in seq:
+                    lib, c = LIBS[k], chunks[k]
+                    times[(k, "n")].append(timed(lambda lib=lib, c=c: lib.decompress2(c, nthreads=nthreads)))
+
+            for step in (new_bytes, into_buffer) if new_bytes_first else (into_buffer, new_bytes):
+                step()
     finally:
         if gc_on:
             gc.enable()
@@ -172,7 +183,7 @@ def run_cell(data: np.ndarray, ds: str, codec: str, clevel: int, fset: str, nt: 
     reps = max(args.reps, min(args.max_reps, int(args.cell_s / max(spent, 1e-9))))
     if spent > args.slow_s:
         reps = min(args.reps, args.slow_reps)
-    times = measure(src, cp, nt, chunks, reps)
+    times = measure(src, cp, nt, chunks, reps, args.new_bytes_first)
     med = {k: statistics.median(v) for k, v in times.items()}
     best = {k: min(v) for k, v in times.items()}
     n = src.nbytes
@@ -409,7 +420,12 @@ def header(args, info: dict, load0, load1, other_cores: float, wall: float, ncel
             f"Method: compress2 / decompress2 on one buffer of up to {args.chunk_mib:g} MiB per cell "
             f"(slow cells: {args.slow_chunk_mib:g} or {args.slow_chunk_mib / 4:g} MiB, {args.slow_reps} reps), "
             f"medians of {args.reps} to {args.max_reps} interleaved repetitions, decompression into a "
-            "preallocated array and to new bytes.",
+            "preallocated array and to new bytes"
+            + (
+                " (new bytes first in each repetition)."
+                if args.new_bytes_first
+                else " (in that order in each repetition)."
+            ),
         ]
     )
 
@@ -506,6 +522,11 @@ def main() -> None:
     p.add_argument("--outdir", type=Path, default=REPO / "bench-results")
     p.add_argument("--write-doc", type=Path, default=None, help="write the Markdown report here")
     p.add_argument("--no-table", action="store_true", help="print only the summary")
+    p.add_argument(
+        "--new-bytes-first",
+        action="store_true",
+        help="decode to new bytes before decoding into the buffer in each repetition (default: after)",
+    )
     p.add_argument("--plot", type=Path, default=None, help="write a PNG of the per-codec ratios here (matplotlib)")
     p.add_argument("--plot-from", type=Path, default=None, help="only plot this run's CSV (with --plot), no run")
     args = p.parse_args()
