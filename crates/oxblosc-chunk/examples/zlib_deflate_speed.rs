@@ -13,22 +13,7 @@ fn main() {
     let block = 256 << 10;
     let mut out = vec![0u8; block + 4096];
     // C zlib-ng state
-    let mut s = Box::new(z::z_stream {
-        next_in: std::ptr::null_mut(),
-        avail_in: 0,
-        total_in: 0,
-        next_out: std::ptr::null_mut(),
-        avail_out: 0,
-        total_out: 0,
-        msg: std::ptr::null_mut(),
-        state: std::ptr::null_mut(),
-        zalloc: zlib::zalloc,
-        zfree: zlib::zfree,
-        opaque: std::ptr::null_mut(),
-        data_type: 0,
-        adler: 0,
-        reserved: 0,
-    });
+    let mut s = Box::new(zlib::blank_stream());
     assert_eq!(unsafe { z::zng_deflateInit2(&mut *s, level as i32, 8, 15, 8, 0) }, 0);
     let mut best = [f64::MAX; 2];
     let mut sizes = [0usize; 2];

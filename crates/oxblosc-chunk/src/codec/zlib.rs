@@ -40,6 +40,27 @@ pub(crate) fn compress_blosc1(clevel: u8, src: &[u8], dst: &mut [u8]) -> usize {
     }
 }
 
+/// A zlib-ng stream not yet opened, allocating through [`zalloc`] / [`zfree`] (to be passed
+/// to `zng_inflateInit` or `zng_deflateInit2`).
+pub fn blank_stream() -> z::z_stream {
+    z::z_stream {
+        next_in: std::ptr::null_mut(),
+        avail_in: 0,
+        total_in: 0,
+        next_out: std::ptr::null_mut(),
+        avail_out: 0,
+        total_out: 0,
+        msg: std::ptr::null_mut(),
+        state: std::ptr::null_mut(),
+        zalloc,
+        zfree,
+        opaque: std::ptr::null_mut(),
+        data_type: 0,
+        adler: 0,
+        reserved: 0,
+    }
+}
+
 /// A zlib-ng inflate state, boxed because the library keeps a pointer back to it; ended
 /// when dropped.
 struct Stream {
@@ -49,22 +70,7 @@ struct Stream {
 impl Stream {
     /// An inflate state for zlib-wrapped streams with windows up to 32 KiB.
     fn inflate() -> Option<Stream> {
-        let mut s = Box::new(z::z_stream {
-            next_in: std::ptr::null_mut(),
-            avail_in: 0,
-            total_in: 0,
-            next_out: std::ptr::null_mut(),
-            avail_out: 0,
-            total_out: 0,
-            msg: std::ptr::null_mut(),
-            state: std::ptr::null_mut(),
-            zalloc,
-            zfree,
-            opaque: std::ptr::null_mut(),
-            data_type: 0,
-            adler: 0,
-            reserved: 0,
-        });
+        let mut s = Box::new(blank_stream());
         // SAFETY: `s` is a boxed (never moved) stream with allocation callbacks.
         let r = unsafe { z::zng_inflateInit(&mut *s) };
         (r == z::Z_OK).then_some(Stream { z: s })
