@@ -11,7 +11,7 @@ CARGO ?= cargo
 NEED_CMAKE = @command -v cmake >/dev/null || (apt-get update -qq && apt-get install -y -qq cmake) \
   || { echo "cmake is required to build zlib-ng: apt-get install cmake (or pip install cmake)"; exit 2; }
 
-.PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean stress venv check-shared
+.PHONY: bundle-cli all demo test test-rust test-python ci lint fmt develop develop-release bench-quick bench bench-nd fuzz fuzz-quick clean stress venv check-shared native-peer
 
 all: test
 
@@ -109,6 +109,18 @@ bench: develop-release
 	$(PY) bench/chunk_bench.py
 	$(PY) bench/frame_bench.py
 	$(PY) bench/nd_bench.py
+
+## native-peer: python-blosc2's C-Blosc2 timed natively with symbols for perf (crates/oxblosc-chunk/
+## examples/c/*.c linked to the wheel's static libblosc2.a), beside the Rust examples they mirror
+native-peer: $(STAMP)
+	$(NEED_CMAKE)
+	@mkdir -p target/native-peer
+	B=$$($(PY) -c 'import blosc2, os; print(os.path.dirname(blosc2.__file__))') && \
+	  for t in b2_encode_loop b2_decode_loop b2_deflate_speed; do \
+	    cc -O2 -g -o target/native-peer/$$t crates/oxblosc-chunk/examples/c/$$t.c -I$$B/include \
+	      $$B/lib/libblosc2.a -lpthread -lm -ldl || exit 1; done
+	$(CARGO) build -q --release -p oxblosc-chunk --example encode_file --example decode_file --example zlib_deflate_speed
+	@echo "built target/native-peer/b2_{encode_loop,decode_loop,deflate_speed} and target/release/examples/{encode_file,decode_file,zlib_deflate_speed}"
 
 ## bench-nd: the 4-d slicing benchmark vs python-blosc2, zarr, h5py (ND_ARGS=--quick for a small one)
 bench-nd: develop-release
