@@ -416,3 +416,23 @@ def test_lz4_match_at_offset_zero_is_an_error_not_old_memory():
     out = bytearray(64)
     with pytest.raises(ox.ChunkError, match="offset"):
         ox.decompress2(chunk, dst=out)
+
+
+@pytest.mark.parametrize("size", [-256, -263, -511, -(2**31)])
+def test_run_stream_longer_than_one_byte_value_is_refused_like_c_blosc2(size):
+    # A run stream is csize -v (v = 1..255) plus a token byte; python-blosc2 refuses any other
+    # negative size. Keeping its low byte would decode a run of the wrong value, silently.
+    blosc2 = pytest.importorskip("blosc2")
+    src = bytes(range(97)) * 200
+    c = bytearray(blosc2.compress2(src, typesize=1, codec=blosc2.Codec.LZ4, blocksize=4096, filters=[]))
+    first = struct.unpack_from("<i", c, 32)[0]
+    struct.pack_into("<i", c, first, size)
+    c[first + 4] |= 1  # the token byte says "run"
+    with pytest.raises(Exception):
+        blosc2.decompress2(bytes(c))
+    with pytest.raises(ox.ChunkError, match=r"block 0 .*is not -1..-255"):
+        ox.decompress2(bytes(c))
+    runs = bytearray(ox.compress2(b"\xff" * 4096, typesize=1))
+    at = struct.unpack_from("<i", runs, 32)[0]
+    assert runs[at : at + 5] == b"\x01\xff\xff\xff\x01"  # -255, token 1: a run of 0xFF
+    assert blosc2.decompress2(bytes(runs)) == ox.decompress2(bytes(runs)) == b"\xff" * 4096

@@ -632,7 +632,15 @@ impl<'a> Decoder<'a> {
                         reason: format!("unsupported run token {token:#04x}"),
                     });
                 }
-                let v = (csize.unsigned_abs() & 0xFF) as u8;
+                // A run stands for one byte value, 1..=255 (-csize); C-Blosc2 refuses
+                // anything beyond that (BLOSC2_ERROR_RUN_LENGTH) rather than keeping its low byte.
+                let Ok(v) = u8::try_from(csize.unsigned_abs()) else {
+                    return Err(Error::CorruptBlock {
+                        block: i,
+                        offset: pos - 4,
+                        reason: format!("run stream size {csize} is not -1..-255 (one byte value)"),
+                    });
+                };
                 match raw.as_deref_mut() {
                     Some(r) => r[k] = Row::Run(v),
                     None => out.fill(v),

@@ -117,6 +117,16 @@ fn lies() -> Vec<(&'static str, Vec<u8>)> {
         f(&mut c);
         v.push((name, c));
     };
+    // A run stream stands for one byte value: csize -1..-255 and a token byte with bit 0 set.
+    // C-Blosc2 refuses sizes beyond -255; keeping only the low byte would decode wrong data.
+    let runs = compress(&[0xFFu8; 4096], &CParams { typesize: 1, nthreads: 1, ..CParams::default() }).unwrap();
+    let run_at = i32::from_le_bytes(runs[32..36].try_into().unwrap()) as usize;
+    assert_eq!(runs[run_at..run_at + 5], [1, 255, 255, 255, 1], "a -255 run with token 1");
+    assert_eq!(decompress(&runs, &DParams::default()).unwrap(), [0xFFu8; 4096]);
+    with("run length -263", &|c| set_i32(c, run_at, -263), &runs);
+    with("run length -256", &|c| set_i32(c, run_at, -256), &runs);
+    with("run length -511", &|c| set_i32(c, run_at, -511), &runs);
+    with("run length i32::MIN", &|c| set_i32(c, run_at, i32::MIN), &runs);
     with("huge nbytes", &|c| set_i32(c, 4, 2_000_000_000), &lz4);
     with("negative nbytes", &|c| set_i32(c, 4, -5), &lz4);
     with("negative blocksize", &|c| set_i32(c, 8, -4096), &lz4);
@@ -250,6 +260,11 @@ fn specific_error_variants() {
     assert!(matches!(d(get("codec format 5")), Error::UnknownCodec { .. }));
     assert!(matches!(d(get("blocksize 0")), Error::InvalidHeader { field: "blocksize", .. }));
     assert!(matches!(d(get("negative nbytes")), Error::InvalidHeader { field: "nbytes", .. }));
+    for run in ["run length -263", "run length -256", "run length -511", "run length i32::MIN"] {
+        let e = d(get(run));
+        assert!(matches!(e, Error::CorruptBlock { block: 0, .. }), "{run}: {e:?}");
+        assert!(e.to_string().contains("is not -1..-255"), "{run}: {e}");
+    }
     let e = d(Vec::new());
     assert!(matches!(e, Error::Truncated { .. }), "{e:?}");
 }
