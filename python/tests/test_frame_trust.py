@@ -8,6 +8,7 @@ appends fail with a real ``OSError`` (ENOSPC).
 from __future__ import annotations
 
 import errno
+import gc
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -129,6 +130,34 @@ def test_failed_writes_change_nothing(full_disk: Path, contiguous: bool) -> None
     b = blosc2.open(str(path))
     assert [b.decompress_chunk(i) for i in range(b.nchunks)] == want
     assert b.vlmeta["tag"] == "v1"
+
+
+@pytest.mark.parametrize("room_at_close", [False, True])
+def test_closing_after_a_failed_append_keeps_the_file(full_disk: Path, room_at_close: bool) -> None:
+    # The handle is closed right after the failure (no successful write in between): the close
+    # used to write an index of no blocks and point the header at it, and the file was lost
+    # for both libraries. It must stay exactly the committed frame, whether the close has room
+    # for its compact tail or not.
+    path = full_disk / "f.b2frame"
+    (full_disk / "ballast").write_bytes(b"\x01" * (256 << 10))
+    s = oxblosc.SChunk(chunksize=25_000 * 8, urlpath=str(path), mode="w", cparams={"typesize": 8, "clevel": 1})
+    rng = np.random.default_rng(0)
+    err = None
+    while err is None:
+        try:
+            s.append_data(rng.integers(0, 2**62, 25_000).astype("i8"))
+        except OSError as e:
+            err = e.errno  # not the exception: its traceback would keep the handle open
+    assert err == errno.ENOSPC
+    before = _state(s)
+    assert before[0] >= 1
+    if room_at_close:
+        (full_disk / "ballast").unlink()
+    del s
+    gc.collect()
+    assert _state(oxblosc.open(path)) == before
+    b = blosc2.open(str(path))
+    assert [b.decompress_chunk(i) for i in range(b.nchunks)] == before[2]
 
 
 def test_mmap_w_plus_file_is_valid_after_every_append(tmp_path: Path) -> None:

@@ -1288,14 +1288,18 @@ fn finalize(c: &Contig, f: &File, hlen: u64, sync: SyncMode) -> std::io::Result<
     let Some(a) = e.active else { return Ok(()) };
     let mut out = Vec::new();
     if c.nbytes > 0 {
-        let mut blocks = Vec::with_capacity(c.cache.len());
-        for b in &c.cache {
-            match b {
-                Some(b) => blocks.push(&*b.bytes),
-                None => return Ok(()),
+        let cached: Option<Vec<&[u8]>> = c.cache.iter().map(|b| b.as_ref().map(|b| &*b.bytes)).collect();
+        match cached {
+            Some(blocks) if blocks.len() == c.nentries.div_ceil(BLOCK_ENTRIES) => {
+                offsets::assemble_index(&mut out, c.nentries, &blocks);
             }
+            // A failed commit forgot the encodings (`forget_encodings`): the committed index
+            // is still intact where the header points, so it is carried over as it is.
+            _ => match committed_index(c, f, hlen)? {
+                Some(index) => out = index,
+                None => return Ok(()), // leave the committed state as it is
+            },
         }
-        offsets::assemble_index(&mut out, c.nentries, &blocks);
     }
     out.extend_from_slice(&c.trailer);
     if c.header.len() < FIXED_LEN {
@@ -1325,6 +1329,27 @@ fn finalize(c: &Contig, f: &File, hlen: u64, sync: SyncMode) -> std::io::Result<
     }
     let frame_len = put_tail(at)?;
     f.set_len(frame_len)
+}
+
+/// The committed offsets index chunk, read back from where the committed header points
+/// (`header_len + cbytes`); None when what is there does not look like the index of
+/// `c.nentries` entries ending where the trailer begins.
+fn committed_index(c: &Contig, f: &File, hlen: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let Some(cbytes) = c.header.get(39..47).map(|b| i64::from_be_bytes(b.try_into().expect("8 bytes"))) else {
+        return Ok(None);
+    };
+    let Some(at) = u64::try_from(cbytes).ok().and_then(|n| n.checked_add(hlen)) else { return Ok(None) };
+    let mut head = [0u8; 32];
+    crate::pio::read_exact_at(f, &mut head, at)?;
+    let le = |i: usize| u64::from(u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes")));
+    let (nbytes, len) = (le(4), le(12));
+    let end = at.checked_add(len).and_then(|e| e.checked_add(c.trailer.len() as u64));
+    if nbytes != 8 * c.nentries as u64 || len < 32 || end != Some(c.frame_len) {
+        return Ok(None);
+    }
+    let mut index = vec![0u8; len as usize];
+    crate::pio::read_exact_at(f, &mut index, at)?;
+    Ok(Some(index))
 }
 
 /// Locked writers: the exclusive lock, refused when another handle committed since this

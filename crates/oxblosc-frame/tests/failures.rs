@@ -351,3 +351,47 @@ fn a_staged_creation_sweeps_stale_temporaries_of_killed_processes() {
     assert_eq!(names, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Closing a contiguous writer right after a failed commit keeps the committed frame: the
+/// failure made the writer forget its index encodings, and the close used to write an index
+/// of no blocks behind the last chunk and point the header at it (the file was lost). Closed
+/// both with the disk still full and after space came back; reopened, the file is exactly
+/// the state before the failure.
+#[test]
+fn closing_after_a_failed_commit_keeps_the_file() {
+    for free_before_close in [false, true] {
+        for chunk in [CHUNK, 200_000] {
+            let Some(fs) = Tmpfs::new(&format!("close-{free_before_close}-{chunk}"), 2048) else { return };
+            let path = fs.0.join("f.b2frame");
+            let cp = CParams { typesize: 8, clevel: 1, ..CParams::default() };
+            // Ballast, removed before closing in the second case to give the close room.
+            std::fs::write(fs.0.join("ballast"), vec![1u8; 512 << 10]).unwrap();
+            let mut s = SChunk::create(&path, true, cp, DParams::default()).unwrap();
+            let mut k = 0;
+            let err = loop {
+                // Appends until the disk is full (no filler: the frame itself fills it).
+                match s.append_data(&noise(k, chunk)) {
+                    Ok(_) => k += 1,
+                    Err(e) => break e,
+                }
+                assert!(k < 1000, "a 2 MiB tmpfs took {k} chunks of {chunk} bytes");
+            };
+            assert!(err.to_string().contains("No space left"), "{err}");
+            let before = state(&s);
+            assert_eq!(before.chunks.len() as u64, k);
+            assert_eq!(on_disk(&path), before, "the failed append changed the file");
+            if free_before_close {
+                // Room for the close's compact tail: the case that wrote an empty index.
+                std::fs::remove_file(fs.0.join("ballast")).unwrap();
+            }
+            drop(s);
+            assert_eq!(on_disk(&path), before, "closing after the failure lost the file (chunk {chunk})");
+            if free_before_close {
+                // With room, the close still leaves the usual compact tail: the whole file is
+                // one frame (loads as an in-memory frame too).
+                let whole = oxblosc_frame::SChunk::from_cframe(&std::fs::read(&path).unwrap()).unwrap();
+                assert_eq!(state(&whole), before, "the closed file is not one compact frame");
+            }
+        }
+    }
+}
