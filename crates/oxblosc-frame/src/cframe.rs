@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use oxblosc_chunk::{CParams, DParams, SplitMode};
+use oxblosc_chunk::{CParams, DParams, SpecialKind, SplitMode};
 
 use crate::error::ChunkId;
 use crate::header::{self, gflags, FrameHeader, FIXED_LEN, FRAME_CONTIGUOUS};
@@ -118,9 +118,53 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
         if nchunks > (i32::MAX / 8) as u64 {
             return Err(Error::field("nbytes", base + 30, format!("implies {nchunks} chunks")));
         }
+        if h.chunksize > 0 && !sparse {
+            check_extra_entries(src, base, &h, &idx, nchunks as usize)?;
+        }
         offsets::decode_index(&idx, nchunks as usize)?
     };
     Ok(Parsed { header: h, meta, vlmeta, offsets })
+}
+
+/// Trailing empty chunks make an offsets index hold more entries than `nbytes / chunksize`
+/// counts (readers, C-Blosc2's too, derive the count from the header and skip them). Any other
+/// stored chunk past that count means the header's sizes are wrong (a damaged `chunksize` or
+/// `nbytes`): reading would drop those chunks and size the others from the damaged field,
+/// silently. C-Blosc2's repeated-value index (`fill_special`) may claim more entries: skipped.
+fn check_extra_entries(src: &Source, base: u64, h: &FrameHeader, idx: &[u8], nchunks: usize) -> Result<()> {
+    /// More trailing empty chunks than this is not a frame anyone wrote.
+    const MAX_EXTRA: usize = 1024;
+    let held = offsets::index_len(idx)?;
+    let index_head =
+        oxblosc_chunk::ChunkHeader::parse(idx).map_err(|source| Error::Chunk { chunk: ChunkId::Index, source })?;
+    let repeated = !matches!(index_head.special(), Ok(SpecialKind::None));
+    if held <= nchunks || repeated {
+        return Ok(());
+    }
+    let sizes = |why: String| {
+        Error::field(
+            "chunksize",
+            base + 58,
+            format!(
+                "chunksize {} and nbytes {} imply {nchunks} chunk(s), but the offsets index holds {held}: {why}",
+                h.chunksize, h.nbytes
+            ),
+        )
+    };
+    if held - nchunks > MAX_EXTRA {
+        return Err(sizes(format!("more than {MAX_EXTRA} past the end")));
+    }
+    let hlen = u64::from(h.header_len);
+    for (i, v) in offsets::decode_index(idx, held)?.into_iter().enumerate().skip(nchunks) {
+        if let Offset::Stored(o) = Offset::decode(v, i)? {
+            let head = src.read(base + hlen + o, 8, "chunk header")?;
+            let n = i32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
+            if n != 0 {
+                return Err(sizes(format!("entry {i} is a chunk of {n} bytes")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Add `base` to the frame-relative offset of a parse error.

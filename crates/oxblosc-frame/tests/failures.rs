@@ -26,11 +26,21 @@ fn noise(seed: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// A tmpfs of `kib` KiB, unmounted when dropped; None when mounting is not permitted.
-struct Tmpfs(PathBuf);
+/// One test of this file at a time: run in parallel threads, a full-disk test now and then
+/// found no room after deleting its filler (ENOSPC on the write that must then succeed, about
+/// 1 run in 80), while the others mounted, filled and unmounted their own file systems.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A tmpfs of `kib` KiB, unmounted when dropped; None when mounting is not permitted. Holds
+/// [`one_at_a_time`] while it exists.
+struct Tmpfs(PathBuf, #[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
 
 impl Tmpfs {
     fn new(tag: &str, kib: usize) -> Option<Tmpfs> {
+        let serial = one_at_a_time();
         let dir = std::env::temp_dir().join(format!("oxblosc-fail-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ok = Command::new("mount")
@@ -43,7 +53,7 @@ impl Tmpfs {
             let _ = std::fs::remove_dir(&dir);
             return None;
         }
-        Some(Tmpfs(dir))
+        Some(Tmpfs(dir, serial))
     }
 }
 
@@ -301,6 +311,7 @@ fn publishing_a_vanished_staged_frame_keeps_the_old_one() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_staged_creation_sweeps_stale_temporaries_of_killed_processes() {
+    let _serial = one_at_a_time();
     let dir = std::env::temp_dir().join(format!("oxblosc-sweep-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -326,7 +337,7 @@ fn a_staged_creation_sweeps_stale_temporaries_of_killed_processes() {
     make(&format!("a.b2nd.oxtmp-{dead}-0"), false, true); // stale file: removed
     make(&format!("a.b2nd.oxtmp-{dead}-1"), true, true); // stale sparse directory: removed
     make(&format!("a.b2nd.oxtmp-{dead}-2"), false, false); // recent: kept
-    make(&format!("a.b2nd.oxtmp-{alive}-9"), false, true); // a running process's: kept
+    make(&format!("a.b2nd.oxtmp-{alive}-999999"), false, true); // a running process's (a counter value this process will not reach, as other tests here also make temporaries): kept
     make(&format!("b.b2nd.oxtmp-{dead}-0"), false, true); // another path's: kept
     make(&format!("a.b2nd.oxtmp-{dead}"), false, true); // not our name pattern: kept
     make(&format!("a.b2nd.oxtmp-{dead}-0.b2lock"), false, true); // a stale temporary's lock file: removed
@@ -344,7 +355,7 @@ fn a_staged_creation_sweeps_stale_temporaries_of_killed_processes() {
         format!("a.b2nd.oxtmp-{dead}-2"),
         format!("a.b2nd.oxtmp-{dead}-2.b2lock"),
         format!("a.b2nd.oxtmp-{dead}-2.b2lockx"),
-        format!("a.b2nd.oxtmp-{alive}-9"),
+        format!("a.b2nd.oxtmp-{alive}-999999"),
         format!("b.b2nd.oxtmp-{dead}-0"),
     ];
     want.sort();

@@ -141,3 +141,40 @@ fn file_errors_name_the_file() {
     assert!(e.contains("bad.b2frame") && e.contains("chunk 0"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A damaged `chunksize` (or `nbytes`) makes the header count fewer chunks than the offsets
+/// index holds: opening is an error naming the field, where reading used to drop the chunks
+/// past the count and size the first one (a special zeros chunk) from the damaged field. Trailing
+/// empty chunks, the one legitimate reason for extra entries, still open.
+#[test]
+fn header_counting_fewer_chunks_than_the_index_is_an_error() {
+    use oxblosc_frame::{CParams, DParams};
+    let cp = CParams { typesize: 4, ..CParams::default() };
+    for zeros_first in [true, false] {
+        let mut s = SChunk::new(cp.clone(), DParams::default()).unwrap();
+        let chunk = |k: u32| -> Vec<u8> { (0..1000u32).flat_map(|i| (i * 7 + k).to_le_bytes()).collect() };
+        s.append_data(&if zeros_first { vec![0u8; 4000] } else { chunk(0) }).unwrap();
+        for k in 1..5 {
+            s.append_data(&chunk(k)).unwrap();
+        }
+        let good = s.to_cframe().unwrap();
+        assert_eq!(good[57], 0xd2, "chunksize is a msgpack int32 at 57");
+        assert_eq!(good[58..62], 4000i32.to_be_bytes());
+        let mut bad = good.clone();
+        bad[59] ^= 1; // 4000 -> 69536: one chunk of 20000 bytes by the header
+        let e = SChunk::from_cframe(&bad).unwrap_err().to_string();
+        assert!(e.contains("chunksize") && e.contains("offsets index holds 5"), "{e}");
+        // The same frame with its true chunksize reads back.
+        let r = SChunk::from_cframe(&good).unwrap();
+        assert_eq!(r.nchunks(), 5);
+        assert_eq!(r.decompress_chunk(4).unwrap(), chunk(4));
+    }
+    // Trailing empty chunk: the index holds one entry more than nbytes / chunksize counts.
+    let mut s = SChunk::new(cp, DParams::default()).unwrap();
+    s.append_data(&[1u8; 4000]).unwrap();
+    s.append_data(&[2u8; 4000]).unwrap();
+    s.append_data(&[]).unwrap();
+    let r = SChunk::from_cframe(&s.to_cframe().unwrap()).unwrap();
+    assert_eq!(r.nchunks(), 2);
+    assert_eq!(r.decompress_chunk(1).unwrap(), vec![2u8; 4000]);
+}
