@@ -45,6 +45,13 @@ impl NpyHeader {
         self.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
     }
 
+    /// Whether the array holds Python objects (descr `|O`, or an `O` field of a structured
+    /// one): `np.save` pickles those.
+    pub fn holds_objects(&self) -> bool {
+        let d = self.descr.as_str();
+        d.trim_start_matches(['|', '<', '>', '=']).starts_with('O') || d.starts_with('[') && d.contains("'|O'")
+    }
+
     /// Item size from a simple descr (`<f8`, `|u1`, `<U10`, `<M8[ns]`); `None` for structured.
     pub fn itemsize(&self) -> Option<usize> {
         let d = self.descr.as_str();
@@ -213,6 +220,16 @@ pub fn array_to_b2nd(
     default_out: &Path,
 ) -> Result<()> {
     let path = &input.name.clone();
+    if h.holds_objects() {
+        // NumPy pickles the Python objects: the bytes are not items of a fixed size.
+        return Err(CliError::at(
+            format!(
+                "an array of Python objects (descr {}) holds pickled objects, not items of a fixed size: not supported",
+                h.descr
+            ),
+            path,
+        ));
+    }
     let nitems = h.nitems().ok_or_else(|| CliError::at("shape overflows", path))?;
     let itemsize = match h.itemsize() {
         Some(n) => n as u64,

@@ -658,6 +658,22 @@ fn npy_bytes(descr: &str, fortran: bool, shape: &[u64], data: &[u8], major: u8) 
     out
 }
 
+/// `np.save` pickles arrays of Python objects: the CLI says so instead of reporting a size
+/// mismatch, and writes nothing.
+#[test]
+fn npy_of_python_objects_is_refused_by_name() {
+    let t = TmpDir::new("npy-objects");
+    // A pickle stands in for the payload (any bytes: the header alone decides).
+    for (k, descr) in ["|O", "<O"].iter().enumerate() {
+        let f = t.p(&format!("o{k}.npy"));
+        std::fs::write(&f, npy_bytes(descr, false, &[2], b"\x80\x04\x95 pickled objects", 1)).unwrap();
+        let (code, _, err) = oxblosc(&["compress", "-q", &f]);
+        assert_eq!(code, 2, "{descr}: {err}");
+        assert!(err.contains("Python objects") && err.contains("not supported"), "{descr}: {err}");
+        assert!(!std::path::Path::new(&t.p(&format!("o{k}.b2nd"))).exists());
+    }
+}
+
 #[test]
 fn npy_round_trips_are_byte_identical() {
     let t = TmpDir::new("npy");
