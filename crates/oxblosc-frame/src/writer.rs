@@ -54,7 +54,10 @@
 //! * Closing (dropping the writer) moves the index and trailer right after the last chunk
 //!   (via a copy past everything when there is no room below the committed index), patches the
 //!   header and truncates: a cleanly closed file has the usual compact tail (`frame_len` = file
-//!   length) and loads as an in-memory frame too. Before that, closing the `SChunk` rewrites
+//!   length) and loads as an in-memory frame too. After a failed commit the writer has
+//!   forgotten its index encodings; the close then carries the committed index over from the
+//!   file (it is intact where the header points), or leaves the file as committed when that
+//!   does not check out. Before that, closing the `SChunk` rewrites
 //!   the file compactly when [`Writer::bloated_on_close`] says dead bytes remain (the rewrite
 //!   above, under the exclusive lock; a stale view is refused).
 //! * Locking: with a lock, every commit (and closing, and a compacting rewrite) runs under the
