@@ -232,24 +232,26 @@ def test_damaged_typesize_or_shape_is_caught(tmp_path: Path) -> None:
         oxblosc.open(arr)[:]
 
 
+@pytest.mark.parametrize("contiguous", [True, False])
 @pytest.mark.parametrize("zeros_first", [True, False])
-def test_damaged_chunksize_is_refused_like_python_blosc2(tmp_path: Path, zeros_first: bool) -> None:
+def test_damaged_chunksize_is_refused_like_python_blosc2(tmp_path: Path, zeros_first: bool, contiguous: bool) -> None:
     """One flipped bit in the header's chunksize (4000 -> 69536) makes nbytes / chunksize count
     one chunk while the index holds five. python-blosc2 refuses the file; so do we, at open,
     naming the field. (With an all-zero first chunk we used to return 20000 zero bytes and drop
     the other chunks, silently.)"""
-    path = tmp_path / "d.b2frame"
-    s = oxblosc.SChunk(chunksize=4000, urlpath=str(path), mode="w", cparams={"typesize": 4})
+    path = tmp_path / ("d.b2frame" if contiguous else "d.b2frame.d")
+    s = oxblosc.SChunk(chunksize=4000, urlpath=str(path), contiguous=contiguous, mode="w", cparams={"typesize": 4})
     first = np.zeros(1000, np.int32) if zeros_first else np.arange(1000, dtype=np.int32)
     s.append_data(first)
     for i in range(1, 5):
         s.append_data(np.arange(1000, dtype=np.int32) + i)
     del s
-    raw = bytearray(path.read_bytes())
+    header = path if contiguous else path / "chunks.b2frame"
+    raw = bytearray(header.read_bytes())
     assert raw[57] == 0xD2 and raw[58:62] == (4000).to_bytes(4, "big")  # msgpack int32 chunksize
     raw[59] ^= 1
-    path.write_bytes(bytes(raw))
+    header.write_bytes(bytes(raw))
     with pytest.raises(RuntimeError):
         blosc2.open(str(path))
-    with pytest.raises(oxblosc.ChunkError, match=r"chunksize 69536 and nbytes 20000 .*offsets index holds 5"):
+    with pytest.raises(oxblosc.ChunkError, match=r"chunksize 69536 and nbytes 20000 .*entry 1 is a chunk of 4000"):
         oxblosc.open(path)

@@ -45,6 +45,9 @@ pub(crate) struct Parsed {
     pub meta: Vec<(String, Vec<u8>)>,
     pub vlmeta: Vec<(String, Vec<u8>)>,
     pub offsets: Vec<i64>,
+    /// Sparse frames: stored index entries past the header's chunk count (entry, chunk file
+    /// id), whose chunk files the opener checks are empty (`extra_chunk_error`).
+    pub sparse_extra: Vec<(usize, u64)>,
 }
 
 /// Parse a frame at `base` in `src`: header, metalayers, trailer, offsets index.
@@ -93,6 +96,7 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
         vlmeta.push((name, v));
     }
     // Offsets index.
+    let mut extra = Vec::new();
     let offsets = if h.nbytes == 0 {
         Vec::new()
     } else {
@@ -118,12 +122,22 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
         if nchunks > (i32::MAX / 8) as u64 {
             return Err(Error::field("nbytes", base + 30, format!("implies {nchunks} chunks")));
         }
-        if h.chunksize > 0 && !sparse {
-            check_extra_entries(src, base, &h, &idx, nchunks as usize)?;
+        if h.chunksize > 0 {
+            extra = extra_entries(base, &h, &idx, nchunks as usize)?;
         }
         offsets::decode_index(&idx, nchunks as usize)?
     };
-    Ok(Parsed { header: h, meta, vlmeta, offsets })
+    if !sparse {
+        let hlen = u64::from(h.header_len);
+        for &(i, o) in &extra {
+            let head = src.read(base + hlen + o, 8, "chunk header")?;
+            if let Some(e) = extra_chunk_error(base, &h, offsets.len(), i, &head) {
+                return Err(e);
+            }
+        }
+        extra.clear();
+    }
+    Ok(Parsed { header: h, meta, vlmeta, offsets, sparse_extra: extra })
 }
 
 /// Trailing empty chunks make an offsets index hold more entries than `nbytes / chunksize`
@@ -131,7 +145,9 @@ pub(crate) fn parse(src: &Source, base: u64, sparse: bool, exact: bool) -> Resul
 /// stored chunk past that count means the header's sizes are wrong (a damaged `chunksize` or
 /// `nbytes`): reading would drop those chunks and size the others from the damaged field,
 /// silently. C-Blosc2's repeated-value index (`fill_special`) may claim more entries: skipped.
-fn check_extra_entries(src: &Source, base: u64, h: &FrameHeader, idx: &[u8], nchunks: usize) -> Result<()> {
+/// Returns the stored entries past the count (entry, position or sparse chunk file id), whose
+/// chunks must then be empty ([`extra_chunk_error`] otherwise).
+fn extra_entries(base: u64, h: &FrameHeader, idx: &[u8], nchunks: usize) -> Result<Vec<(usize, u64)>> {
     /// More trailing empty chunks than this is not a frame anyone wrote.
     const MAX_EXTRA: usize = 1024;
     let held = offsets::index_len(idx)?;
@@ -139,32 +155,36 @@ fn check_extra_entries(src: &Source, base: u64, h: &FrameHeader, idx: &[u8], nch
         oxblosc_chunk::ChunkHeader::parse(idx).map_err(|source| Error::Chunk { chunk: ChunkId::Index, source })?;
     let repeated = !matches!(index_head.special(), Ok(SpecialKind::None));
     if held <= nchunks || repeated {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let sizes = |why: String| {
-        Error::field(
-            "chunksize",
-            base + 58,
-            format!(
-                "chunksize {} and nbytes {} imply {nchunks} chunk(s), but the offsets index holds {held}: {why}",
-                h.chunksize, h.nbytes
-            ),
-        )
-    };
     if held - nchunks > MAX_EXTRA {
-        return Err(sizes(format!("more than {MAX_EXTRA} past the end")));
+        return Err(extra_error(base, h, nchunks, format!("{held} entries, more than {MAX_EXTRA} past the end")));
     }
-    let hlen = u64::from(h.header_len);
+    let mut stored = Vec::new();
     for (i, v) in offsets::decode_index(idx, held)?.into_iter().enumerate().skip(nchunks) {
         if let Offset::Stored(o) = Offset::decode(v, i)? {
-            let head = src.read(base + hlen + o, 8, "chunk header")?;
-            let n = i32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
-            if n != 0 {
-                return Err(sizes(format!("entry {i} is a chunk of {n} bytes")));
-            }
+            stored.push((i, o));
         }
     }
-    Ok(())
+    Ok(stored)
+}
+
+/// The error for entry `i` past the header's chunk count holding a chunk of `n` bytes (its
+/// header's nbytes, from the 8 bytes `head`); None when the chunk is empty.
+pub(crate) fn extra_chunk_error(base: u64, h: &FrameHeader, nchunks: usize, i: usize, head: &[u8]) -> Option<Error> {
+    let n = i32::from_le_bytes(head.get(4..8)?.try_into().ok()?);
+    (n != 0).then(|| extra_error(base, h, nchunks, format!("entry {i} is a chunk of {n} bytes")))
+}
+
+fn extra_error(base: u64, h: &FrameHeader, nchunks: usize, why: String) -> Error {
+    Error::field(
+        "chunksize",
+        base + 58,
+        format!(
+            "chunksize {} and nbytes {} imply {nchunks} chunk(s), but the offsets index holds more: {why}",
+            h.chunksize, h.nbytes
+        ),
+    )
 }
 
 /// Add `base` to the frame-relative offset of a parse error.

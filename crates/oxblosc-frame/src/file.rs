@@ -182,6 +182,14 @@ fn open_sparse(dir: &Path, mode: Mode, lock: Option<Arc<LockView>>) -> Result<SC
     let file = File::open(&ipath).map_err(io_at(&ipath, None))?;
     let len = file.metadata().map_err(io_at(&ipath, None))?.len();
     let p = cframe::parse(&Source::File(&file, len), 0, true, true).map_err(|e| e.in_file(&ipath))?;
+    for &(i, id) in &p.sparse_extra {
+        let cpath = dir.join(crate::storage::chunk_file_name(id));
+        let mut head = [0u8; 8];
+        File::open(&cpath).and_then(|f| crate::pio::read_exact_at(&f, &mut head, 0)).map_err(io_at(&cpath, None))?;
+        if let Some(e) = cframe::extra_chunk_error(0, &p.header, p.offsets.len(), i, &head) {
+            return Err(e.in_file(&ipath));
+        }
+    }
     let hlen = u64::from(p.header.header_len);
     let next_id = p.offsets.iter().filter(|&&o| o >= 0).map(|&o| o as u64 + 1).max().unwrap_or(0);
     let backing = Backing::Sparse { dir: dir.to_path_buf(), lock: lock.clone() };
