@@ -1344,13 +1344,12 @@ fn committed_index(c: &Contig, f: &File, hlen: u64) -> std::io::Result<Option<Ve
     let Some(at) = u64::try_from(cbytes).ok().and_then(|n| n.checked_add(hlen)) else { return Ok(None) };
     let mut head = [0u8; 32];
     crate::pio::read_exact_at(f, &mut head, at)?;
-    let le = |i: usize| u64::from(u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes")));
-    let (nbytes, len) = (le(4), le(12));
-    let end = at.checked_add(len).and_then(|e| e.checked_add(c.trailer.len() as u64));
-    if nbytes != 8 * c.nentries as u64 || len < 32 || end != Some(c.frame_len) {
+    let Ok(h) = oxblosc_chunk::ChunkHeader::parse_head(&head) else { return Ok(None) };
+    let end = at.checked_add(h.cbytes as u64).and_then(|e| e.checked_add(c.trailer.len() as u64));
+    if h.nbytes != 8 * c.nentries || h.cbytes < head.len() || end != Some(c.frame_len) {
         return Ok(None);
     }
-    let mut index = vec![0u8; len as usize];
+    let mut index = vec![0u8; h.cbytes];
     crate::pio::read_exact_at(f, &mut index, at)?;
     Ok(Some(index))
 }
